@@ -1,0 +1,1 @@
+"""ufo-agent: the per-hypervisor UFO core manager."""

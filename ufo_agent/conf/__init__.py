@@ -1,0 +1,11 @@
+"""oslo.config options of ufo-agent, one module per option group."""
+
+from oslo_config import cfg
+
+from ufo_agent.conf import controller
+from ufo_agent.conf import host
+
+CONF = cfg.CONF
+
+controller.register_opts(CONF)
+host.register_opts(CONF)

@@ -1,0 +1,14 @@
+"""Entry point of oslo-config-generator (namespace ``ufo_agent``)."""
+
+from ufo_agent.conf import controller
+from ufo_agent.conf import host
+
+_MODULES = (controller, host)
+
+
+def list_opts():
+    result = []
+    for module in _MODULES:
+        for group, opts in module.list_opts().items():
+            result.append((group, opts))
+    return result

@@ -1,0 +1,1 @@
+"""ufo_nova: Nova scheduler plugins fed by ufo-agent host signals."""
