@@ -20,10 +20,10 @@ fi
 
 apt_install() {
     if [ -z "${_APT_UPDATED:-}" ]; then
-        $SUDO apt-get update -q
+        $SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
         _APT_UPDATED=1
     fi
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q \
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q \
         --no-install-recommends "$@"
 }
 

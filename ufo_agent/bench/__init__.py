@@ -1,0 +1,1 @@
+"""Benchmarks behind ``ufo-bench``: each module has add_arguments and run."""

@@ -1,0 +1,31 @@
+"""``ufo-bench``: benchmark commands that print figures.
+
+Benchmarks are not tests: each subcommand measures, prints its repeats and
+ends with one ``RESULT key=value ...`` line.
+"""
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> module under ufo_agent.bench with add_arguments() and run()
+SUBCOMMANDS = {
+    'controller': 'ufo_agent.bench.controller',
+}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog='ufo-bench', description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest='command', required=True)
+    modules = {}
+    for name, path in sorted(SUBCOMMANDS.items()):
+        module = importlib.import_module(path)
+        modules[name] = module
+        module.add_arguments(sub.add_parser(name, help=module.__doc__))
+    args = parser.parse_args(argv)
+    return modules[args.command].run(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
