@@ -1,0 +1,136 @@
+"""Turn per-VM and emulator demands into disjoint sets of physical cores.
+
+Two steps, both deterministic:
+
+1. :func:`allocate_counts` decides how many cores each owner gets. When
+   demand fits, everyone gets what it asked for. When it does not, the
+   documented rule (doc/source/controller.rst, "Overload") is, in order:
+   the emulator pool's minimum; one idle-pool core if any VM shares the
+   idle pool; one core per active VM (VMs that already hold cores first,
+   then by uuid; VMs left without one share the idle pool); the emulator
+   pool's growth; then committed demand shared max-min fairly, one core at
+   a time to the VM that has the fewest; then speculative probes, from
+   what is left. Whatever committed demand was not met is the shortfall.
+2. :func:`assign_cores` picks the core ids: owners keep the cores they
+   have, shrink from their smallest NUMA share and highest ids, and grow
+   from the NUMA node where they already have most cores.
+"""
+
+import collections
+import dataclasses
+import heapq
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """Demand of one active VM.
+
+    ``committed`` cores it needs, ``want`` in all: the part above
+    ``committed`` is speculative (a probe, or a new VM starting at its
+    flavor size).
+    """
+
+    key: str
+    holding: int
+    committed: int
+    want: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Counts:
+    emulator: int
+    vms: dict           # key -> cores (0 for a VM that shares the idle pool)
+    shortfall: int
+    starved: frozenset  # active VMs that got no core of their own
+
+
+def allocate_counts(total, emulator_min, emulator_want, requests,
+                    shared_vms, idle_floor=1):
+    """Apply the overload rule; see the module docstring."""
+    left = total
+    emulator = min(emulator_min, left)
+    left -= emulator
+    order = sorted(requests, key=lambda r: (r.holding == 0, r.key))
+    need_floor = shared_vms or len(order) > left
+    floor = min(idle_floor, left) if need_floor else 0
+    left -= floor
+    given = {}
+    starved = []
+    for req in order:
+        if left > 0:
+            given[req.key] = 1
+            left -= 1
+        else:
+            given[req.key] = 0
+            starved.append(req.key)
+    grow = min(max(0, emulator_want - emulator), left)
+    emulator += grow
+    left -= grow
+    # Max-min fair share of committed demand.
+    heap = [(1, -(req.committed - 1), req.key) for req in order
+            if given[req.key] and req.committed > 1]
+    heapq.heapify(heap)
+    committed = {req.key: req.committed for req in order}
+    while heap and left > 0:
+        have, _, key = heapq.heappop(heap)
+        given[key] += 1
+        left -= 1
+        if given[key] < committed[key]:
+            heapq.heappush(heap, (given[key],
+                                  -(committed[key] - given[key]), key))
+    # Speculative demand from what is left, one VM at a time by uuid.
+    for req in sorted(order, key=lambda r: r.key):
+        if left <= 0:
+            break
+        if given[req.key] and given[req.key] >= req.committed:
+            extra = min(req.want - given[req.key], left)
+            if extra > 0:
+                given[req.key] += extra
+                left -= extra
+    shortfall = max(0, emulator_want - emulator)
+    shortfall += sum(max(0, req.committed - given[req.key])
+                     for req in order)
+    return Counts(emulator, given, shortfall, frozenset(starved))
+
+
+def assign_cores(topology, emulator_current, emulator_count, vm_current,
+                 vm_counts):
+    """Return (emulator cores, {key: cores}, idle cores) as frozensets."""
+    managed = topology.core_ids
+    owners = [('emulator', emulator_current, emulator_count)]
+    owners += [(key, vm_current.get(key, frozenset()), vm_counts[key])
+               for key in sorted(vm_counts)]
+    kept = {}
+    taken = set()
+    for key, current, count in owners:
+        mine = sorted((set(current) & managed) - taken)
+        if len(mine) > count:
+            mine = _shrink(topology, mine, count)
+        kept[key] = set(mine)
+        taken.update(mine)
+    free = sorted(managed - taken)
+    for key, _, count in owners:
+        while len(kept[key]) < count and free:
+            core = _pick(topology, kept[key], free)
+            free.remove(core)
+            kept[key].add(core)
+    emulator = frozenset(kept.pop('emulator'))
+    vms = {key: frozenset(cores) for key, cores in kept.items()}
+    return emulator, vms, frozenset(free)
+
+
+def _shrink(topology, cores, count):
+    per_node = collections.Counter(topology.numa_node(c) for c in cores)
+    # Drop from the node where the owner has the fewest cores, highest id
+    # first, so what stays is compact.
+    ranked = sorted(cores, key=lambda c: (per_node[topology.numa_node(c)],
+                                          -c))
+    return sorted(ranked[len(cores) - count:])
+
+
+def _pick(topology, mine, free):
+    if mine:
+        per_node = collections.Counter(topology.numa_node(c) for c in mine)
+    else:
+        per_node = collections.Counter(topology.numa_node(c) for c in free)
+    return min(free, key=lambda c: (-per_node[topology.numa_node(c)], c))

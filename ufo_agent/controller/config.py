@@ -1,0 +1,57 @@
+"""The controller's settings as an immutable value, built from oslo.config.
+
+The controller never reads global configuration, so tests and the
+simulator can build one directly with the paper's defaults.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ControllerConfig:
+    """Thresholds and timings; defaults are the paper's (see conf/)."""
+
+    tick_interval: float = 1.0
+    settle_time: float = 3.0
+    sf_threshold: float = 0.30
+    detect_flat_sf: bool = False
+    flat_sf_threshold: float = 0.05
+    pcu_low: float = 0.40
+    pcu_high: float = 0.80
+    emulator_util_high: float = 0.70
+    emulator_util_low: float = 0.50
+    emulator_min_cores: int = 1
+    samples_per_model: int = 8
+    min_samples_to_fit: int = 3
+    refit_error: float = 0.05
+    util_resolution: float = 5.0
+    sample_max_age: float = 600.0
+    idle_util: float = 1.0
+    idle_after: float = 10.0
+    be_sf_per_util: float = 10.0
+    classify_min_util: float = 20.0
+    classify_samples: int = 5
+
+    def __post_init__(self):
+        errors = []
+        if not self.pcu_low < self.pcu_high:
+            errors.append('pcu_low must be below pcu_high')
+        if not self.emulator_util_low < self.emulator_util_high:
+            errors.append(
+                'emulator_util_low must be below emulator_util_high')
+        if self.min_samples_to_fit > self.samples_per_model:
+            errors.append(
+                'min_samples_to_fit must not exceed samples_per_model')
+        if self.min_samples_to_fit < 3:
+            errors.append('min_samples_to_fit must be at least 3 '
+                          '(a quadratic has three coefficients)')
+        if errors:
+            raise ValueError('[controller] ' + '; '.join(errors))
+
+    @classmethod
+    def from_conf(cls, conf):
+        """Build from the ``[controller]`` group of an oslo.config object."""
+        group = conf.controller
+        values = {field.name: getattr(group, field.name)
+                  for field in dataclasses.fields(cls)}
+        return cls(**values)

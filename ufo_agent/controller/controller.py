@@ -1,0 +1,311 @@
+"""The UFO controller: a state machine driven by one :meth:`tick` a second.
+
+One tick is Algorithm 1 of the paper without its sleeps:
+
+1. size the emulator pool; if it grows, nothing else changes this tick;
+2. for each VM (in uuid order): classify it (LC, best-effort, idle),
+   record its settled sample in its SF model (Algorithm 2) and ask the
+   predictor (Algorithm 3) how many cores it wants;
+3. turn all demands into disjoint core sets (:mod:`allocator`);
+4. return a :class:`~ufo_agent.controller.plan.HostPlan` for the agent.
+
+A VM whose cores changed waits ``settle_time`` before its samples are used
+again; the other VMs go on meanwhile (the paper's loop sleeps for all).
+"""
+
+import math
+
+from ufo_agent.controller import allocator
+from ufo_agent.controller import classifier
+from ufo_agent.controller import config as controller_config
+from ufo_agent.controller import emulator as emulator_pool
+from ufo_agent.controller import plan as plans
+from ufo_agent.controller import predictor as core_predictor
+from ufo_agent.controller import sfmodel
+
+ControllerConfig = controller_config.ControllerConfig
+Decision = plans.Decision
+HostPlan = plans.HostPlan
+VmClass = plans.VmClass
+VmMode = plans.VmMode
+VmPlan = plans.VmPlan
+
+_EPS = 1e-6
+# Predictor and lifecycle actions that move cores, and those worth a log
+# line even when the core count stays.
+_MOVES = frozenset(['start', 'grow', 'shrink', 'probe', 'revert', 'wake',
+                    'latency-critical'])
+_NOTED = frozenset(['accept', 'revert', 'wake', 'latency-critical'])
+
+
+class ControllerError(ValueError):
+    """The controller cannot work with what it was given."""
+
+
+class VmState:
+    """Everything the controller remembers about one VM."""
+
+    def __init__(self, spec, config, pcpus_per_core):
+        self.spec = spec
+        self.max_cores = max(1, math.ceil(spec.vcpus / pcpus_per_core))
+        self.model = sfmodel.SchedFreqModel(config, self.max_cores,
+                                            pcpus_per_core)
+        self.predictor = core_predictor.Predictor(config, self.max_cores,
+                                                  pcpus_per_core)
+        self.idle = classifier.IdleDetector(config)
+        self.vm_class = classifier.ClassInference(config, spec.vm_class)
+        self.mode = (VmMode.BEST_EFFORT if spec.vm_class == VmClass.BE
+                     else VmMode.ACTIVE)
+        self.cores = frozenset()
+        self.changed_at = -math.inf
+        self.trial = None
+        # A new VM starts at its flavor size if idle cores allow (paper
+        # section 6.2), with one core guaranteed.
+        self.committed = 1
+        self.want = self.max_cores
+        self.last_action = ('start', 'new VM starts at its flavor size')
+        self.cores_before_idle = 0
+        self.flat_sf = False
+        self.probe_cache = {}
+        self.last_sample = None
+
+    def settled(self, now, settle_time):
+        return now - self.changed_at >= settle_time - _EPS
+
+    def hold(self):
+        self.committed = self.want = max(len(self.cores), self.committed, 1)
+
+
+class Controller:
+    """Per-host UFO controller over a fixed :class:`HostTopology`."""
+
+    def __init__(self, topology, config=None):
+        self.config = config or ControllerConfig()
+        self.topology = topology
+        if len(topology) < self.config.emulator_min_cores + 1:
+            raise ControllerError(
+                '%d managed cores: need at least emulator_min_cores (%d) '
+                'plus one for guests' % (len(topology),
+                                         self.config.emulator_min_cores))
+        self.ppc = topology.threads_per_core
+        self.vms = {}
+        self.emulator_cores = frozenset(
+            sorted(topology.core_ids)[:self.config.emulator_min_cores])
+        self.idle_cores = topology.core_ids - self.emulator_cores
+        self.emulator_util = 0.0
+        self.last_plan = None
+
+    # -- inventory -------------------------------------------------------
+    def add_vm(self, spec):
+        if spec.uuid in self.vms:
+            raise ControllerError('VM %s is already managed' % spec.uuid)
+        state = VmState(spec, self.config, self.ppc)
+        self.vms[spec.uuid] = state
+        return state
+
+    def remove_vm(self, uuid):
+        state = self.vms.pop(uuid, None)
+        if state is not None:
+            self.idle_cores |= state.cores
+
+    # -- one tick --------------------------------------------------------
+    def tick(self, now, samples, emulator_busy_pct):
+        """Run one control step.
+
+        ``samples`` maps VM uuid to a :class:`VmSample` for this tick (a VM
+        without one keeps its allocation); ``emulator_busy_pct`` is the CPU
+        time of all emulator threads over the tick, in percent of one CPU.
+        """
+        cfg = self.config
+        decisions = []
+        emu_now = len(self.emulator_cores)
+        emu_want, self.emulator_util = emulator_pool.wanted_cores(
+            emu_now, self.topology.pcpus(self.emulator_cores),
+            emulator_busy_pct, self.ppc, cfg, len(self.topology) - 1)
+        emulator_grows = emu_want > emu_now
+        if emu_want != emu_now:
+            decisions.append(Decision(
+                now, 'emulator',
+                'emulator-grow' if emulator_grows else 'emulator-shrink',
+                emu_now, emu_want, 'emulator pool utilization %.0f%%'
+                % (100 * self.emulator_util)))
+
+        for uuid in sorted(self.vms):
+            state = self.vms[uuid]
+            sample = samples.get(uuid)
+            if sample is None:
+                state.hold()
+                continue
+            state.last_sample = sample
+            self._observe(state, sample, now, decisions)
+            if state.mode != VmMode.ACTIVE:
+                continue
+            if emulator_grows or not state.settled(now, cfg.settle_time):
+                state.hold()
+                continue
+            self._predict(state, sample, now)
+
+        plan = self._allocate(now, emu_want, decisions)
+        self.last_plan = plan
+        return plan
+
+    def _observe(self, state, sample, now, decisions):
+        """Class, idle and wake transitions from one raw sample."""
+        uuid = state.spec.uuid
+        vm_class = state.vm_class.update(sample.util, sample.sf)
+        if vm_class == VmClass.BE and state.mode == VmMode.ACTIVE:
+            state.mode = VmMode.BEST_EFFORT
+            state.trial = None
+            decisions.append(Decision(
+                now, uuid, 'best-effort', len(state.cores), 0,
+                'SF per util%% %.1f < %.1f' % (
+                    sample.sf / max(sample.util, _EPS),
+                    self.config.be_sf_per_util)))
+            return
+        if vm_class == VmClass.LC and state.mode == VmMode.BEST_EFFORT:
+            state.mode = VmMode.ACTIVE
+            state.committed, state.want = 1, state.max_cores
+            state.last_action = ('latency-critical',
+                                 'SF per util% back above threshold')
+            return
+        idle = state.idle.update(sample.util, now)
+        if state.mode == VmMode.ACTIVE and idle:
+            state.mode = VmMode.IDLE
+            state.cores_before_idle = max(1, len(state.cores))
+            state.trial = None
+            decisions.append(Decision(
+                now, uuid, 'park', len(state.cores), 0,
+                'util below %.1f%% for %.0f s' % (
+                    self.config.idle_util, self.config.idle_after)))
+        elif state.mode == VmMode.IDLE and state.idle.woke(sample.util):
+            state.mode = VmMode.ACTIVE
+            state.committed = state.want = state.cores_before_idle
+            state.last_action = ('wake', 'util %.1f%% after idle'
+                                 % sample.util)
+
+    def _predict(self, state, sample, now):
+        cfg = self.config
+        count = len(state.cores)
+        if count == 0:
+            return      # not placed yet: keep asking for what it asked
+        state.model.update(count, sample.util, sample.sf, now)
+        horizon = now - cfg.sample_max_age
+        for key in [k for k, v in state.probe_cache.items()
+                    if v.time < horizon]:
+            del state.probe_cache[key]
+        if state.trial is not None:
+            state.trial.sf[count] = sample.sf
+            key = (count, state.model.bucket(state.trial.origin_util))
+            state.probe_cache[key] = sfmodel.Recorded(
+                state.trial.origin_util, sample.sf, now)
+        if cfg.detect_flat_sf and not state.flat_sf and \
+                classifier.is_flat_sf(state.model, self.ppc, cfg):
+            state.flat_sf = True
+            state.model.set_threshold(cfg.flat_sf_threshold)
+
+        def probe_sf(cores, util):
+            bucket = state.model.bucket(util)
+            hit = sfmodel.nearest(
+                {k[1]: v for k, v in state.probe_cache.items()
+                 if k[0] == cores and abs(k[1] - bucket) <= 1},
+                bucket, util)
+            if hit is None or now - hit.time > cfg.sample_max_age:
+                return None
+            return hit.sf
+
+        pred = state.predictor.predict(state.model, count, sample.util, now,
+                                       state.trial, probe_sf)
+        state.last_action = (pred.action, pred.reason)
+        state.trial = pred.trial
+        state.want = pred.cores
+        state.committed = pred.committed
+
+    def _allocate(self, now, emu_want, decisions):
+        active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
+        shared = any(s.mode != VmMode.ACTIVE for s in self.vms.values())
+        requests = [allocator.Request(s.spec.uuid, len(s.cores),
+                                      min(s.committed, s.max_cores),
+                                      min(s.want, s.max_cores))
+                    for s in active]
+        counts = allocator.allocate_counts(
+            len(self.topology), self.config.emulator_min_cores, emu_want,
+            requests, shared)
+        emu_cores, vm_cores, idle = allocator.assign_cores(
+            self.topology, self.emulator_cores, counts.emulator,
+            {s.spec.uuid: s.cores for s in active}, counts.vms)
+        if counts.emulator != emu_want and decisions and \
+                decisions[0].vm == 'emulator':
+            decisions[0] = Decision(
+                now, 'emulator', decisions[0].action,
+                len(self.emulator_cores), counts.emulator,
+                decisions[0].reason + '; idle pool supplied %d of %d'
+                % (counts.emulator, emu_want))
+        self.emulator_cores = emu_cores
+        self.idle_cores = idle
+        idle_cpus = self.topology.cpus_of(idle)
+        idle_pcpus = len(idle_cpus)
+        vm_plans = {}
+        for uuid in sorted(self.vms):
+            state = self.vms[uuid]
+            old = len(state.cores)
+            if state.mode == VmMode.ACTIVE:
+                new_cores = vm_cores[uuid]
+                self._record_change(state, old, len(new_cores), now,
+                                    decisions)
+                state.cores = new_cores
+            else:
+                state.cores = frozenset()
+            vm_plans[uuid] = self._vm_plan(state, idle_cpus, idle_pcpus)
+        return HostPlan(
+            time=now, vms=vm_plans, emulator_cores=emu_cores,
+            emulator_cpus=self.topology.cpus_of(emu_cores),
+            idle_cores=idle, idle_cpus=idle_cpus,
+            managed_cores=len(self.topology),
+            emulator_util=self.emulator_util,
+            overloaded=counts.shortfall > 0,
+            shortfall_cores=counts.shortfall,
+            decisions=tuple(decisions))
+
+    def _record_change(self, state, old, new, now, decisions):
+        uuid = state.spec.uuid
+        action, reason = state.last_action
+        if new < state.committed:
+            state.trial = None
+            if new != old:
+                decisions.append(Decision(
+                    now, uuid, 'squeeze', old, new,
+                    'host overloaded: wanted %d committed cores'
+                    % state.committed))
+        elif new < state.want and action == 'probe' and new == old:
+            state.trial = None
+            decisions.append(Decision(
+                now, uuid, 'probe-denied', old, new,
+                'no idle core for a probe to %d cores' % state.want))
+            reason = 'probe denied'
+        elif new != old:
+            if action not in _MOVES:
+                # Cores it asked for earlier came free.
+                action = 'restore' if new > old else 'squeeze'
+            decisions.append(Decision(now, uuid, action, old, new, reason))
+        elif action in _NOTED:
+            decisions.append(Decision(now, uuid, action, old, new, reason))
+        if new != old:
+            state.changed_at = now
+        state.last_action = ('stay', reason)
+
+    def _vm_plan(self, state, idle_cpus, idle_pcpus):
+        vcpus = state.spec.vcpus
+        if state.mode == VmMode.ACTIVE and state.cores:
+            cpus = self.topology.cpus_of(state.cores)
+            online = min(vcpus, len(cpus))
+        elif state.mode == VmMode.IDLE:
+            cpus, online = idle_cpus, 1
+        else:
+            cpus, online = idle_cpus, max(1, min(vcpus, idle_pcpus))
+        return VmPlan(
+            uuid=state.spec.uuid, mode=state.mode, cores=state.cores,
+            cpus=cpus, online_vcpus=online,
+            wanted_cores=min(state.want, state.max_cores)
+            if state.mode == VmMode.ACTIVE else 0,
+            probing=state.trial is not None,
+            note=state.last_action[1])

@@ -1,0 +1,74 @@
+"""The invariants every :class:`HostPlan` satisfies.
+
+1. The vCPU pools, the emulator pool and the idle pool are pairwise
+   disjoint, and together they are exactly the managed cores.
+2. The emulator pool holds at least ``emulator_min_cores``.
+3. No VM holds more cores than it needs to run all its vCPUs at once
+   (``ceil(vcpus / threads_per_core)``).
+4. Only active VMs hold cores. Parked and best-effort VMs, and active VMs
+   left without a core under overload, run on the idle pool, which is then
+   not empty.
+5. Every VM has somewhere to run, and its CPUs are the CPUs of its cores
+   (or of the idle pool when it has none).
+6. Online vCPU targets lie in [1, vcpus]; an active VM with cores keeps
+   exactly min(vcpus, its pCPUs) online, so #vCPUs == #pCPUs.
+7. ``overloaded`` is set exactly when ``shortfall_cores`` > 0.
+"""
+
+import math
+
+from ufo_agent.controller.plan import VmMode
+
+
+class InvariantError(AssertionError):
+    """A plan broke one of the invariants above."""
+
+
+def check_plan(plan, topology, specs, config):
+    """Raise :class:`InvariantError` naming the first broken invariant."""
+    def fail(number, message):
+        raise InvariantError('invariant %d: %s' % (number, message))
+
+    managed = topology.core_ids
+    pools = [('emulator', plan.emulator_cores), ('idle', plan.idle_cores)]
+    pools += [(uuid, vm.cores) for uuid, vm in sorted(plan.vms.items())]
+    seen = set()
+    for name, cores in pools:
+        if seen & cores:
+            fail(1, '%s shares cores %s' % (name, sorted(seen & cores)))
+        seen |= cores
+    if seen != managed:
+        fail(1, 'pools cover %s, managed cores are %s'
+             % (sorted(seen), sorted(managed)))
+    if len(plan.emulator_cores) < min(config.emulator_min_cores,
+                                      len(managed)):
+        fail(2, 'emulator pool has %d cores' % len(plan.emulator_cores))
+    if plan.emulator_cpus != topology.cpus_of(plan.emulator_cores):
+        fail(5, 'emulator CPUs do not match its cores')
+    for uuid, vm in plan.vms.items():
+        spec = specs[uuid]
+        limit = math.ceil(spec.vcpus / topology.threads_per_core)
+        if len(vm.cores) > limit:
+            fail(3, '%s holds %d cores, limit %d'
+                 % (uuid, len(vm.cores), limit))
+        if vm.mode != VmMode.ACTIVE and vm.cores:
+            fail(4, '%s is %s but holds cores' % (uuid, vm.mode.value))
+        if not vm.cores:
+            if not plan.idle_cores:
+                fail(4, '%s has no core and the idle pool is empty' % uuid)
+            if vm.cpus != plan.idle_cpus:
+                fail(5, '%s does not run on the idle pool' % uuid)
+        elif vm.cpus != topology.cpus_of(vm.cores):
+            fail(5, '%s CPUs do not match its cores' % uuid)
+        if not vm.cpus:
+            fail(5, '%s has nowhere to run' % uuid)
+        if not 1 <= vm.online_vcpus <= spec.vcpus:
+            fail(6, '%s online target %d outside [1, %d]'
+                 % (uuid, vm.online_vcpus, spec.vcpus))
+        if vm.cores and vm.online_vcpus != min(spec.vcpus, len(vm.cpus)):
+            fail(6, '%s keeps %d vCPUs online on %d pCPUs'
+                 % (uuid, vm.online_vcpus, len(vm.cpus)))
+    if plan.shortfall_cores < 0 or \
+            plan.overloaded != (plan.shortfall_cores > 0):
+        fail(7, 'overloaded=%s with shortfall %d'
+             % (plan.overloaded, plan.shortfall_cores))

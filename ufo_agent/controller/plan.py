@@ -1,0 +1,105 @@
+"""Values that go into and come out of one controller tick."""
+
+import dataclasses
+import enum
+
+
+class VmClass(str, enum.Enum):
+    """Service class of a VM: latency-critical or best-effort."""
+
+    LC = 'lc'
+    BE = 'be'
+    AUTO = 'auto'
+
+
+class VmMode(str, enum.Enum):
+    """Where a VM's vCPU threads run."""
+
+    ACTIVE = 'active'      # own vCPU pool, sized by the predictor
+    IDLE = 'idle'          # parked in the idle pool while it sleeps
+    BEST_EFFORT = 'be'     # shares the idle pool with other BE VMs
+
+
+@dataclasses.dataclass(frozen=True)
+class VmSpec:
+    """What the controller needs to know about a guest.
+
+    ``vcpus`` is the flavor's vCPU count: no plan ever gives the VM more
+    physical cores than it needs to run all of them at once.
+    """
+
+    uuid: str
+    vcpus: int
+    vm_class: VmClass = VmClass.AUTO
+
+    def __post_init__(self):
+        if self.vcpus < 1:
+            raise ValueError('VM %s has %r vCPUs' % (self.uuid, self.vcpus))
+        object.__setattr__(self, 'vm_class', VmClass(self.vm_class))
+
+
+@dataclasses.dataclass(frozen=True)
+class VmSample:
+    """One second of a guest, as validated by the agent.
+
+    ``util`` is CPU utilization in percent summed over the online vCPUs
+    (0 to 100 x online vCPUs); ``sf`` is the guest scheduling frequency in
+    context switches per second.
+    """
+
+    util: float
+    sf: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """One change the controller made, with the reason, for the log."""
+
+    time: float
+    vm: str
+    action: str
+    old: int
+    new: int
+    reason: str
+
+    def __str__(self):
+        return 't=%.1f vm=%s action=%s cores=%d->%d reason="%s"' % (
+            self.time, self.vm, self.action, self.old, self.new,
+            self.reason)
+
+
+@dataclasses.dataclass(frozen=True)
+class VmPlan:
+    """The allocation of one VM after a tick."""
+
+    uuid: str
+    mode: VmMode
+    cores: frozenset          # core ids of its vCPU pool (empty if shared)
+    cpus: frozenset           # host CPUs its vCPU threads may run on
+    online_vcpus: int         # target for the guest
+    wanted_cores: int         # what the predictor asked for
+    probing: bool             # a trial allocation is being evaluated
+    note: str = ''            # why the predictor wants what it wants
+
+
+@dataclasses.dataclass(frozen=True)
+class HostPlan:
+    """Everything the agent enforces after a tick.
+
+    ``vms`` maps uuid to :class:`VmPlan`. ``emulator_cpus`` is where every
+    emulator, I/O and vhost thread of the managed guests runs. ``overloaded``
+    is set when the idle pool could not supply what the vCPU or emulator
+    pools needed; ``shortfall_cores`` says how many cores were missing.
+    """
+
+    time: float
+    vms: dict
+    emulator_cores: frozenset
+    emulator_cpus: frozenset
+    idle_cores: frozenset
+    idle_cpus: frozenset
+    managed_cores: int
+    emulator_util: float
+    overloaded: bool
+    shortfall_cores: int
+    decisions: tuple

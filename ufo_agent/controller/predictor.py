@@ -1,0 +1,208 @@
+"""The core predictor (Algorithm 3), with trials as decisions (Algorithm 4).
+
+The paper's ``getSF`` moves a VM to ``c`` cores and sleeps three seconds
+when it has neither a recorded sample nor a fitted model for ``c``. A
+controller that serves every VM in one loop cannot sleep, so here a
+missing SF stops the walk with "probe c cores". The controller moves the
+VM, lets it settle, records the SF measured there in the :class:`Trial`,
+and runs the same walk again from the same origin. The walk is
+deterministic and every probe adds one known value, so it ends.
+
+Per-core utilization (PCU) bounds the walk, as paper section 4.5
+describes: a VM above ``pcu_high`` grows without asking SF, no step up is
+taken if PCU after it would fall below ``pcu_low``, and no step down if
+PCU after it would exceed ``pcu_high``.
+"""
+
+import dataclasses
+
+_EPS = 1e-9
+
+
+@dataclasses.dataclass
+class Trial:
+    """An ongoing search: SF measured at each core count under one load."""
+
+    origin_cores: int
+    origin_util: float
+    started: float
+    sf: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """What the predictor wants for a VM this tick.
+
+    ``action`` is one of ``stay``, ``grow``, ``shrink`` (committed moves),
+    ``probe`` (a trial move; a probe up is served from idle cores only),
+    ``revert`` (a trial ends at a count it had left) and ``accept`` (a
+    trial ends where the VM already is).
+    """
+
+    cores: int
+    action: str
+    reason: str
+    trial: Trial = None
+    committed: int = None
+
+    def __post_init__(self):
+        if self.committed is None:
+            object.__setattr__(self, 'committed', self.cores)
+
+    @property
+    def speculative(self):
+        """True if only idle cores may serve this (a probe upward)."""
+        return self.cores > self.committed
+
+
+class _NeedProbe(Exception):
+    """The walk needs SF at ``cores``; it has proved ``floor`` needed."""
+
+    def __init__(self, cores, floor):
+        super().__init__(cores)
+        self.cores = cores
+        self.floor = floor
+        self.why = None
+
+
+class Predictor:
+    """Algorithm 3 for one VM; holds no state between calls."""
+
+    def __init__(self, config, max_cores, pcpus_per_core):
+        self.config = config
+        self.max_cores = max_cores
+        self.pcpus_per_core = pcpus_per_core
+
+    def pcu(self, util, cores):
+        """Per-core utilization (fraction) if ``util`` ran on ``cores``."""
+        return util / (100.0 * cores * self.pcpus_per_core)
+
+    def predict(self, model, cores, util, now, trial=None, probe_sf=None):
+        """Return a :class:`Prediction` for a VM now on ``cores`` cores.
+
+        ``util`` is the settled utilization measured on ``cores``;
+        ``probe_sf(cores, util)`` looks up SF values remembered from
+        earlier trials at that origin utilization.
+        """
+        if trial is None:
+            direct = self._direct(model, cores, util)
+            if direct is not None:
+                return direct
+        origin_cores = trial.origin_cores if trial else cores
+        origin_util = trial.origin_util if trial else util
+        # The larger of the two is the better estimate of demand: the
+        # origin may have been saturated, and a shrink probe may be.
+        util_for_pcu = max(origin_util, util)
+
+        def sf(c, floor):
+            if trial is not None and c in trial.sf:
+                return trial.sf[c]
+            value = model.sf_at(c, origin_util)
+            if value is None and probe_sf is not None:
+                value = probe_sf(c, origin_util)
+            if value is None:
+                raise _NeedProbe(c, floor)
+            return value
+
+        def ratio(low, high, floor):
+            numerator = sf(low, floor)
+            denominator = sf(high, floor)
+            return numerator / max(denominator, _EPS)
+
+        try:
+            target, why = self._walk(origin_cores, util_for_pcu, model, ratio)
+        except _NeedProbe as probe:
+            if probe.cores == cores:    # cannot happen: measured just now
+                return Prediction(cores, 'stay', 'no SF at current count')
+            if trial is None:
+                trial = Trial(origin_cores, origin_util, now)
+            why = 'SF unknown at %d cores for util %.0f%%' % (
+                probe.cores, origin_util)
+            if probe.why:
+                why = '%s; %s' % (probe.why, why)
+            floor = min(probe.floor, probe.cores)
+            if floor > cores:
+                # The walk has already proved these cores needed.
+                return Prediction(probe.cores, 'grow', why, trial, floor)
+            return Prediction(probe.cores, 'probe', why, trial,
+                              min(floor, cores) if probe.cores > cores
+                              else probe.cores)
+        if trial is None:
+            if target == cores:
+                return Prediction(cores, 'stay', why)
+            action = 'grow' if target > cores else 'shrink'
+            return Prediction(target, action, why)
+        if target == cores:
+            return Prediction(cores, 'accept', why)
+        if target == trial.origin_cores or target in trial.sf:
+            return Prediction(target, 'revert', why)
+        return Prediction(target, 'grow' if target > cores else 'shrink',
+                          why)
+
+    def _direct(self, model, cores, util):
+        """The Pred table lookup, with one bucket of hysteresis downward."""
+        target = model.direct_prediction(util)
+        if target is None:
+            return None
+        if target < cores:
+            # Leave c cores only when u is clearly below what c - 1 sustain.
+            if util > model.pred_of(target) - self.config.util_resolution:
+                return Prediction(cores, 'stay',
+                                  'util %.0f%% within one bucket of Pred(%d)'
+                                  % (util, target))
+        if target == cores:
+            return Prediction(cores, 'stay',
+                              'Pred: %d cores sustain util %.0f%%'
+                              % (cores, util))
+        action = 'grow' if target > cores else 'shrink'
+        return Prediction(target, action,
+                          'Pred: %d cores sustain util %.0f%%'
+                          % (target, util))
+
+    def _walk(self, start, util, model, ratio):
+        """Algorithm 3's two loops; raises _NeedProbe for a missing SF."""
+        cfg = self.config
+        ratio_min = model.ratio_min
+
+        def more_needed(p):
+            if p >= self.max_cores:
+                return False, 'at flavor maximum (%d cores)' % p
+            if self.pcu(util, p) > cfg.pcu_high:
+                return True, 'PCU %.0f%% > %.0f%% at %d cores' % (
+                    100 * self.pcu(util, p), 100 * cfg.pcu_high, p)
+            if self.pcu(util, p + 1) < cfg.pcu_low:
+                return False, 'PCU %.0f%% < %.0f%% at %d cores' % (
+                    100 * self.pcu(util, p + 1), 100 * cfg.pcu_low, p + 1)
+            r = ratio(p, p + 1, p)
+            if r < ratio_min:
+                return True, 'SF(%d)/SF(%d) = %.2f < %.2f' % (
+                    p, p + 1, r, ratio_min)
+            return False, 'SF(%d)/SF(%d) = %.2f >= %.2f' % (
+                p, p + 1, r, ratio_min)
+
+        p = start
+        grow, first = more_needed(p)
+        if grow:
+            try:
+                why = first
+                while grow:
+                    p += 1
+                    grow, why = more_needed(p)
+            except _NeedProbe as probe:
+                probe.why = first
+                raise
+            return p, _chain(first, why)
+        while p > 1:
+            if self.pcu(util, p - 1) > cfg.pcu_high:
+                return p, _chain(first, 'PCU %.0f%% > %.0f%% at %d cores' % (
+                    100 * self.pcu(util, p - 1), 100 * cfg.pcu_high, p - 1))
+            r = ratio(p - 1, p, p - 1)
+            if r <= ratio_min:
+                return p, _chain(first, 'SF(%d)/SF(%d) = %.2f <= %.2f' % (
+                    p - 1, p, r, ratio_min))
+            p -= 1
+        return p, _chain(first, 'SF holds down to one core')
+
+
+def _chain(first, last):
+    return first if first == last else '%s; then %s' % (first, last)

@@ -1,0 +1,252 @@
+"""Per-VM model of scheduling frequency versus utilization (Algorithm 2).
+
+For every core count ``c`` the model keeps the latest (util, sf) samples,
+fits a quadratic once enough distinct utilizations exist, and keeps the
+paper's ``Pred`` table: ``pred(c)`` is the highest utilization that ``c``
+cores sustain, i.e. where SF(c, u) / SF(c + 1, u) is still at least
+``1 - threshold``.
+
+Core counts here are physical cores (allocation units), not pCPUs: with
+SMT the paper's "c + 2 pCPUs" is "c + 1 cores".
+"""
+
+import collections
+import dataclasses
+
+from ufo_agent.controller import quadfit
+
+_EPS = 1e-9
+# How far, in utilization buckets, Pred may look above the data of both
+# curves.
+_OVERLAP_SLACK = 4
+# Points scanned per Pred computation; bounds the cost of one refit.
+_PRED_GRID = 64
+
+
+@dataclasses.dataclass
+class Recorded:
+    util: float
+    sf: float
+    time: float
+
+
+class SchedFreqModel:
+    """Samples, fitted curves and the Pred table of one VM."""
+
+    def __init__(self, config, max_cores, pcpus_per_core, threshold=None):
+        self.config = config
+        self.max_cores = max_cores
+        self.pcpus_per_core = pcpus_per_core
+        self.threshold = (config.sf_threshold if threshold is None
+                          else threshold)
+        self.samples = {}   # cores -> OrderedDict(bucket -> Recorded)
+        self.models = {}    # cores -> quadfit.Quadratic
+        self.pred = {}      # cores -> max sustainable util (Pred table)
+
+    @property
+    def ratio_min(self):
+        """Smallest SF(c)/SF(c+1) at which c cores are enough."""
+        return 1.0 - self.threshold
+
+    def bucket(self, util):
+        return int(round(util / self.config.util_resolution))
+
+    # -- Algorithm 2 -----------------------------------------------------
+    def update(self, cores, util, sf, now):
+        """Record one settled sample taken under ``cores``.
+
+        Returns True when the fitted model of ``cores`` changed.
+        """
+        self.expire(now)
+        store = self.samples.setdefault(cores, collections.OrderedDict())
+        key = self.bucket(util)
+        span = _span(store)
+        old = store.pop(key, None)
+        store[key] = Recorded(util, sf, now)
+        while len(store) > self.config.samples_per_model:
+            store.popitem(last=False)
+        model = self.models.get(cores)
+        if model is None:
+            if len(store) >= self.config.min_samples_to_fit:
+                return self._refit(cores)
+            return False
+        denom = max(abs(sf), _EPS)
+        err = self.config.refit_error
+        if ((old is not None and abs(sf - old.sf) / denom > err)
+                or abs(sf - model(util)) / denom > err):
+            return self._refit(cores)
+        if _span(store) != span:
+            # Pred looks only where there is data; the data moved.
+            self._update_pred_around(cores)
+        return False
+
+    def expire(self, now):
+        """Forget samples older than sample_max_age (workload churn)."""
+        horizon = now - self.config.sample_max_age
+        for cores in list(self.samples):
+            store = self.samples[cores]
+            stale = [k for k, s in store.items() if s.time < horizon]
+            if not stale:
+                continue
+            for key in stale:
+                del store[key]
+            if not store:
+                del self.samples[cores]
+            if len(store) < self.config.min_samples_to_fit:
+                if self.models.pop(cores, None) is not None:
+                    self._update_pred_around(cores)
+            else:
+                self._refit(cores)
+
+    def set_threshold(self, threshold):
+        """Change the SF threshold (MySQL-like VMs) and rebuild Pred."""
+        if threshold != self.threshold:
+            self.threshold = threshold
+            for cores in range(1, self.max_cores + 1):
+                self._update_pred(cores)
+
+    def _refit(self, cores):
+        points = [(s.util, s.sf) for s in self.samples[cores].values()]
+        model = quadfit.fit(points)
+        if model is None:
+            changed = self.models.pop(cores, None) is not None
+        else:
+            self.models[cores] = model
+            changed = True
+        if changed:
+            self._update_pred_around(cores)
+        return changed
+
+    # -- Pred table --------------------------------------------------------
+    def _update_pred_around(self, cores):
+        # Pred(c) depends on Model(c) and Model(c + 1).
+        self._update_pred(cores - 1)
+        self._update_pred(cores)
+
+    def _update_pred(self, cores):
+        if cores < 1 or cores >= self.max_cores:
+            return
+        lower, upper = self.models.get(cores), self.models.get(cores + 1)
+        if lower is None or upper is None:
+            self.pred.pop(cores, None)
+            return
+        # Scan where both curves have data (plus a little): an extrapolated
+        # quadratic says nothing about QoS. No step may push PCU over
+        # pcu_high, so neither may Pred.
+        res = self.config.util_resolution
+        spans = [[s.util for s in self.samples[c].values()]
+                 for c in (cores, cores + 1)]
+        cap = self.config.pcu_high * 100.0 * cores * self.pcpus_per_core
+        low = max(min(span) for span in spans)
+        top = min(max(span) for span in spans) + _OVERLAP_SLACK * res
+        if top >= cap:
+            top, exact = cap, True
+        else:
+            exact = False
+        if low > top:
+            self.pred.pop(cores, None)
+            return
+        step = max(res, (top - low) / _PRED_GRID)
+        ratio_min = self.ratio_min
+        best, util = None, low
+        while True:
+            f_up = upper(util)
+            if f_up <= _EPS or lower(util) / f_up < ratio_min:
+                exact = True
+                break
+            best = util
+            if util >= top:
+                break
+            util = min(util + step, top)
+        if best is None:
+            # Fails already where data starts: what c cores sustain lies
+            # below anything seen, so say nothing.
+            self.pred.pop(cores, None)
+            return
+        self.pred[cores] = (best, exact)
+
+    def pred_of(self, cores):
+        """Pred(c), or None if not known.
+
+        Pred(0) is 0 and Pred(max) is unbounded once Pred(max - 1) is known.
+        """
+        if cores == 0:
+            return 0.0
+        if cores >= self.max_cores:
+            if cores == 1 or (cores - 1) in self.pred:
+                return float('inf')
+            return None
+        entry = self.pred.get(cores)
+        return None if entry is None else entry[0]
+
+    def pred_is_limit(self, cores):
+        """True if more than Pred(c) is known to need more than c cores.
+
+        That is, the SF ratio crossed or PCU would pass pcu_high; False if
+        the scan only ran out of data.
+        """
+        if cores == 0:
+            return True
+        entry = self.pred.get(cores)
+        return entry is not None and entry[1]
+
+    # -- Queries -------------------------------------------------------------
+    def direct_prediction(self, util):
+        """Algorithm 3's table lookup: the c with Pred(c-1) < u <= Pred(c).
+
+        Pred(c-1) < u only proves c - 1 cores too few when Pred(c-1) is a
+        real limit, not the end of the data.
+        """
+        for cores in range(1, self.max_cores + 1):
+            low, high = self.pred_of(cores - 1), self.pred_of(cores)
+            if low is None or high is None:
+                continue
+            if low < util <= high and self.pred_is_limit(cores - 1):
+                return cores
+        return None
+
+    def sf_at(self, cores, util):
+        """Algorithm 4 without the probe: a recorded or fitted SF, or None.
+
+        A sample one bucket away counts as recorded: utilization is noisy,
+        and an exact-bucket rule makes a controller probe the same count
+        again and again under a constant load.
+        """
+        store = self.samples.get(cores)
+        if store:
+            sample = nearest(store, self.bucket(util), util)
+            if sample is not None:
+                return sample.sf
+        model = self.models.get(cores)
+        if model is not None:
+            return model(util)
+        return None
+
+    def sample_count(self, cores):
+        return len(self.samples.get(cores, ()))
+
+    def fitted(self):
+        """{cores: Quadratic} of every fitted model."""
+        return dict(self.models)
+
+
+def nearest(store, key, util):
+    """The entry of ``store`` at bucket ``key``, else the nearest neighbour.
+
+    Only the two neighbouring buckets count; of those, the one whose
+    utilization is closest to ``util``.
+    """
+    hit = store.get(key)
+    if hit is not None:
+        return hit
+    candidates = [store[k] for k in (key - 1, key + 1) if k in store]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda s: abs(s.util - util))
+
+
+def _span(store):
+    if not store:
+        return None
+    utils = [s.util for s in store.values()]
+    return min(utils), max(utils)

@@ -1,0 +1,108 @@
+"""Host CPU topology: logical CPUs grouped into physical cores and NUMA nodes.
+
+The unit of allocation is one physical core: all of its managed SMT
+siblings go to the same pool, so two guests never share a core (paper
+section 3.1). With SMT on, a VM's pCPU count moves in steps of two.
+"""
+
+import collections
+import dataclasses
+
+from ufo_agent.controller import cpuset
+
+
+class TopologyError(ValueError):
+    """The managed CPU set does not fit the host topology."""
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Core:
+    """One physical core: its id, NUMA node and managed logical CPUs."""
+
+    core_id: int
+    numa_node: int
+    cpus: tuple
+
+
+class HostTopology:
+    """The managed part of a host's CPUs, as whole physical cores.
+
+    ``siblings`` lists every physical core as a tuple of logical CPUs;
+    ``numa_of_cpu`` maps a CPU to its NUMA node. Only cores whose CPUs are
+    all in ``managed`` (and none in ``reserved``) are managed, so a core is
+    never split between a guest and something ufo-agent does not control.
+    """
+
+    def __init__(self, siblings, numa_of_cpu=None, managed=None,
+                 reserved=frozenset()):
+        numa_of_cpu = numa_of_cpu or {}
+        all_cpus = [cpu for group in siblings for cpu in group]
+        if len(all_cpus) != len(set(all_cpus)):
+            raise TopologyError('a CPU is listed in two physical cores')
+        managed = frozenset(all_cpus) if managed is None else managed
+        unknown = set(managed) - set(all_cpus)
+        if unknown:
+            raise TopologyError(
+                'managed CPUs %s do not exist on this host'
+                % cpuset.format_cpuset(unknown))
+        overlap = set(managed) & set(reserved)
+        if overlap:
+            raise TopologyError(
+                'CPUs %s are both managed and reserved'
+                % cpuset.format_cpuset(overlap))
+        cores, partial = [], []
+        for core_id, group in enumerate(sorted(tuple(sorted(g))
+                                               for g in siblings)):
+            inside = [cpu for cpu in group if cpu in managed]
+            if not inside:
+                continue
+            if len(inside) != len(group):
+                partial.extend(inside)
+                continue
+            nodes = {numa_of_cpu.get(cpu, 0) for cpu in group}
+            if len(nodes) != 1:
+                raise TopologyError(
+                    'SMT siblings %s span NUMA nodes' % (group,))
+            cores.append(Core(core_id, nodes.pop(), tuple(group)))
+        self.cores = tuple(cores)
+        self.unmanaged_partial_cpus = frozenset(partial)
+        self.by_id = {core.core_id: core for core in self.cores}
+        widths = collections.Counter(len(core.cpus) for core in self.cores)
+        # Most common SMT width; used to size hypothetical allocations.
+        self.threads_per_core = widths.most_common(1)[0][0] if widths else 1
+
+    @classmethod
+    def uniform(cls, cores, threads_per_core=1, numa_nodes=1):
+        """A synthetic host: ``cores`` cores, CPUs numbered Linux-style.
+
+        SMT sibling ``t`` of core ``c`` is CPU ``c + t * cores``, as on most
+        x86 servers.
+        """
+        siblings = [tuple(c + t * cores for t in range(threads_per_core))
+                    for c in range(cores)]
+        per_node = max(1, cores // numa_nodes)
+        numa = {cpu: min(c // per_node, numa_nodes - 1)
+                for c, group in enumerate(siblings) for cpu in group}
+        return cls(siblings, numa)
+
+    @property
+    def core_ids(self):
+        return frozenset(self.by_id)
+
+    def cpus_of(self, core_ids):
+        """The logical CPUs of a set of managed core ids."""
+        return frozenset(cpu for cid in core_ids
+                         for cpu in self.by_id[cid].cpus)
+
+    def pcpus(self, core_ids):
+        return sum(len(self.by_id[cid].cpus) for cid in core_ids)
+
+    def numa_node(self, core_id):
+        return self.by_id[core_id].numa_node
+
+    def __len__(self):
+        return len(self.cores)
+
+    def __repr__(self):
+        return '<HostTopology %d cores x %d threads>' % (
+            len(self.cores), self.threads_per_core)

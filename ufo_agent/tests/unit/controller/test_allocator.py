@@ -1,0 +1,72 @@
+"""The overload rule and the assignment of core ids."""
+
+from ufo_agent.controller import allocator
+from ufo_agent.controller import HostTopology
+
+R = allocator.Request
+
+
+def test_everyone_gets_what_they_ask_when_it_fits():
+    counts = allocator.allocate_counts(
+        10, 1, 2, [R('a', 2, 3, 3), R('b', 1, 1, 2)], shared_vms=False)
+    assert counts.emulator == 2
+    assert counts.vms == {'a': 3, 'b': 2}
+    assert counts.shortfall == 0 and not counts.starved
+
+
+def test_max_min_fair_when_short():
+    # 1 emulator + 7 for VMs wanting 6, 4 and 1.
+    counts = allocator.allocate_counts(
+        8, 1, 1, [R('a', 4, 6, 6), R('b', 2, 4, 4), R('c', 1, 1, 1)],
+        shared_vms=False)
+    assert counts.vms == {'a': 3, 'b': 3, 'c': 1}
+    assert counts.shortfall == (6 - 3) + (4 - 3)
+
+
+def test_speculative_demand_only_from_leftovers():
+    counts = allocator.allocate_counts(
+        5, 1, 1, [R('a', 2, 2, 3), R('b', 1, 2, 2)], shared_vms=False)
+    assert counts.vms == {'a': 2, 'b': 2}
+    assert counts.shortfall == 0        # a's probe is not demand
+
+
+def test_emulator_grows_before_vms_get_second_cores():
+    counts = allocator.allocate_counts(
+        5, 1, 3, [R('a', 2, 3, 3), R('b', 1, 2, 2)], shared_vms=False)
+    assert counts.emulator == 3
+    assert counts.vms == {'a': 1, 'b': 1}
+    assert counts.shortfall == 2 + 1
+
+
+def test_idle_floor_for_shared_vms_and_starvation_order():
+    # A parked VM exists, so one idle core stays; 2 cores for 3 VMs: VMs
+    # already holding cores keep them, the new one shares the idle pool.
+    counts = allocator.allocate_counts(
+        4, 1, 1, [R('new', 0, 1, 4), R('old', 1, 1, 1), R('x', 1, 2, 2)],
+        shared_vms=True)
+    assert counts.vms == {'old': 1, 'x': 1, 'new': 0}
+    assert counts.starved == {'new'}
+    assert counts.shortfall == 1 + 1
+    # Without shared VMs, 3 VMs on 3 cores need no idle floor.
+    counts = allocator.allocate_counts(
+        4, 1, 1, [R('new', 0, 1, 4), R('old', 1, 1, 1), R('x', 1, 2, 2)],
+        shared_vms=False)
+    assert counts.vms == {'old': 1, 'x': 1, 'new': 1}
+    # One more VM than cores: an idle core is kept for the starved one.
+    counts = allocator.allocate_counts(
+        3, 1, 1, [R('new', 0, 1, 4), R('old', 1, 1, 1), R('x', 1, 2, 2)],
+        shared_vms=False)
+    assert counts.vms == {'old': 1, 'x': 0, 'new': 0}
+
+
+def test_assignment_keeps_cores_and_prefers_the_vms_numa_node():
+    host = HostTopology.uniform(8, threads_per_core=1, numa_nodes=2)
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0}), 1,
+        {'a': frozenset({5}), 'b': frozenset({1, 2, 6})},
+        {'a': 3, 'b': 2})
+    assert emu == {0}
+    assert vms['b'] == {1, 2}           # dropped its lone node-1 core
+    assert vms['a'] == {5, 4, 6}        # grew on node 1, lowest ids
+    assert idle == {3, 7}
+    assert not (vms['a'] & vms['b'])

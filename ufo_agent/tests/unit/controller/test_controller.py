@@ -1,0 +1,95 @@
+"""Controller behaviour beyond the paper's worked examples."""
+
+import pytest
+
+from ufo_agent.controller import controller as ctl
+from ufo_agent.controller import Controller
+from ufo_agent.controller import ControllerConfig
+from ufo_agent.controller import HostTopology
+from ufo_agent.controller import plan as plan_mod
+from ufo_agent.controller import VmSample
+from ufo_agent.controller import VmSpec
+
+
+def test_best_effort_vms_share_the_idle_pool():
+    controller = Controller(HostTopology.uniform(6, 2))
+    controller.add_vm(VmSpec('batch', 16, 'be'))
+    controller.add_vm(VmSpec('web', 4, 'lc'))
+    plan = controller.tick(0.0, {'batch': VmSample(1500.0, 30.0),
+                                 'web': VmSample(100.0, 9000.0)}, 10.0)
+    batch = plan.vms['batch']
+    assert batch.mode == plan_mod.VmMode.BEST_EFFORT and not batch.cores
+    assert batch.cpus == plan.idle_cpus
+    assert batch.online_vcpus == len(plan.idle_cpus)
+    assert len(plan.vms['web'].cores) == 2
+
+
+def test_auto_class_moves_a_batch_vm_to_the_idle_pool():
+    config = ControllerConfig(classify_samples=3)
+    controller = Controller(HostTopology.uniform(6, 2), config)
+    controller.add_vm(VmSpec('batch', 4, 'auto'))
+    actions = []
+    for t in range(6):
+        plan = controller.tick(float(t), {'batch': VmSample(380.0, 40.0)},
+                               5.0)
+        actions += [(d.time, d.action) for d in plan.decisions]
+    assert (2.0, 'best-effort') in actions   # third consistent sample
+    assert plan.vms['batch'].mode == plan_mod.VmMode.BEST_EFFORT
+    assert plan.vms['batch'].cores == frozenset()
+
+
+def test_flat_sf_vm_switches_to_the_small_threshold():
+    config = ControllerConfig(detect_flat_sf=True, settle_time=0.0)
+    controller = Controller(HostTopology.uniform(8, 2), config)
+    controller.add_vm(VmSpec('db', 2, 'lc'))       # one core
+    for t, util in enumerate((60.0, 90.0, 120.0, 150.0, 170.0)):
+        controller.tick(float(t), {'db': VmSample(util, 100.0 * util)}, 5.0)
+    state = controller.vms['db']
+    assert state.flat_sf
+    assert state.model.threshold == config.flat_sf_threshold
+
+
+def test_missing_sample_keeps_the_allocation():
+    controller = Controller(HostTopology.uniform(8, 2))
+    controller.add_vm(VmSpec('a', 8, 'lc'))
+    first = controller.tick(0.0, {'a': VmSample(50.0, 1000.0)}, 5.0)
+    for t in range(1, 10):
+        plan = controller.tick(float(t), {}, 5.0)
+        assert plan.vms['a'].cores == first.vms['a'].cores
+        assert plan.decisions == ()
+
+
+def test_removed_vm_returns_its_cores_and_unknown_samples_are_ignored():
+    controller = Controller(HostTopology.uniform(8, 2))
+    controller.add_vm(VmSpec('a', 8, 'lc'))
+    plan = controller.tick(0.0, {'a': VmSample(50.0, 1000.0),
+                                 'ghost': VmSample(1e9, 1e9)}, 5.0)
+    assert set(plan.vms) == {'a'}
+    assert len(plan.idle_cores) == 8 - 1 - 4
+    controller.remove_vm('a')
+    plan = controller.tick(1.0, {'a': VmSample(50.0, 1000.0)}, 5.0)
+    assert plan.vms == {}
+    assert len(plan.idle_cores) == 7
+
+
+def test_a_guest_never_gets_more_cores_than_its_flavor_needs():
+    controller = Controller(HostTopology.uniform(16, 2))
+    controller.add_vm(VmSpec('small', 3, 'lc'))
+    for t in range(20):
+        plan = controller.tick(float(t), {'small': VmSample(5000.0, 1.0)},
+                               5.0)
+        assert len(plan.vms['small'].cores) <= 2
+        assert plan.vms['small'].online_vcpus <= 3
+
+
+def test_controller_refuses_what_it_cannot_manage():
+    with pytest.raises(ctl.ControllerError, match='need at least'):
+        Controller(HostTopology.uniform(1, 2))
+    controller = Controller(HostTopology.uniform(4, 2))
+    controller.add_vm(VmSpec('a', 2))
+    with pytest.raises(ctl.ControllerError, match='already managed'):
+        controller.add_vm(VmSpec('a', 2))
+    with pytest.raises(ValueError):
+        VmSpec('b', 0)
+    with pytest.raises(ValueError):
+        VmSpec('b', 2, 'gold')

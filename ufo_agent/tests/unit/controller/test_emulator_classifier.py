@@ -1,0 +1,62 @@
+"""Emulator-pool sizing, idle detection and LC/BE inference."""
+
+from ufo_agent.controller import classifier
+from ufo_agent.controller import ControllerConfig
+from ufo_agent.controller import emulator
+from ufo_agent.controller.plan import VmClass
+from ufo_agent.controller import sfmodel
+
+CONFIG = ControllerConfig()
+
+
+def _want(cores, busy, ppc=2, limit=16):
+    return emulator.wanted_cores(cores, cores * ppc, busy, ppc, CONFIG,
+                                 limit)
+
+
+def test_emulator_pool_band():
+    assert _want(1, 100.0) == (1, 0.5)       # 50%: inside the band
+    assert _want(1, 140.0)[0] == 1           # 70%: not above the mark
+    assert _want(1, 141.0)[0] == 2           # 70.5% -> 35% on 2
+    assert _want(1, 150.0)[0] == 2           # 75% -> grow under 50%
+    assert _want(2, 390.0)[0] == 4           # 97.5% -> 48.75% on 4
+    assert _want(4, 100.0)[0] == 1           # 12.5% -> shrink, 50% < 70%
+    assert _want(4, 300.0)[0] == 3           # 37.5% -> 50% on 3, not 2
+    assert _want(2, 0.0)[0] == 1             # never below the minimum
+    assert _want(15, 10000.0, limit=16)[0] == 16
+
+
+def test_idle_detector_needs_sustained_low_util():
+    det = classifier.IdleDetector(ControllerConfig(idle_after=3.0))
+    assert not det.update(0.5, 0)
+    assert not det.update(0.5, 2)
+    assert not det.update(5.0, 3)            # woke: timer restarts
+    assert not det.update(0.2, 4)
+    assert det.update(0.2, 7)
+    assert det.woke(1.0) and not det.woke(0.9)
+
+
+def test_best_effort_inferred_after_consistent_samples():
+    inf = classifier.ClassInference(ControllerConfig(classify_samples=3),
+                                    'auto')
+    for _ in range(2):
+        assert inf.update(400.0, 200.0) == VmClass.LC   # 0.5 per util%
+    assert inf.update(400.0, 200.0) == VmClass.BE
+    assert inf.update(5.0, 0.0) == VmClass.BE           # too idle to judge
+    for _ in range(3):
+        result = inf.update(100.0, 50000.0)
+    assert result == VmClass.LC
+    hinted = classifier.ClassInference(CONFIG, 'lc')
+    for _ in range(10):
+        assert hinted.update(400.0, 1.0) == VmClass.LC
+
+
+def test_flat_sf_detected_when_sf_keeps_rising_at_high_load():
+    model = sfmodel.SchedFreqModel(CONFIG, 4, 2)
+    for i, u in enumerate((40.0, 80.0, 120.0, 160.0)):
+        model.update(1, u, 100.0 * u, now=i)      # MySQL-like: rising
+    assert classifier.is_flat_sf(model, 2, CONFIG)
+    concave = sfmodel.SchedFreqModel(CONFIG, 4, 2)
+    for i, u in enumerate((40.0, 80.0, 120.0, 160.0)):
+        concave.update(1, u, u * (200.0 - u), now=i)
+    assert not classifier.is_flat_sf(concave, 2, CONFIG)

@@ -1,0 +1,84 @@
+"""Algorithm 3: the walk, probes as decisions, and PCU bounds."""
+
+from ufo_agent.controller import ControllerConfig
+from ufo_agent.controller import predictor
+from ufo_agent.controller import sfmodel
+
+CONFIG = ControllerConfig()
+
+
+def _setup(max_cores=4):
+    model = sfmodel.SchedFreqModel(CONFIG, max_cores, pcpus_per_core=2)
+    return model, predictor.Predictor(CONFIG, max_cores, pcpus_per_core=2)
+
+
+def test_saturated_vm_grows_without_asking_sf():
+    model, pred = _setup()
+    model.update(1, 184.0, 5000.0, now=0)
+    out = pred.predict(model, 1, 184.0, now=0)
+    assert (out.cores, out.action, out.committed) == (2, 'grow', 2)
+    assert out.trial is None
+
+
+def test_unknown_sf_upward_is_a_speculative_probe():
+    model, pred = _setup()
+    model.update(2, 300.0, 5000.0, now=0)
+    out = pred.predict(model, 2, 300.0, now=0)
+    assert (out.cores, out.action, out.committed) == (3, 'probe', 2)
+    assert out.speculative and out.trial.origin_cores == 2
+    # SF rose 20% at 3 cores: 2 cores were enough, go back.
+    model.update(3, 300.0, 6000.0, now=3)
+    out.trial.sf[3] = 6000.0
+    back = pred.predict(model, 3, 300.0, now=3, trial=out.trial)
+    assert (back.cores, back.action) == (2, 'revert')
+    assert 'SF(2)/SF(3) = 0.83 >= 0.70' in back.reason
+
+
+def test_trial_continues_while_sf_keeps_rising_by_30_percent():
+    # 320%: 80% PCU on 2 cores, 40% on 4, so PCU allows both steps up.
+    model, pred = _setup()
+    model.update(2, 320.0, 5000.0, now=0)
+    trial = pred.predict(model, 2, 320.0, now=0).trial
+    trial.sf[3] = 8000.0           # +60%: 2 cores were not enough
+    model.update(3, 320.0, 8000.0, now=3)
+    nxt = pred.predict(model, 3, 320.0, now=3, trial=trial)
+    assert (nxt.cores, nxt.action, nxt.committed) == (4, 'probe', 3)
+    trial.sf[4] = 8200.0
+    done = pred.predict(model, 4, 320.0, now=6, trial=trial)
+    assert (done.cores, done.action) == (3, 'revert')
+    # At 300% the step to 4 cores would leave PCU at 37.5%: accept 3.
+    model2, pred2 = _setup()
+    model2.update(2, 300.0, 5000.0, now=0)
+    trial2 = pred2.predict(model2, 2, 300.0, now=0).trial
+    trial2.sf[3] = 8000.0
+    model2.update(3, 300.0, 8000.0, now=3)
+    out = pred2.predict(model2, 3, 300.0, now=3, trial=trial2)
+    assert (out.cores, out.action) == (3, 'accept')
+
+
+def test_no_probe_down_when_pcu_would_pass_80_percent():
+    model, pred = _setup()
+    model.update(2, 220.0, 5000.0, now=0)     # 55% PCU; 1 core -> 110%
+    out = pred.predict(model, 2, 220.0, now=0)
+    assert (out.cores, out.action) == (2, 'stay')
+    assert 'PCU 110% > 80% at 1 cores' in out.reason
+
+
+def test_no_probe_up_when_pcu_would_fall_below_40_percent():
+    model, pred = _setup()
+    model.update(3, 250.0, 5000.0, now=0)     # 4 cores -> 31%
+    model.update(2, 250.0, 4900.0, now=0)
+    out = pred.predict(model, 3, 250.0, now=0)
+    assert out.action == 'shrink' and out.cores == 2
+    assert out.reason.startswith('PCU 31% < 40% at 4 cores')
+
+
+def test_direct_prediction_uses_pred_with_hysteresis_downward():
+    model, pred = _setup(max_cores=2)
+    model.pred[1] = (150.0, True)
+    assert pred.predict(model, 1, 200.0, now=0).action == 'grow'
+    # 148% is within one bucket (5%) of Pred(1): keep 2 cores.
+    assert pred.predict(model, 2, 148.0, now=0).action == 'stay'
+    out = pred.predict(model, 2, 120.0, now=0)
+    assert (out.cores, out.action) == (1, 'shrink')
+    assert out.reason.startswith('Pred:')

@@ -1,0 +1,59 @@
+"""Cpuset lists and the host topology model."""
+
+import pytest
+
+from ufo_agent.controller import cpuset
+from ufo_agent.controller import topology
+
+
+@pytest.mark.parametrize('text,cpus', [
+    ('', set()),
+    ('3', {3}),
+    ('0-3,8', {0, 1, 2, 3, 8}),
+    ('0-7,^2,^4-5', {0, 1, 3, 6, 7}),
+    (' 1 , 2-3 ', {1, 2, 3}),
+])
+def test_parse_cpuset(text, cpus):
+    assert cpuset.parse_cpuset(text) == frozenset(cpus)
+
+
+@pytest.mark.parametrize('bad', ['a', '3-1', '-1', '1-2-3', None])
+def test_parse_cpuset_rejects_garbage(bad):
+    with pytest.raises(cpuset.CpusetError):
+        cpuset.parse_cpuset(bad)
+
+
+def test_format_cpuset_round_trips():
+    cpus = {0, 1, 2, 5, 7, 8, 9}
+    assert cpuset.format_cpuset(cpus) == '0-2,5,7-9'
+    assert cpuset.parse_cpuset(cpuset.format_cpuset(cpus)) == cpus
+
+
+def test_uniform_topology_groups_smt_siblings_linux_style():
+    host = topology.HostTopology.uniform(4, threads_per_core=2,
+                                         numa_nodes=2)
+    assert host.threads_per_core == 2
+    assert [c.cpus for c in host.cores] == [(0, 4), (1, 5), (2, 6), (3, 7)]
+    assert [c.numa_node for c in host.cores] == [0, 0, 1, 1]
+    assert host.cpus_of({0, 3}) == {0, 4, 3, 7}
+    assert host.pcpus({1, 2}) == 4
+
+
+def test_managed_set_keeps_only_whole_cores():
+    siblings = [(0, 4), (1, 5), (2, 6), (3, 7)]
+    host = topology.HostTopology(siblings, managed={1, 5, 2, 3, 7},
+                                 reserved={0})
+    assert [c.cpus for c in host.cores] == [(1, 5), (3, 7)]
+    assert host.unmanaged_partial_cpus == {2}
+
+
+def test_topology_rejects_bad_sets():
+    siblings = [(0, 2), (1, 3)]
+    with pytest.raises(topology.TopologyError, match='do not exist'):
+        topology.HostTopology(siblings, managed={0, 9})
+    with pytest.raises(topology.TopologyError, match='both managed and'):
+        topology.HostTopology(siblings, managed={0, 2}, reserved={2})
+    with pytest.raises(topology.TopologyError, match='two physical cores'):
+        topology.HostTopology([(0, 1), (1, 2)])
+    with pytest.raises(topology.TopologyError, match='span NUMA'):
+        topology.HostTopology(siblings, numa_of_cpu={0: 0, 2: 1})

@@ -1,0 +1,59 @@
+"""oslo.config options of ufo-agent."""
+
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+import pytest
+
+from ufo_agent.conf import controller as controller_opts
+from ufo_agent.conf import host as host_opts
+from ufo_agent.conf import opts
+from ufo_agent.controller import ControllerConfig
+
+
+@pytest.fixture
+def conf():
+    conf = cfg.ConfigOpts()
+    controller_opts.register_opts(conf)
+    host_opts.register_opts(conf)
+    fixture = config_fixture.Config(conf)
+    fixture.setUp()
+    yield fixture
+    fixture.cleanUp()
+
+
+def test_defaults_are_the_papers(conf):
+    built = ControllerConfig.from_conf(conf.conf)
+    assert built == ControllerConfig()
+    assert (built.sf_threshold, built.pcu_low, built.pcu_high) == (
+        0.30, 0.40, 0.80)
+    assert (built.emulator_util_low, built.emulator_util_high) == (0.5, 0.7)
+    assert (built.samples_per_model, built.min_samples_to_fit,
+            built.refit_error) == (8, 3, 0.05)
+    assert (built.idle_util, built.tick_interval, built.settle_time) == (
+        1.0, 1.0, 3.0)
+
+
+def test_every_option_has_help_and_is_listed():
+    listed = {(group.name, opt.name) for group, group_opts in
+              opts.list_opts() for opt in group_opts}
+    for group, group_opts in opts.list_opts():
+        for opt in group_opts:
+            assert opt.help and len(opt.help) > 20, opt.name
+    assert ('controller', 'sf_threshold') in listed
+    assert ('host', 'managed_cpus') in listed
+
+
+def test_out_of_range_value_in_a_file_names_the_option(tmp_path):
+    path = tmp_path / 'ufo-agent.conf'
+    path.write_text('[controller]\nsf_threshold = 1.5\n')
+    conf = cfg.ConfigOpts()
+    controller_opts.register_opts(conf)
+    conf(['--config-file', str(path)], project='ufo-agent')
+    with pytest.raises(cfg.ConfigFileValueError, match='sf_threshold'):
+        ControllerConfig.from_conf(conf)
+
+
+def test_inconsistent_values_are_refused_naming_them(conf):
+    conf.config(pcu_low=0.9, group='controller')
+    with pytest.raises(ValueError, match=r'\[controller\] pcu_low'):
+        ControllerConfig.from_conf(conf.conf)
