@@ -96,12 +96,36 @@ class Controller:
         self.last_plan = None
 
     # -- inventory -------------------------------------------------------
-    def add_vm(self, spec):
+    def add_vm(self, spec, learned=None, now=0.0):
+        """Manage a VM; ``learned`` is :meth:`export_learned` output.
+
+        Learned state that does not fit (another flavor, a corrupt file) is
+        dropped: the VM is learned again, as a new one would be.
+        """
         if spec.uuid in self.vms:
             raise ControllerError('VM %s is already managed' % spec.uuid)
         state = VmState(spec, self.config, self.ppc)
+        if learned is not None:
+            try:
+                if learned.get('vcpus') != spec.vcpus or \
+                        learned.get('threads_per_core') != self.ppc:
+                    raise ValueError('flavor or host changed')
+                state.model.restore(learned['model'], now)
+                state.flat_sf = bool(learned.get('flat_sf', False))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                state.model = sfmodel.SchedFreqModel(self.config,
+                                                     state.max_cores,
+                                                     self.ppc)
+                state.flat_sf = False
         self.vms[spec.uuid] = state
         return state
+
+    def export_learned(self, uuid, now):
+        """What a VM has learned, as JSON-ready data for the state store."""
+        state = self.vms[uuid]
+        return {'vcpus': state.spec.vcpus, 'threads_per_core': self.ppc,
+                'flat_sf': state.flat_sf,
+                'model': state.model.export(now)}
 
     def remove_vm(self, uuid):
         state = self.vms.pop(uuid, None)

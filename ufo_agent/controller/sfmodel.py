@@ -12,6 +12,7 @@ SMT the paper's "c + 2 pCPUs" is "c + 1 cores".
 
 import collections
 import dataclasses
+import math
 
 from ufo_agent.controller import quadfit
 
@@ -221,6 +222,66 @@ class SchedFreqModel:
         if model is not None:
             return model(util)
         return None
+
+    # -- Persistence ---------------------------------------------------------
+    def export(self, now):
+        """The samples as plain data; times become ages at ``now``."""
+        return {
+            'threshold': self.threshold,
+            'samples': {str(cores): [[r.util, r.sf, max(0.0, now - r.time)]
+                                     for r in store.values()]
+                        for cores, store in self.samples.items() if store},
+            'models': {str(cores): [m.a, m.b, m.c, m.r2, m.points]
+                       for cores, m in self.models.items()},
+        }
+
+    def restore(self, data, now):
+        """Load :meth:`export` output; curves and Pred are rebuilt from it.
+
+        Fitted curves are taken as saved when they belong to samples that
+        are still there, so a restart does not change a decision. Raises
+        ValueError on anything malformed, leaving the model empty.
+        """
+        self.samples, self.models, self.pred = {}, {}, {}
+        try:
+            threshold = float(data.get('threshold', self.threshold))
+            if not 0.0 < threshold < 1.0:
+                raise ValueError('threshold %r out of range' % threshold)
+            restored = {}
+            for key, rows in dict(data['samples']).items():
+                cores = int(key)
+                if not 1 <= cores <= self.max_cores:
+                    raise ValueError('core count %d out of range' % cores)
+                store = collections.OrderedDict()
+                keep = self.config.samples_per_model
+                for util, sf, age in list(rows)[-keep:]:
+                    util, sf, age = float(util), float(sf), float(age)
+                    if not all(math.isfinite(v) and v >= 0.0
+                               for v in (util, sf, age)):
+                        raise ValueError('bad sample %r' % ([util, sf, age],))
+                    store[self.bucket(util)] = Recorded(util, sf, now - age)
+                restored[cores] = store
+            curves = {}
+            for key, row in dict(data.get('models', {})).items():
+                a, b, c, r2, points = (float(v) for v in row)
+                if not all(math.isfinite(v) for v in (a, b, c, r2)):
+                    raise ValueError('bad curve %r' % (row,))
+                curves[int(key)] = quadfit.Quadratic(a, b, c, r2,
+                                                     int(points))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError('malformed model state: %s' % exc)
+        self.threshold = threshold
+        self.samples = restored
+        self.expire(now)
+        for cores in sorted(self.samples):
+            if len(self.samples[cores]) < self.config.min_samples_to_fit:
+                continue
+            if cores in curves:
+                self.models[cores] = curves[cores]
+            else:
+                self._refit(cores)
+        for cores in range(1, self.max_cores):
+            self._update_pred(cores)
 
     def sample_count(self, cores):
         return len(self.samples.get(cores, ()))

@@ -1,0 +1,78 @@
+"""Persisted learned models: round trip, versioning, corruption, pruning."""
+
+import json
+import os
+
+from ufo_agent.controller import Controller
+from ufo_agent.controller import HostTopology
+from ufo_agent.controller import VmSpec
+from ufo_agent import state
+from ufo_agent.tests.unit.controller import synthetic as syn
+
+
+def _learned_controller():
+    controller = Controller(HostTopology.uniform(16, 2))
+    vm = syn.nginx(phases=[(0, 0.2), (30, 0.4), (60, 0.6), (90, 0.8)],
+                   noise=0.04, seed=3)
+    controller.add_vm(VmSpec(vm.uuid, vm.vcpus, 'lc'))
+    syn.Driver(controller, [vm], emulator_busy=lambda t: 30.0).run(0, 119)
+    return controller
+
+
+def test_learned_models_survive_a_restart(tmp_path):
+    before = _learned_controller()
+    store = state.StateStore(str(tmp_path))
+    store.save('nginx', before.export_learned('nginx', now=119.0))
+    # A new agent process: its clock starts elsewhere.
+    after = Controller(HostTopology.uniform(16, 2))
+    after.add_vm(VmSpec('nginx', 8, 'lc'), store.load('nginx'), now=5000.0)
+    old, new = before.vms['nginx'].model, after.vms['nginx'].model
+    assert set(new.fitted()) == set(old.fitted()) and new.fitted()
+    for cores, curve in old.fitted().items():
+        assert new.fitted()[cores](250.0) == curve(250.0)
+    assert new.pred == old.pred
+    # Sample ages were kept: they expire as they would have.
+    expiry = after.config.sample_max_age
+    new.expire(5000.0 + expiry)
+    assert not new.fitted()
+
+
+def test_mismatched_or_corrupt_state_is_dropped(tmp_path):
+    before = _learned_controller()
+    learned = before.export_learned('nginx', now=119.0)
+    other = Controller(HostTopology.uniform(16, 2))
+    other.add_vm(VmSpec('nginx', 16, 'lc'), learned)   # resized flavor
+    assert not other.vms['nginx'].model.fitted()
+    broken = json.loads(json.dumps(learned))
+    broken['model']['samples']['2'][0][0] = 'NaN'
+    third = Controller(HostTopology.uniform(16, 2))
+    third.add_vm(VmSpec('nginx', 8, 'lc'), broken)
+    assert not third.vms['nginx'].model.fitted()
+    hostile = json.loads(json.dumps(learned))
+    hostile['model']['samples'] = {'999': [[1, 2, 3]]}
+    fourth = Controller(HostTopology.uniform(16, 2))
+    fourth.add_vm(VmSpec('nginx', 8, 'lc'), hostile)
+    assert not fourth.vms['nginx'].model.samples
+
+
+def test_store_is_atomic_versioned_and_prunes(tmp_path):
+    store = state.StateStore(str(tmp_path))
+    store.save('a', {'x': 1})
+    store.save('b', {'x': 2})
+    store.save('a', {'x': 3})
+    assert store.load('a') == {'x': 3}
+    assert store.uuids() == ['a', 'b']
+    (tmp_path / 'c.json').write_text('{"version": 99, "uuid": "c"}')
+    (tmp_path / 'd.json').write_text('{not json')
+    assert store.load('c') is None and store.load('d') is None
+    assert store.load('missing') is None
+    (tmp_path / '.tmp-leftover').write_text('partial')
+    assert store.prune(['a']) == ['b', 'c', 'd']
+    assert sorted(os.listdir(tmp_path)) == ['a.json']
+    for bad in ('../etc/passwd', '', 'a/b'):
+        try:
+            store.save(bad, {})
+        except ValueError:
+            pass
+        else:
+            raise AssertionError('accepted uuid %r' % bad)
