@@ -88,15 +88,22 @@ def _teach(model, cores, fn, utils):
         model.update(cores, u, fn(u), now=float(i))
 
 
-def test_pred_is_the_highest_util_where_sf_ratio_holds():
+def _sf_on(pcpus):
+    """An LC-like SF curve on ``pcpus`` pCPUs."""
+    return lambda u: 2000.0 * u * (1.0 - min(u / (100.0 * pcpus), 1) ** 2)
+
+
+def _taught_one_and_two_cores():
     model = _model()
-
-    def sf_on(pcpus):
-        return lambda u: 2000.0 * u * (1.0 - min(u / (100.0 * pcpus), 1) ** 2)
-
     utils = [20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0]
-    _teach(model, 1, sf_on(2), utils)
-    _teach(model, 2, sf_on(4), utils)
+    _teach(model, 1, _sf_on(2), utils)
+    _teach(model, 2, _sf_on(4), utils)
+    return model
+
+
+def test_pred_is_the_highest_util_where_sf_ratio_holds():
+    model = _taught_one_and_two_cores()
+    sf_on = _sf_on
     pred = model.pred_of(1)
     assert pred is not None and model.pred_is_limit(1)
     # Analytically SF(2 pCPUs)/SF(4 pCPUs) = 0.7 at u ~ 116%.
@@ -130,14 +137,7 @@ def test_pred_does_not_extrapolate_beyond_the_data():
 
 
 def test_threshold_change_rebuilds_pred():
-    model = _model()
-
-    def sf_on(pcpus):
-        return lambda u: 2000.0 * u * (1.0 - min(u / (100.0 * pcpus), 1) ** 2)
-
-    utils = [20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0]
-    _teach(model, 1, sf_on(2), utils)
-    _teach(model, 2, sf_on(4), utils)
+    model = _taught_one_and_two_cores()
     loose = model.pred_of(1)
     model.set_threshold(0.15)
     assert model.ratio_min == pytest.approx(0.85)
