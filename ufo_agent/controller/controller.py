@@ -73,7 +73,10 @@ class VmState:
         return now - self.changed_at >= settle_time - _EPS
 
     def hold(self):
-        self.committed = self.want = max(len(self.cores), self.committed, 1)
+        """Keep the current allocation (and any unmet committed demand)."""
+        if not self.cores:
+            return      # not placed yet: keep asking for what it asked
+        self.committed = self.want = max(len(self.cores), self.committed)
 
 
 class Controller:

@@ -1,0 +1,1 @@
+"""The ufo-agent service: the controller loop over a hypervisor driver."""

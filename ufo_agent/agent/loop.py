@@ -1,0 +1,277 @@
+"""One ufo-agent: the controller driven by a hypervisor driver.
+
+``Agent.start`` adopts the running guests (with what they learned before),
+``Agent.tick`` runs one second of UFO, ``Agent.stop`` gives every guest
+back (all vCPUs online, its original pins): the fail-safe path of a clean
+stop. After a crash the guests' watchdogs bring their vCPUs back, and the
+next ``start`` re-applies everything it finds.
+"""
+
+import dataclasses
+import logging
+import time
+
+from ufo_agent.agent import enforcer as enforcer_mod
+from ufo_agent.agent import sampler as sampler_mod
+from ufo_agent.agent import snapshot as snapshot_mod
+from ufo_agent.controller import controller as controller_mod
+from ufo_agent.controller import plan as plan_mod
+from ufo_agent.controller import topology as topology_mod
+from ufo_agent.driver import base
+
+LOG = logging.getLogger(__name__)
+DECISIONS = logging.getLogger('ufo_agent.decisions')
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSettings:
+    """The agent's own settings (``[agent]``), as plain values."""
+
+    dry_run: bool = False
+    ack_timeout: float = 2.0
+    guest_util_tolerance: float = 0.10
+    state_save_interval: float = 60.0
+
+    @classmethod
+    def from_conf(cls, conf):
+        return cls(**{f.name: getattr(conf.agent, f.name)
+                      for f in dataclasses.fields(cls)})
+
+
+@dataclasses.dataclass
+class VmStatus:
+    """What the operator sees of one guest (ufo-status, metrics)."""
+
+    uuid: str
+    name: str
+    vcpus: int
+    mode: str = 'active'
+    signal: str = sampler_mod.MODE_HOST_ONLY
+    reason: str = ''
+    cores: int = 0
+    cpus: str = ''
+    target_vcpus: int = 0
+    online_vcpus: int = 0
+    util: float = 0.0
+    sf: float = 0.0
+    r2: float = None
+    vcpu_pct: float = 0.0
+    emulator_pct: float = 0.0
+    run_delay_ms: float = 0.0
+    wanted_cores: int = 0
+    note: str = ''
+
+
+class Agent:
+    def __init__(self, driver, managed_cpus, controller_config,
+                 settings=None, store=None, clock=time.monotonic):
+        self.driver = driver
+        self.settings = settings or AgentSettings()
+        self.store = store
+        self.clock = clock
+        host = driver.host_cpus()
+        self.topology = topology_mod.HostTopology(
+            host.siblings, host.numa_of_cpu, managed=managed_cpus)
+        if self.topology.unmanaged_partial_cpus:
+            LOG.warning('CPUs %s are managed but their SMT siblings are '
+                        'not: ufo-agent leaves them alone',
+                        sorted(self.topology.unmanaged_partial_cpus))
+        self.controller = controller_mod.Controller(self.topology,
+                                                    controller_config)
+        self.sampler = sampler_mod.Sampler(
+            self.settings.guest_util_tolerance)
+        self.enforcer = enforcer_mod.Enforcer(
+            driver, self.settings.ack_timeout, clock=clock)
+        self.guests = {}
+        self.status = {}
+        self.last_plan = None
+        self.tick_seconds = 0.0
+        self.ticks = 0
+        self._last_save = clock()
+        self.snapshot = {}
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self):
+        """Adopt the running guests; everything is written on first tick."""
+        self._sync_guests()
+        LOG.info('ufo-agent manages %d cores (%d CPUs) and %d guests%s',
+                 len(self.topology), len(self.topology.cpus_of(
+                     self.topology.core_ids)), len(self.guests),
+                 ' in dry-run mode' if self.settings.dry_run else '')
+
+    def stop(self):
+        """Give every managed guest back; returns the uuids that failed."""
+        self.save_learned()
+        failed = []
+        for uuid in sorted(self.guests):
+            try:
+                self.driver.release(uuid)
+            except base.DriverError as exc:
+                LOG.error('Could not release guest %s: %s', uuid, exc)
+                failed.append(uuid)
+        return failed
+
+    def save_learned(self):
+        if self.store is None:
+            return
+        now = self.clock()
+        for uuid in self.guests:
+            try:
+                self.store.save(uuid, self.controller.export_learned(uuid,
+                                                                     now))
+            except (OSError, ValueError) as exc:
+                LOG.warning('Could not save learned state of %s: %s',
+                            uuid, exc)
+        self._last_save = now
+
+    # -- one tick ------------------------------------------------------------
+    def tick(self):
+        started = time.monotonic()
+        now = self.clock()
+        self._handle_events()
+        self._sync_guests()
+        try:
+            self.driver.heartbeat()
+        except base.DriverError as exc:
+            LOG.warning('Heartbeat failed: %s', exc)
+        samples, online, emulator_busy = self._observe()
+        plan = self.controller.tick(now, samples, emulator_busy)
+        for decision in plan.decisions:
+            DECISIONS.info('%s', decision)
+        if not self.settings.dry_run:
+            outcome = self.enforcer.apply(plan, online)
+            for uuid, reason in outcome.failed.items():
+                LOG.warning('Guest %s: %s', uuid, reason)
+                if uuid in self.status:
+                    self.status[uuid].reason = reason
+            for uuid, target in self.enforcer.pending().items():
+                LOG.warning('Guest %s has not acknowledged %d vCPUs',
+                            uuid, target)
+        self._update_status(plan)
+        self.last_plan = plan
+        if self.store is not None and \
+                now - self._last_save >= self.settings.state_save_interval:
+            self.save_learned()
+        self.ticks += 1
+        self.tick_seconds = time.monotonic() - started
+        self.snapshot = snapshot_mod.build(self, now)
+        return plan
+
+    def _handle_events(self):
+        try:
+            events = self.driver.events()
+        except base.DriverError as exc:
+            LOG.warning('Could not read guest events: %s', exc)
+            return
+        for uuid, event in events:
+            LOG.info('Guest %s %s', uuid, event.value)
+            if event in (base.GuestEvent.STARTED, base.GuestEvent.REBOOTED):
+                # Pins and online vCPUs were reset: write them again.
+                self.enforcer.invalidate(uuid)
+                self.sampler.forget(uuid)
+            elif event == base.GuestEvent.STOPPED:
+                self._drop(uuid, keep_state=True)
+            elif event == base.GuestEvent.UNDEFINED:
+                self._drop(uuid, keep_state=False)
+
+    def _sync_guests(self):
+        try:
+            current = {g.uuid: g for g in self.driver.guests()}
+        except base.DriverError as exc:
+            LOG.warning('Could not list guests: %s', exc)
+            return
+        for uuid in sorted(set(self.guests) - set(current)):
+            self._drop(uuid, keep_state=True)
+        now = self.clock()
+        for uuid in sorted(set(current) - set(self.guests)):
+            guest = current[uuid]
+            learned = self.store.load(uuid) if self.store else None
+            spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
+            self.controller.add_vm(spec, learned, now)
+            self.enforcer.track(guest)
+            self.guests[uuid] = guest
+            self.status[uuid] = VmStatus(uuid, guest.name, guest.vcpus)
+            LOG.info('Managing guest %s (%s, %d vCPUs, class %s%s)', uuid,
+                     guest.name, guest.vcpus, guest.vm_class,
+                     ', learned state restored' if learned else '')
+
+    def _drop(self, uuid, keep_state):
+        if uuid not in self.guests:
+            if not keep_state:
+                self._forget_files(uuid)
+            return
+        if keep_state and self.store is not None:
+            try:
+                self.store.save(uuid, self.controller.export_learned(
+                    uuid, self.clock()))
+            except (OSError, ValueError) as exc:
+                LOG.warning('Could not save learned state of %s: %s',
+                            uuid, exc)
+        self.controller.remove_vm(uuid)
+        self.enforcer.forget(uuid)
+        self.sampler.forget(uuid)
+        del self.guests[uuid]
+        self.status.pop(uuid, None)
+        if not keep_state:
+            self._forget_files(uuid)
+
+    def _forget_files(self, uuid):
+        if self.store is not None:
+            self.store.delete(uuid)
+        try:
+            self.driver.forget(uuid)
+        except base.DriverError as exc:
+            LOG.warning('Could not clean up after guest %s: %s', uuid, exc)
+
+    def _observe(self):
+        samples, online, emulator_busy = {}, {}, 0.0
+        for uuid in sorted(self.guests):
+            try:
+                obs = self.driver.observe(uuid)
+            except base.DriverError as exc:
+                LOG.warning('Could not observe guest %s: %s', uuid, exc)
+                continue
+            rates = self.sampler.rates(uuid, obs)
+            if rates is None:
+                continue
+            emulator_busy += rates.emulator_pct
+            samples[uuid] = rates.sample
+            if rates.online_vcpus:
+                online[uuid] = rates.online_vcpus
+            status = self.status[uuid]
+            if status.signal != rates.mode or \
+                    (rates.reason and status.reason != rates.reason):
+                log = LOG.warning if rates.reason else LOG.info
+                log('Guest %s signal: %s%s', uuid, rates.mode,
+                    ' (%s)' % rates.reason if rates.reason else '')
+            status.signal, status.reason = rates.mode, rates.reason
+            status.util, status.sf = rates.sample.util, rates.sample.sf
+            status.vcpu_pct = rates.vcpu_pct
+            status.emulator_pct = rates.emulator_pct
+            status.run_delay_ms = rates.run_delay_ms
+            status.online_vcpus = rates.online_vcpus
+        return samples, online, emulator_busy
+
+    def _update_status(self, plan):
+        for uuid, vm in plan.vms.items():
+            status = self.status.get(uuid)
+            if status is None:
+                continue
+            status.mode = vm.mode.value
+            status.cores = len(vm.cores)
+            status.cpus = ','.join(str(c) for c in sorted(vm.cpus))
+            status.target_vcpus = vm.online_vcpus
+            status.wanted_cores = vm.wanted_cores
+            status.note = vm.note
+            model = self.controller.vms[uuid].model.models.get(
+                len(vm.cores))
+            status.r2 = model.r2 if model is not None else None
+
+    def cores_saved(self):
+        """Cores the guests would hold without UFO, minus what they hold."""
+        if self.last_plan is None:
+            return 0
+        without = sum(self.controller.vms[u].max_cores
+                      for u in self.last_plan.vms)
+        held = sum(len(vm.cores) for vm in self.last_plan.vms.values())
+        return without - held

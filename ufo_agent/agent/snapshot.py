@@ -1,0 +1,36 @@
+"""An immutable picture of the agent after a tick, for the endpoint.
+
+The loop builds one after every tick and swaps it in with one reference
+assignment, so the HTTP thread never sees a half-updated agent.
+"""
+
+import dataclasses
+
+
+def build(agent, now):
+    plan = agent.last_plan
+    vms = []
+    for uuid in sorted(agent.status):
+        vms.append(dataclasses.asdict(agent.status[uuid]))
+    pools = {}
+    if plan is not None:
+        pools = {
+            'managed_cores': plan.managed_cores,
+            'vcpu_cores': sum(len(v.cores) for v in plan.vms.values()),
+            'emulator_cores': len(plan.emulator_cores),
+            'idle_cores': len(plan.idle_cores),
+            'emulator_cpus': sorted(plan.emulator_cpus),
+            'idle_cpus': sorted(plan.idle_cpus),
+            'emulator_util': plan.emulator_util,
+            'overloaded': plan.overloaded,
+            'shortfall_cores': plan.shortfall_cores,
+        }
+    return {
+        'time': now,
+        'ticks': agent.ticks,
+        'tick_seconds': agent.tick_seconds,
+        'dry_run': agent.settings.dry_run,
+        'cores_saved': agent.cores_saved(),
+        'pools': pools,
+        'vms': vms,
+    }

@@ -1,0 +1,50 @@
+"""Options of the ufo-agent service."""
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup(
+    'agent',
+    title='ufo-agent service',
+    help='How ufo-agent runs beside nova-compute.')
+
+OPTS = [
+    cfg.StrOpt(
+        'state_path', default='/var/lib/ufo-agent',
+        help='Directory of per-instance learned models. Created if '
+             'missing; entries of instances that are gone are removed.'),
+    cfg.FloatOpt(
+        'state_save_interval', default=60.0, min=1.0,
+        help='Seconds between two saves of the learned models.'),
+    cfg.BoolOpt(
+        'dry_run', default=False,
+        help='Observe, decide and log, but pin nothing and send no target '
+             'to any guest; report the cores that would be saved.'),
+    cfg.FloatOpt(
+        'ack_timeout', default=2.0, min=0.05, max=30.0,
+        help='Seconds to wait for guests to acknowledge that they took '
+             'vCPUs offline before the pins narrow. A guest that does not '
+             'answer in time is rolled back to all vCPUs online.'),
+    cfg.FloatOpt(
+        'guest_util_tolerance', default=0.10, min=0.0, max=10.0,
+        help='Relative tolerance when checking a guest\'s reported '
+             'utilization against the CPU time its vCPU threads ran. A '
+             'guest above it is handled in host-only mode.'),
+    cfg.BoolOpt(
+        'manage_non_nova_domains', default=False,
+        help='Manage libvirt domains that carry no Nova instance metadata.'),
+    cfg.HostAddressOpt(
+        'metrics_host', default='127.0.0.1',
+        help='Address of the Prometheus and status endpoint.'),
+    cfg.PortOpt(
+        'metrics_port', default=9477,
+        help='Port of the Prometheus and status endpoint; 0 disables it.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: OPTS}

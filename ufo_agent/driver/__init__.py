@@ -1,0 +1,1 @@
+"""The hypervisor driver interface between the agent loop and the world."""

@@ -1,0 +1,135 @@
+"""What the agent loop needs from a hypervisor, and nothing more.
+
+The libvirt driver implements this for real hosts; a simulator can
+implement it for what-if studies. All methods are called from the agent
+loop's thread, once per tick at most, and must not block for long: a
+method that cannot finish (a guest gone, libvirt restarting) raises
+:class:`DriverError` and the loop carries on with the other guests.
+
+Counters are cumulative (like ``/proc``); the loop turns them into rates.
+"""
+
+import abc
+import dataclasses
+import enum
+
+
+class DriverError(Exception):
+    """An operation on one guest or on the hypervisor failed."""
+
+
+class GuestEvent(str, enum.Enum):
+    """Lifecycle changes the loop must react to."""
+
+    STARTED = 'started'        # booted, resumed, migrated in, restored
+    REBOOTED = 'rebooted'      # guest reset: its kernel starts over
+    STOPPED = 'stopped'        # shut off, crashed, paused, migrated out
+    UNDEFINED = 'undefined'    # gone for good
+
+
+@dataclasses.dataclass(frozen=True)
+class HostCpus:
+    """The host's CPUs.
+
+    SMT sibling groups, the NUMA node of each CPU, and which are online.
+    """
+
+    siblings: tuple
+    numa_of_cpu: dict
+    online: frozenset
+
+
+@dataclasses.dataclass(frozen=True)
+class Guest:
+    """A running guest the agent manages.
+
+    ``vcpus`` is the flavor's vCPU count; ``restore_vcpu_cpus`` and
+    ``restore_emulator_cpus`` are the pins to put back when the agent lets
+    go (what the domain XML had, or the managed set).
+    """
+
+    uuid: str
+    name: str
+    vcpus: int
+    vm_class: str
+    restore_vcpu_cpus: frozenset
+    restore_emulator_cpus: frozenset
+    has_channel: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    """Cumulative counters of one guest, read at ``time`` (seconds).
+
+    ``guest`` is the validated channel report (``None`` without a
+    channel); the host counters cover the vCPU threads and, separately,
+    every other thread of the guest (emulator, I/O, vhost).
+    """
+
+    time: float
+    vcpu_cpu_ns: int
+    vcpu_wait_ns: int
+    vcpu_slices: int
+    emulator_cpu_ns: int
+    guest: object = None
+
+
+class HypervisorDriver(abc.ABC):
+    """The interface; see the module docstring for the calling rules."""
+
+    @abc.abstractmethod
+    def host_cpus(self):
+        """Return :class:`HostCpus`."""
+
+    @abc.abstractmethod
+    def guests(self):
+        """Return the managed running guests as a list of :class:`Guest`."""
+
+    @abc.abstractmethod
+    def events(self):
+        """Return and forget the events seen since the last call.
+
+        A list of (uuid, GuestEvent), oldest first.
+        """
+
+    @abc.abstractmethod
+    def observe(self, uuid):
+        """Return an :class:`Observation` of one guest."""
+
+    @abc.abstractmethod
+    def pin_vcpus(self, uuid, cpus):
+        """Pin every vCPU thread of a guest to ``cpus`` (live only)."""
+
+    @abc.abstractmethod
+    def pin_emulator(self, uuid, cpus):
+        """Pin every non-vCPU thread of a guest to ``cpus`` (live only)."""
+
+    @abc.abstractmethod
+    def set_vcpu_target(self, uuid, vcpus):
+        """Ask the guest to keep ``vcpus`` online.
+
+        Returns a sequence number to wait for, or None for a guest without
+        a channel.
+        """
+
+    @abc.abstractmethod
+    def acknowledged(self, uuid, seq):
+        """True once the guest has applied target ``seq``."""
+
+    @abc.abstractmethod
+    def heartbeat(self):
+        """Refresh the host heartbeat of every guest channel."""
+
+    @abc.abstractmethod
+    def release(self, uuid):
+        """Give a guest back: all vCPUs online, its restore pins back.
+
+        Must work whatever state the agent left the guest in.
+        """
+
+    @abc.abstractmethod
+    def forget(self, uuid):
+        """Drop what the driver keeps for a guest that is gone (its page)."""
+
+    def close(self):
+        """Release connections; the driver is not used afterwards."""

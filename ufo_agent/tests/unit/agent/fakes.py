@@ -1,0 +1,161 @@
+"""An in-memory hypervisor for unit tests of the agent loop and enforcer.
+
+It records every call in order and checks, after each pin, that no CPU
+belongs to two exclusive pools. It is a test double for one class at a
+time; the functional tests drive real libvirt guests.
+"""
+
+from ufo_agent.driver import base
+
+
+class FakeGuestReport:
+    def __init__(self, util, ctxsw, online, count):
+        self.status = 'ok'
+        self.reason = ''
+        self.sample = FakeSample(util, ctxsw, online, count)
+
+    @property
+    def ok(self):
+        return True
+
+
+class FakeSample:
+    def __init__(self, util, ctxsw, online, count):
+        self.util = util
+        self.ctxsw_per_sec = ctxsw
+        self.online_vcpus = online
+        self.sample_count = count
+
+
+class FakeGuest:
+    def __init__(self, uuid, vcpus, vm_class='lc', channel=True, acks=True):
+        self.info = base.Guest(uuid, 'name-' + uuid, vcpus, vm_class,
+                               frozenset(range(64)), frozenset(range(64)),
+                               channel)
+        self.acks = acks
+        self.online = vcpus
+        self.target_seq = 0
+        self.acked_seq = 0
+        self.vcpu_pins = None
+        self.emulator_pins = None
+        self.util = 50.0
+        self.sf = 1000.0
+        self.lie = False
+        self.cpu_ns = self.slices = self.emu_ns = self.count = 0
+
+
+class FakeDriver(base.HypervisorDriver):
+    def __init__(self, cores=8, threads=2):
+        self.siblings = tuple(tuple(c + t * cores for t in range(threads))
+                              for c in range(cores))
+        self.all = {}
+        self.pending_events = []
+        self.calls = []
+        self.clock = 0.0
+        self.fail_pin = set()
+
+    def add(self, guest):
+        self.all[guest.info.uuid] = guest
+        return guest
+
+    # -- interface -------------------------------------------------------
+    def host_cpus(self):
+        cpus = frozenset(c for group in self.siblings for c in group)
+        return base.HostCpus(self.siblings, {}, cpus)
+
+    def guests(self):
+        return [g.info for g in self.all.values()]
+
+    def events(self):
+        out, self.pending_events = self.pending_events, []
+        return out
+
+    def observe(self, uuid):
+        guest = self._get(uuid)
+        online = guest.online
+        util = min(guest.util, 100.0 * online)
+        guest.cpu_ns += int(util * 1e7)
+        guest.slices += int(guest.sf)
+        guest.emu_ns += int(util * 0.2 * 1e7)
+        guest.count += 1
+        report = None
+        if guest.info.has_channel:
+            claimed = util * (5 if guest.lie else 1)
+            report = FakeGuestReport(claimed, guest.sf, online, guest.count)
+        return base.Observation(self.clock, guest.cpu_ns, 0, guest.slices,
+                                guest.emu_ns, report)
+
+    def pin_vcpus(self, uuid, cpus):
+        if uuid in self.fail_pin:
+            raise base.DriverError('pin failed')
+        self._get(uuid).vcpu_pins = frozenset(cpus)
+        self.calls.append(('pin_vcpus', uuid, frozenset(cpus)))
+        self.check_isolation()
+
+    def pin_emulator(self, uuid, cpus):
+        self._get(uuid).emulator_pins = frozenset(cpus)
+        self.calls.append(('pin_emulator', uuid, frozenset(cpus)))
+        self.check_isolation()
+
+    def set_vcpu_target(self, uuid, vcpus):
+        guest = self._get(uuid)
+        guest.target_seq += 1
+        self.calls.append(('target', uuid, vcpus))
+        if guest.acks:
+            guest.online = vcpus
+            guest.acked_seq = guest.target_seq
+        return guest.target_seq
+
+    def acknowledged(self, uuid, seq):
+        return self._get(uuid).acked_seq >= seq
+
+    def heartbeat(self):
+        self.calls.append(('heartbeat',))
+
+    def release(self, uuid):
+        guest = self._get(uuid)
+        guest.online = guest.info.vcpus
+        guest.vcpu_pins = guest.info.restore_vcpu_cpus
+        guest.emulator_pins = guest.info.restore_emulator_cpus
+        self.calls.append(('release', uuid))
+
+    def forget(self, uuid):
+        self.calls.append(('forget', uuid))
+
+    # -- helpers -------------------------------------------------------------
+    def _get(self, uuid):
+        try:
+            return self.all[uuid]
+        except KeyError:
+            raise base.DriverError('no guest %s' % uuid)
+
+    def exclusive_sets(self):
+        """vCPU pin sets that must not overlap (guests on own cores)."""
+        sets = {}
+        for uuid, guest in self.all.items():
+            if guest.vcpu_pins is not None:
+                sets[uuid] = guest.vcpu_pins
+        return sets
+
+    def check_isolation(self):
+        """Assert isolation.
+
+        No two guests with distinct pin sets may share a CPU, and no guest
+        may share a CPU with the emulator pool.
+        """
+        emulator = set()
+        for guest in self.all.values():
+            if guest.emulator_pins:
+                emulator |= guest.emulator_pins
+        seen = {}
+        for uuid, cpus in self.exclusive_sets().items():
+            for other, other_cpus in seen.items():
+                if cpus != other_cpus and cpus & other_cpus:
+                    raise AssertionError('%s and %s share CPUs %s' % (
+                        uuid, other, sorted(cpus & other_cpus)))
+            seen[uuid] = cpus
+            if self.strict_emulator and cpus & emulator:
+                raise AssertionError('%s shares CPUs %s with emulators' % (
+                    uuid, sorted(cpus & emulator)))
+
+    strict_emulator = False

@@ -1,0 +1,104 @@
+"""The agent loop over an in-memory driver."""
+
+import logging
+
+from ufo_agent.agent import loop
+from ufo_agent.controller import ControllerConfig
+from ufo_agent.driver import base
+from ufo_agent import state
+from ufo_agent.tests.unit.agent import fakes
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def _agent(driver, tmp_path=None, **settings):
+    clock = _Clock()
+    store = state.StateStore(str(tmp_path)) if tmp_path else None
+    agent = loop.Agent(driver, frozenset(c for g in driver.siblings
+                                         for c in g),
+                       ControllerConfig(), loop.AgentSettings(**settings),
+                       store=store, clock=clock)
+
+    def tick():
+        clock.now += 1.0
+        driver.clock = clock.now
+        return agent.tick()
+    return agent, tick
+
+
+def test_start_adopts_guests_and_ticks_enforce_the_plan():
+    driver = fakes.FakeDriver()
+    a = driver.add(fakes.FakeGuest('a', 8))
+    b = driver.add(fakes.FakeGuest('b', 4, channel=False))
+    agent, tick = _agent(driver)
+    agent.start()
+    assert set(agent.guests) == {'a', 'b'}
+    for _ in range(3):
+        plan = tick()
+    assert a.vcpu_pins == plan.vms['a'].cpus
+    assert b.vcpu_pins == plan.vms['b'].cpus
+    assert agent.status['a'].signal == 'guest'
+    assert agent.status['b'].signal == 'host-only'
+    assert agent.status['b'].reason == 'no guest channel'
+    assert ('target', 'b', 4) not in driver.calls      # no channel
+    assert any(c == ('heartbeat',) for c in driver.calls)
+
+
+def test_lying_guest_falls_back_to_host_only_and_others_carry_on():
+    driver = fakes.FakeDriver()
+    liar = driver.add(fakes.FakeGuest('liar', 4))
+    driver.add(fakes.FakeGuest('honest', 4))
+    agent, tick = _agent(driver)
+    agent.start()
+    liar.lie = True
+    for _ in range(3):
+        tick()
+    assert agent.status['liar'].signal == 'host-only'
+    assert 'claims' in agent.status['liar'].reason
+    assert agent.status['honest'].signal == 'guest'
+
+
+def test_dry_run_decides_but_touches_nothing(caplog):
+    driver = fakes.FakeDriver()
+    guest = driver.add(fakes.FakeGuest('a', 8))
+    agent, tick = _agent(driver, dry_run=True)
+    agent.start()
+    with caplog.at_level(logging.INFO, logger='ufo_agent.decisions'):
+        for _ in range(8):
+            tick()
+    assert guest.vcpu_pins is None and guest.online == 8
+    assert not [c for c in driver.calls if c[0] in ('pin_vcpus', 'target')]
+    assert 'action=probe' in caplog.text
+    assert agent.cores_saved() > 0
+
+
+def test_lifecycle_events_and_fail_safe_stop(tmp_path):
+    driver = fakes.FakeDriver()
+    a = driver.add(fakes.FakeGuest('a', 8))
+    driver.add(fakes.FakeGuest('b', 4))
+    agent, tick = _agent(driver, tmp_path=tmp_path)
+    agent.start()
+    for _ in range(5):
+        tick()
+    # A reboot resets the guest: everything is written again.
+    a.vcpu_pins, a.online = None, 8
+    driver.pending_events.append(('a', base.GuestEvent.REBOOTED))
+    plan = tick()
+    assert a.vcpu_pins == plan.vms['a'].cpus
+    # A destroyed and undefined guest leaves no state and no page.
+    del driver.all['b']
+    driver.pending_events.append(('b', base.GuestEvent.UNDEFINED))
+    tick()
+    assert 'b' not in agent.guests and ('forget', 'b') in driver.calls
+    assert not (tmp_path / 'b.json').exists()
+    # A clean stop gives every guest back and saves what it learned.
+    assert agent.stop() == []
+    assert ('release', 'a') in driver.calls
+    assert a.online == 8 and a.vcpu_pins == frozenset(range(64))
+    assert (tmp_path / 'a.json').exists()
