@@ -1,0 +1,151 @@
+#!/bin/bash
+# Builds the UFO test guest: a Debian cloud kernel (version resolved now from
+# the archive), the ufo_guest module built against the same kernel ABI, a
+# static ufo-workload and a busybox initramfs with /init.
+#
+# Artifacts are cached by a content hash of every input (package versions,
+# sources, this script) under
+#   ${UFO_GUEST_CACHE:-${XDG_CACHE_HOME:-~/.cache}/ufo-nova/guest}/<hash>/
+# so a second build is instant. Output: KEY=VALUE lines (KERNEL, INITRD,
+# MODULE, WORKLOAD, KRELEASE, KDIR, DIR).
+#
+# Needs: apt-get, dpkg, gcc, make, busybox-static, cpio, gzip.
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+SRC_MOD=$TOP/guest_image/ufo-guest
+SRC_TG=$TOP/guest_image/test-guest
+CACHE=${UFO_GUEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ufo-nova/guest}
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9
+
+log() { echo "build-test-guest: $*" >&2; }
+
+resolve() {
+    IMG_PKG=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+        awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+    [ -n "$IMG_PKG" ] || return 1
+    KRELEASE=${IMG_PKG#linux-image-}
+    HDR_PKG=linux-headers-$KRELEASE
+    COMMON_PKG=$(apt-cache depends "$HDR_PKG" |
+        awk '/Depends: linux-headers-.*-common/ {print $2; exit}')
+    KBUILD_PKG=$(apt-cache depends "$HDR_PKG" |
+        awk '/Depends: linux-kbuild-/ {print $2; exit}')
+    VERSIONS=""
+    for p in "$IMG_PKG" "$HDR_PKG" "$COMMON_PKG" "$KBUILD_PKG"; do
+        v=$(apt-cache policy "$p" | awk '/Candidate:/ {print $2}')
+        [ -n "$v" ] && [ "$v" != "(none)" ] || return 1
+        VERSIONS="$VERSIONS $p=$v"
+    done
+}
+
+apt_update() {
+    apt-get -o DPkg::Lock::Timeout=600 update -q >&2
+}
+
+if ! resolve; then
+    log "kernel packages not known to apt: apt-get update"
+    apt_update
+    resolve
+fi
+
+BUSYBOX=$(command -v busybox || true)
+if [ -z "$BUSYBOX" ] || ! "$BUSYBOX" --list >/dev/null 2>&1 ||
+        ldd "$BUSYBOX" >/dev/null 2>&1; then
+    log "a static busybox is needed (apt-get install busybox-static)"
+    exit 1
+fi
+
+HASH=$( {
+    echo "$VERSIONS"
+    "$BUSYBOX" 2>&1 | head -1
+    gcc --version | head -1
+    cat "$0" "$SRC_MOD/ufo_guest.c" "$SRC_MOD/ufo_channel.h" \
+        "$SRC_MOD/Makefile" "$SRC_TG/init" "$SRC_TG/ufo_workload.c"
+} | sha256sum | cut -c1-16)
+OUT=$CACHE/$HASH
+
+print_result() {
+    cat "$OUT/artifacts.env"
+}
+
+if [ -f "$OUT/artifacts.env" ]; then
+    print_result
+    exit 0
+fi
+
+# 1. Kernel image and headers, unpacked without installing.
+KCACHE=$CACHE/kernel-$KRELEASE-$(echo "$VERSIONS" | sha256sum | cut -c1-8)
+KDIR=$KCACHE/root/usr/src/linux-headers-$KRELEASE
+if [ ! -f "$KCACHE/done" ]; then
+    log "downloading $VERSIONS"
+    rm -rf "$KCACHE"
+    mkdir -p "$KCACHE/debs"
+    # shellcheck disable=SC2086
+    pkgs=$(echo $VERSIONS)
+    if ! (cd "$KCACHE/debs" && apt-get download $pkgs >&2); then
+        # The archive dropped that ABI: refresh and resolve again.
+        apt_update
+        log "the archive changed: run me again"
+        exit 1
+    fi
+    for deb in "$KCACHE"/debs/*.deb; do
+        dpkg -x "$deb" "$KCACHE/root"
+    done
+    # The headers' Makefile includes the -common tree by absolute path.
+    sed -i "s#^include /usr/src/#include $KCACHE/root/usr/src/#" \
+        "$KDIR/Makefile"
+    rm -rf "$KCACHE/debs"
+    touch "$KCACHE/done"
+fi
+
+TMP=$(mktemp -d "$CACHE/.build.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+# 2. The module, out of tree, without warnings.
+mkdir -p "$TMP/mod"
+cp "$SRC_MOD/ufo_guest.c" "$SRC_MOD/ufo_channel.h" "$SRC_MOD/Makefile" \
+    "$TMP/mod/"
+make -C "$TMP/mod" KDIR="$KDIR" >"$TMP/mod.log" 2>&1 || {
+    cat "$TMP/mod.log" >&2
+    exit 1
+}
+if grep -E 'warning:|error:' "$TMP/mod.log" >&2; then
+    log "the module build has warnings"
+    exit 1
+fi
+
+# 3. The workload, static.
+gcc -O2 -Wall -Werror -static -pthread -o "$TMP/ufo-workload" \
+    "$SRC_TG/ufo_workload.c" -lm
+
+# 4. The initramfs.
+R=$TMP/initramfs
+mkdir -p "$R"/{bin,sbin,dev,proc,sys,tmp,lib/modules}
+cp "$BUSYBOX" "$R/bin/busybox"
+ln -s busybox "$R/bin/sh"
+cp "$SRC_TG/init" "$R/init"
+chmod 755 "$R/init"
+cp "$TMP/mod/ufo_guest.ko" "$R/lib/modules/"
+cp "$TMP/ufo-workload" "$R/bin/"
+(cd "$R" && find . | LC_ALL=C sort |
+    cpio --quiet -o -H newc --reproducible --owner=0:0) |
+    gzip -n -6 >"$TMP/initrd.gz"
+
+mkdir -p "$OUT.new"
+cp "$KCACHE/root/boot/vmlinuz-$KRELEASE" "$OUT.new/vmlinuz"
+cp "$TMP/initrd.gz" "$TMP/mod/ufo_guest.ko" "$TMP/ufo-workload" "$OUT.new/"
+cat >"$OUT.new/artifacts.env" <<EOF
+DIR=$OUT
+KERNEL=$OUT/vmlinuz
+INITRD=$OUT/initrd.gz
+MODULE=$OUT/ufo_guest.ko
+WORKLOAD=$OUT/ufo-workload
+KRELEASE=$KRELEASE
+KDIR=$KDIR
+EOF
+rm -rf "$OUT"
+mv "$OUT.new" "$OUT"
+log "built $OUT"
+print_result
