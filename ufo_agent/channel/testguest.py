@@ -35,6 +35,9 @@ SHM_DIR = '/dev/shm'
 SHM_SIZE_MIB = 1
 NAME_PREFIX = 'ufo-test-'
 QEMU_USER = 'libvirt-qemu'
+LOG_DIR = os.environ.get(
+    'UFO_GUEST_LOG_DIR',
+    os.path.join(tempfile.gettempdir(), 'ufo-guest-logs'))
 
 _artifacts = None
 _accel = None
@@ -253,6 +256,9 @@ class TestGuest(object):
         self._beat_stop = threading.Event()
         self._beat_paused = threading.Event()
         self._beat_thread = None
+        self._beat_lock = threading.Lock()
+        self.last_beat = None
+        self._channels = []
         self._with_channel = channel
 
     def start(self, boot_timeout=180.0):
@@ -332,8 +338,10 @@ class TestGuest(object):
 
     def _beater(self, interval):
         while not self._beat_stop.wait(interval):
-            if not self._beat_paused.is_set() and self.channel:
-                self.channel.beat()
+            with self._beat_lock:
+                if not self._beat_paused.is_set() and self.channel:
+                    self.channel.beat()
+                    self.last_beat = time.monotonic()
 
     def start_heartbeat(self, interval=0.2):
         self._beat_paused.clear()
@@ -343,18 +351,37 @@ class TestGuest(object):
             self._beat_thread.start()
 
     def pause_heartbeat(self):
-        """Stop beating; returns when no beat can happen any more."""
-        self._beat_paused.set()
-        time.sleep(0.3)
+        """Stop beating; returns the time of the last beat."""
+        with self._beat_lock:
+            self._beat_paused.set()
+            return self.last_beat
 
     def resume_heartbeat(self):
-        self._beat_paused.clear()
-        if self.channel:
-            self.channel.beat()
+        with self._beat_lock:
+            self._beat_paused.clear()
+            if self.channel:
+                self.channel.beat()
+                self.last_beat = time.monotonic()
+
+    def swap_channel(self, channel):
+        """Make the heartbeat thread serve another page; returns the old."""
+        with self._beat_lock:
+            old, self.channel = self.channel, channel
+            return old
 
     # -- devices ----------------------------------------------------------
 
-    def attach_shmem(self, name, size_mib=SHM_SIZE_MIB, channel=None):
+    def new_channel(self, name, size_mib=SHM_SIZE_MIB):
+        """An initialized page for a device to attach later."""
+        path = os.path.join(SHM_DIR, name)
+        self._extra_shm.append(path)
+        ch = host_channel.HostChannel(path, self.vcpus,
+                                      size=size_mib * 1024 * 1024)
+        self._channels.append(ch)
+        ch.initialize()
+        return ch
+
+    def attach_shmem(self, name, size_mib=SHM_SIZE_MIB):
         """Hot-attach a shmem device (its page set up beforehand)."""
         path = os.path.join(SHM_DIR, name)
         self._extra_shm.append(path)
@@ -405,13 +432,20 @@ class TestGuest(object):
                 self.conn.close()
             except self.libvirt.libvirtError:
                 pass
-        if self.channel is not None:
-            self.channel.close()
+        for ch in [self.channel] + self._channels:
+            if ch is not None:
+                ch.close()
         for path in [self.shm_path] + self._extra_shm:
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
+        # Keep the console log for diagnosis; the rest goes.
+        if os.path.exists(self.log_path):
+            os.makedirs(LOG_DIR, exist_ok=True)
+            shutil.copy(self.log_path,
+                        os.path.join(LOG_DIR, self.name + '.log'))
+            self.log_path = os.path.join(LOG_DIR, self.name + '.log')
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self):
