@@ -2,10 +2,12 @@
 
 from oslo_config import cfg
 
+from ufo_agent.conf import channel
 from ufo_agent.conf import controller
 from ufo_agent.conf import host
 
 CONF = cfg.CONF
 
+channel.register_opts(CONF)
 controller.register_opts(CONF)
 host.register_opts(CONF)

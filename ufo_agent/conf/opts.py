@@ -1,9 +1,10 @@
 """Entry point of oslo-config-generator (namespace ``ufo_agent``)."""
 
+from ufo_agent.conf import channel
 from ufo_agent.conf import controller
 from ufo_agent.conf import host
 
-_MODULES = (controller, host)
+_MODULES = (channel, controller, host)
 
 
 def list_opts():
