@@ -72,7 +72,10 @@ struct ufo_guest_area {
 	__le64 timestamp_ns;
 	/* length of the sample interval */
 	__le64 interval_ns;
-	/* busy time of online vCPUs over the interval, in hundredths of a percent of one vCPU (0..10000 * online_vcpus) */
+	/*
+	 * busy time of online vCPUs over the interval, in hundredths of a
+	 * percent of one vCPU (0..10000 * online_vcpus)
+	 */
 	__le32 util;
 	/* steal time over the interval, same unit as util */
 	__le32 steal;

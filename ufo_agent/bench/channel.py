@@ -52,8 +52,8 @@ def run(args):
         return 2
     cmdline = ''
     if args.rate > 0:
-        cmdline = 'ufo.rate=%g ufo.svc_us=500 ufo.workers=%d' % (args.rate,
-                                                                n)
+        cmdline = 'ufo.rate=%g ufo.svc_us=500 ufo.workers=%d' % (
+            args.rate, n)
     testguest.start_libvirtd()
     art = testguest.build_artifacts()
     print('guest kernel %s, accelerator %s'

@@ -6,6 +6,7 @@ it prints the header. The committed header is
 """
 
 import sys
+import textwrap
 
 from ufo_agent.channel import layout
 
@@ -19,7 +20,12 @@ def _struct(name, fields):
     for f in fields:
         decl = '%s %s%s;' % (_CTYPES[f.ctype], f.name,
                              '[%d]' % f.count if f.count > 1 else '')
-        lines.append('\t/* %s */' % f.doc)
+        if len('\t/* %s */' % f.doc) + 7 <= 80:
+            lines.append('\t/* %s */' % f.doc)
+        else:
+            lines.append('\t/*')
+            lines += ['\t * ' + x for x in textwrap.wrap(f.doc, 64)]
+            lines.append('\t */')
         lines.append('\t' + decl)
     lines.append('};')
     return lines

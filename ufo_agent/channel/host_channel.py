@@ -259,6 +259,9 @@ class HostChannel(object):
         if g['ack_target_seq'] and not 1 <= g['applied_target'] <= nmax:
             return 'applied target %d not in 1..%d' % (
                 g['applied_target'], nmax)
+        return self._validate_stats(g, online)
+
+    def _validate_stats(self, g, online):
         if g['util'] > 10000 * online:
             return 'utilization %d above 100%% x %d vCPUs' % (g['util'],
                                                               online)
@@ -272,6 +275,10 @@ class HostChannel(object):
                 g['own_ctxsw_per_sec'])
         if g['sample_count'] and not 0 < g['interval_ns'] <= MAX_INTERVAL_NS:
             return 'sample interval %d ns out of range' % g['interval_ns']
+        return self._validate_history(g)
+
+    def _validate_history(self, g):
+        """Sample counter and timestamp must not run backwards."""
         count, ts = g['sample_count'], g['timestamp_ns']
         last_count, last_ts = self._last_count, self._last_ts
         # Re-base on the new values, so one bad jump is reported once.
