@@ -1,6 +1,7 @@
 """The Python ABI definition and the C header must not drift."""
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -83,3 +84,14 @@ def test_c_offsets_match_python():
     finally:
         shutil.rmtree(tmp)
     assert out.splitlines() == expected
+
+
+def test_documented_layout_matches():
+    with open(os.path.join(TOP, 'doc', 'source', 'channel.rst')) as f:
+        doc = f.read()
+    for fields in (layout.HOST_FIELDS, layout.GUEST_FIELDS):
+        for f in fields:
+            ctype = f.ctype + ('[%d]' % f.count if f.count > 1 else '')
+            rx = r'(?m)^%d\s+%s\s+%s\s' % (f.offset, re.escape(ctype),
+                                           f.name)
+            assert re.search(rx, doc), 'channel.rst: %s' % f.name
