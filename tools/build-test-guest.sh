@@ -28,16 +28,17 @@ resolve() {
     [ -n "$IMG_PKG" ] || return 1
     KRELEASE=${IMG_PKG#linux-image-}
     HDR_PKG=linux-headers-$KRELEASE
-    COMMON_PKG=$(apt-cache depends "$HDR_PKG" |
+    local deps
+    deps=$(apt-cache depends "$HDR_PKG")
+    COMMON_PKG=$(echo "$deps" |
         awk '/Depends: linux-headers-.*-common/ {print $2; exit}')
-    KBUILD_PKG=$(apt-cache depends "$HDR_PKG" |
-        awk '/Depends: linux-kbuild-/ {print $2; exit}')
-    VERSIONS=""
-    for p in "$IMG_PKG" "$HDR_PKG" "$COMMON_PKG" "$KBUILD_PKG"; do
-        v=$(apt-cache policy "$p" | awk '/Candidate:/ {print $2}')
-        [ -n "$v" ] && [ "$v" != "(none)" ] || return 1
-        VERSIONS="$VERSIONS $p=$v"
-    done
+    KBUILD_PKG=$(echo "$deps" | awk '/Depends: linux-kbuild-/ {print $2; exit}')
+    [ -n "$COMMON_PKG" ] && [ -n "$KBUILD_PKG" ] || return 1
+    # One apt-cache call for the four candidates: "pkg=version" words.
+    VERSIONS=$(apt-cache policy "$IMG_PKG" "$HDR_PKG" "$COMMON_PKG" \
+        "$KBUILD_PKG" | awk '/^[^ ].*:$/ {p = substr($1, 1, length($1) - 1)}
+        /Candidate:/ && $2 != "(none)" {printf " %s=%s", p, $2}')
+    [ "$(echo "$VERSIONS" | wc -w)" = 4 ] || return 1
 }
 
 apt_update() {

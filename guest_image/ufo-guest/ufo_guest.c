@@ -664,10 +664,11 @@ static void __exit ufo_exit(void)
 {
 	pci_unregister_driver(&ufo_pci_driver);
 	debugfs_remove_recursive(ufo_debugfs);
-	/* The thread onlines every vCPU before it exits. */
-	kthread_stop(ufo_task);
+	/* No probe may compare against the thread once it is gone. */
 	tracepoint_probe_unregister(ufo_tp_switch, ufo_probe_switch, NULL);
 	tracepoint_synchronize_unregister();
+	/* The thread onlines every vCPU before it exits. */
+	kthread_stop(ufo_task);
 }
 
 module_init(ufo_init);
