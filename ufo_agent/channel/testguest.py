@@ -227,11 +227,18 @@ class TestGuest(object):
     """
 
     def __init__(self, vcpus=4, memory_mib=256, cmdline='', channel=True,
-                 workdir=None, watchdog_ms=None, poll_ms=None):
+                 workdir=None, watchdog_ms=None, poll_ms=None, kernel=None,
+                 initrd=None, disk=None, test_init=True):
         import libvirt  # only the functional tests and benches need it
 
         self.libvirt = libvirt
-        self.art = build_artifacts()
+        # Another kernel/initrd/disk boots a real image instead of the
+        # test guest; then test_init=False (no /init shell to wait for).
+        self.art = {} if kernel else build_artifacts()
+        self.kernel = kernel or self.art['KERNEL']
+        self.initrd = initrd or self.art['INITRD']
+        self.disk = disk
+        self.test_init = test_init
         self.vcpus = vcpus
         self.memory_mib = memory_mib
         tag = uuid.uuid4().hex[:10]
@@ -273,11 +280,15 @@ class TestGuest(object):
         # Copies readable by the QEMU user (the cache may sit in /root).
         kernel = os.path.join(self._tmp, 'vmlinuz')
         initrd = os.path.join(self._tmp, 'initrd.gz')
-        shutil.copy(self.art['KERNEL'], kernel)
-        shutil.copy(self.art['INITRD'], initrd)
+        shutil.copy(self.kernel, kernel)
+        shutil.copy(self.initrd, initrd)
         for p in (kernel, initrd):
             os.chmod(p, 0o644)
         devices = ''
+        if self.disk:
+            devices += ("<disk type='file' device='disk'><driver name='qemu' "
+                        "type='raw'/><source file='%s'/><target dev='vda' "
+                        "bus='virtio'/></disk>" % saxutils.escape(self.disk))
         if self._with_channel:
             self.channel = host_channel.HostChannel(
                 self.shm_path, self.vcpus,
@@ -321,6 +332,8 @@ class TestGuest(object):
         self.console = Console(m.group(1), self.log_path)
         if self.channel:
             self.start_heartbeat()
+        if not self.test_init:
+            return self
         # The console may have been opened after the first lines: poke it.
         deadline = time.monotonic() + boot_timeout
         while True:
