@@ -70,3 +70,24 @@ def test_dkms_builds_for_guest_kernel(guest_artifacts, tmp_path):
         conf['BUILT_MODULE_NAME[0]'] + '.ko')
     assert ko.exists(), out.stdout
     assert conf['AUTOINSTALL'] == 'yes'
+
+
+def test_workload_phases_and_report(guest_artifacts):
+    # The static workload runs on the host as well as in the guest.
+    out = subprocess.run(
+        [guest_artifacts['WORKLOAD'], 'rate=200:2,800:2', 'svc_us=100',
+         'workers=2', 'report_ms=500', 'duration=4'],
+        text=True, stdout=subprocess.PIPE, timeout=60, check=True).stdout
+    reports = [dict(kv.split('=') for kv in line.split()[1:])
+               for line in out.splitlines()
+               if line.startswith('UFO-WL t=')]
+    assert len(reports) == 8, out
+    rates = [float(r['rate']) for r in reports]
+    assert rates[0] == 200 and rates[-1] == 800, rates
+    first = sum(int(r['arrivals']) for r in reports[:3])
+    last = sum(int(r['arrivals']) for r in reports[-3:])
+    # 1.5 s at 200/s, then 1.5 s at 800/s (Poisson: generous bounds).
+    assert 150 < first < 500 and 800 < last < 1600, (first, last)
+    for r in reports:
+        assert int(r['p50_us']) <= int(r['p95_us']) <= int(r['p99_us'])
+        assert int(r['p99_us']) <= int(r['max_us'])
