@@ -9,10 +9,14 @@ sample); no guest value is used to index, size or allocate anything.
 """
 
 import dataclasses
+import grp
 import mmap
 import os
+import pwd
+import re
 import struct
 import time
+from xml.sax import saxutils
 
 from ufo_agent.channel import layout
 
@@ -71,6 +75,33 @@ class GuestReport:
 
 class ChannelError(Exception):
     pass
+
+
+def shm_name(domain_uuid, prefix='ufo-'):
+    """The shmem device name of a domain: also its file in /dev/shm."""
+    name = prefix + str(domain_uuid)
+    if not re.match(r'^[A-Za-z0-9._-]{1,200}$', name):
+        raise ValueError('unsafe shmem name %r' % name)
+    return name
+
+
+def shmem_xml(name, size_mib=DEFAULT_SHM_SIZE // (1024 * 1024)):
+    """libvirt device XML of the channel (hot-pluggable)."""
+    return ("<shmem name='%s'><model type='ivshmem-plain'/>"
+            "<size unit='M'>%d</size></shmem>"
+            % (saxutils.escape(name, {"'": '&apos;'}), size_mib))
+
+
+def hand_to_qemu(path, user='libvirt-qemu', group='kvm'):
+    """Make a page file usable by QEMU (libvirt does not relabel it)."""
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+        gid = grp.getgrnam(group).gr_gid
+    except KeyError:
+        return False
+    os.chown(path, uid, gid)
+    os.chmod(path, 0o660)
+    return True
 
 
 class HostChannel(object):

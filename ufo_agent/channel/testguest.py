@@ -13,7 +13,6 @@ forces the choice.
 """
 
 import os
-import pwd
 import re
 import select
 import shutil
@@ -84,13 +83,7 @@ def accel():
 
 
 def _give_to_qemu(path):
-    """libvirt does not relabel a shm file that exists: hand it over."""
-    try:
-        pw = pwd.getpwnam(QEMU_USER)
-    except KeyError:
-        return
-    os.chown(path, pw.pw_uid, pw.pw_gid)
-    os.chmod(path, 0o660)
+    host_channel.hand_to_qemu(path, QEMU_USER)
 
 
 def start_libvirtd():
@@ -99,9 +92,7 @@ def start_libvirtd():
 
 
 def shmem_xml(name, size_mib=SHM_SIZE_MIB):
-    return ("<shmem name='%s'><model type='ivshmem-plain'/>"
-            "<size unit='M'>%d</size></shmem>"
-            % (saxutils.escape(name), size_mib))
+    return host_channel.shmem_xml(name, size_mib)
 
 
 class Console(object):
