@@ -86,10 +86,15 @@ if [ ! -f "$KCACHE/done" ]; then
     # shellcheck disable=SC2086
     pkgs=$(echo $VERSIONS)
     if ! (cd "$KCACHE/debs" && apt-get download $pkgs >&2); then
-        # The archive dropped that ABI: refresh and resolve again.
+        # Stale package lists: the archive dropped that ABI. Refresh and
+        # start over once, with the versions resolved again.
+        if [ -n "${UFO_GUEST_RETRIED:-}" ]; then
+            exit 1
+        fi
         apt_update
-        log "the archive changed: run me again"
-        exit 1
+        rm -rf "$KCACHE"
+        flock -u 9
+        UFO_GUEST_RETRIED=1 exec "$0" "$@"
     fi
     for deb in "$KCACHE"/debs/*.deb; do
         dpkg -x "$deb" "$KCACHE/root"
