@@ -3,11 +3,13 @@
 from oslo_config import cfg
 
 from ufo_agent.conf import agent
+from ufo_agent.conf import channel
 from ufo_agent.conf import controller
 from ufo_agent.conf import host
 
 CONF = cfg.CONF
 
 agent.register_opts(CONF)
+channel.register_opts(CONF)
 controller.register_opts(CONF)
 host.register_opts(CONF)

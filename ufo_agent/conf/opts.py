@@ -1,10 +1,11 @@
 """Entry point of oslo-config-generator (namespace ``ufo_agent``)."""
 
 from ufo_agent.conf import agent
+from ufo_agent.conf import channel
 from ufo_agent.conf import controller
 from ufo_agent.conf import host
 
-_MODULES = (agent, controller, host)
+_MODULES = (agent, channel, controller, host)
 
 
 def list_opts():

@@ -1,0 +1,1 @@
+"""UFO guest/host shared-page channel (paper section 4.6)."""

@@ -1,0 +1,371 @@
+"""Host side of the UFO channel: one shared page per guest.
+
+The page lives in a file that QEMU maps as the memory of an ivshmem-plain
+PCI device (libvirt ``<shmem name='X'>`` maps ``/dev/shm/X``). The host
+writes its area under its seqlock and reads the guest area with bounded
+seqlock retries. Every guest-written value is validated against what the
+host knows (the domain's vCPU count, the targets it issued, the previous
+sample); no guest value is used to index, size or allocate anything.
+"""
+
+import dataclasses
+import grp
+import mmap
+import os
+import pwd
+import re
+import struct
+import time
+from xml.sax import saxutils
+
+from ufo_agent.channel import layout
+
+DEFAULT_SHM_SIZE = 1024 * 1024
+MAX_CTXSW_PER_SEC = 10 ** 9
+MAX_INTERVAL_NS = 3600 * 10 ** 9
+_U32 = struct.Struct('<I')
+_U64 = struct.Struct('<Q')
+_U32_MAX = 0xFFFFFFFF
+
+STATUS_OK = 'ok'
+STATUS_ABSENT = 'absent'        # no guest module bound (magic is zero)
+STATUS_INVALID = 'invalid'      # the guest area breaks the ABI
+STATUS_BUSY = 'busy'            # torn reads until the retries ran out
+
+
+@dataclasses.dataclass(frozen=True)
+class GuestSample:
+    """A validated copy of the guest area."""
+
+    flags: int
+    ack_target_seq: int
+    applied_target: int
+    online_vcpus: int
+    present_vcpus: int
+    online_cpus: tuple
+    sample_count: int
+    timestamp_ns: int
+    interval_ns: int
+    util: float             # percent of one vCPU, 0..100 * online_vcpus
+    steal: float            # same unit
+    ctxsw_per_sec: int
+    own_ctxsw_per_sec: int
+    host_errors: int
+    watchdog_fires: int
+
+    @property
+    def watchdog(self):
+        return bool(self.flags & layout.GUEST_FLAG_WATCHDOG)
+
+    @property
+    def host_valid(self):
+        return bool(self.flags & layout.GUEST_FLAG_HOST_VALID)
+
+
+@dataclasses.dataclass(frozen=True)
+class GuestReport:
+    status: str
+    reason: str = ''
+    sample: GuestSample = None
+
+    @property
+    def ok(self):
+        return self.status == STATUS_OK
+
+
+class ChannelError(Exception):
+    pass
+
+
+def shm_name(domain_uuid, prefix='ufo-'):
+    """The shmem device name of a domain: also its file in /dev/shm."""
+    name = prefix + str(domain_uuid)
+    if not re.match(r'^[A-Za-z0-9._-]{1,200}$', name):
+        raise ValueError('unsafe shmem name %r' % name)
+    return name
+
+
+def shmem_xml(name, size_mib=DEFAULT_SHM_SIZE // (1024 * 1024)):
+    """libvirt device XML of the channel (hot-pluggable)."""
+    return ("<shmem name='%s'><model type='ivshmem-plain'/>"
+            "<size unit='M'>%d</size></shmem>"
+            % (saxutils.escape(name, {"'": '&apos;'}), size_mib))
+
+
+def hand_to_qemu(path, user='libvirt-qemu', group='kvm'):
+    """Make a page file usable by QEMU (libvirt does not relabel it)."""
+    try:
+        uid = pwd.getpwnam(user).pw_uid
+        gid = grp.getgrnam(group).gr_gid
+    except KeyError:
+        return False
+    os.chown(path, uid, gid)
+    os.chmod(path, 0o660)
+    return True
+
+
+class HostChannel(object):
+    """The host end of one guest's shared page.
+
+    :param path: the page file, e.g. ``/dev/shm/ufo-<uuid>``; created
+        when missing and grown to ``size`` bytes (the shmem size).
+    :param max_vcpus: vCPUs of the domain, as the host configured it.
+    """
+
+    def __init__(self, path, max_vcpus, size=DEFAULT_SHM_SIZE):
+        if not 1 <= max_vcpus <= layout.MASK_CPUS:
+            raise ValueError('max_vcpus must be in 1..%d' % layout.MASK_CPUS)
+        if size < layout.PAGE_SIZE or size & (size - 1):
+            raise ValueError('size must be a power of two >= one page')
+        self.path = path
+        self.max_vcpus = max_vcpus
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size < size:
+                os.ftruncate(fd, size)
+            self._mm = mmap.mmap(fd, layout.PAGE_SIZE, mmap.MAP_SHARED,
+                                 mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+        self._host_seq = 0
+        self._target = 0
+        self._target_seq = 0
+        self._last_count = None
+        self._last_ts = None
+
+    # -- host area --------------------------------------------------------
+
+    def initialize(self):
+        """Set up the host area, keeping a live guest's state.
+
+        A page without the host magic (new, or garbage) is zeroed first.
+        Otherwise the target sequence continues where the page left it, so
+        that a restarted agent never makes the sequence run backwards.
+        """
+        host = self._read_area(layout.HOST_OFFSET, layout.HOST_STRUCT,
+                               layout.HOST_FIELDS)
+        if (host is not None and host['magic'] == layout.HOST_MAGIC and
+                host['abi_version'] == layout.ABI_VERSION):
+            self._host_seq = host['seq'] & ~1
+            self._target_seq = host['target_seq']
+            self._target = host['target_vcpus']
+            guest = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
+                                    layout.GUEST_FIELDS)
+            if guest is not None and guest['magic'] == layout.GUEST_MAGIC:
+                self._target_seq = max(self._target_seq,
+                                       guest['ack_target_seq'])
+        else:
+            self._mm[0:layout.PAGE_SIZE] = bytes(layout.PAGE_SIZE)
+            self._host_seq = 0
+            self._target_seq = 0
+            self._target = 0
+        self._write_host()
+        self.reset_history()
+
+    def _write_host(self):
+        values = {
+            'magic': layout.HOST_MAGIC,
+            'abi_version': layout.ABI_VERSION,
+            'heartbeat': time.monotonic_ns(),
+            'target_vcpus': self._target,
+            'target_seq': self._target_seq,
+            'max_vcpus': self.max_vcpus,
+        }
+        seq_off = layout.offset('host', 'seq')
+        self._host_seq = (self._host_seq + 1) & _U32_MAX
+        if not self._host_seq & 1:
+            self._host_seq = (self._host_seq + 1) & _U32_MAX
+        _U32.pack_into(self._mm, seq_off, self._host_seq)
+        values['seq'] = self._host_seq
+        data = layout.pack(layout.HOST_FIELDS, layout.HOST_STRUCT, values)
+        self._mm[layout.HOST_OFFSET:layout.HOST_OFFSET + layout.HOST_SIZE] = (
+            data)
+        self._host_seq = (self._host_seq + 1) & _U32_MAX
+        _U32.pack_into(self._mm, seq_off, self._host_seq)
+
+    def beat(self):
+        """Refresh the heartbeat; call at least every second."""
+        self._write_host()
+
+    @property
+    def target(self):
+        return self._target
+
+    @property
+    def target_seq(self):
+        return self._target_seq
+
+    def set_target(self, vcpus):
+        """Ask the guest to keep ``vcpus`` online; returns the target seq."""
+        if not 1 <= vcpus <= self.max_vcpus:
+            raise ValueError('target must be in 1..%d' % self.max_vcpus)
+        self._target = vcpus
+        self._target_seq = (self._target_seq + 1) & _U32_MAX or 1
+        self._write_host()
+        return self._target_seq
+
+    # -- guest area -------------------------------------------------------
+
+    def _read_area(self, base, st, fields, retries=100):
+        seq_off = base + 8
+        for i in range(retries):
+            seq = _U32.unpack_from(self._mm, seq_off)[0]
+            if not seq & 1:
+                data = self._mm[base:base + st.size]
+                if _U32.unpack_from(self._mm, seq_off)[0] == seq:
+                    return layout.unpack(fields, st, data)
+            if i > 10:
+                time.sleep(0.0005)
+        return None
+
+    def reset_history(self):
+        """Forget the last sample, e.g. after the guest rebooted."""
+        self._last_count = None
+        self._last_ts = None
+
+    def read_guest(self, retries=100):
+        """Read and validate the guest area; returns a GuestReport."""
+        g = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
+                            layout.GUEST_FIELDS, retries)
+        if g is None:
+            return GuestReport(STATUS_BUSY, 'guest sequence kept changing')
+        if g['magic'] == 0:
+            self.reset_history()
+            return GuestReport(STATUS_ABSENT, 'no guest module bound')
+        reason = self._validate(g)
+        if reason:
+            return GuestReport(STATUS_INVALID, reason)
+        mask = 0
+        for i, word in enumerate(g['online_mask']):
+            mask |= word << (64 * i)
+        sample = GuestSample(
+            flags=g['flags'],
+            ack_target_seq=g['ack_target_seq'],
+            applied_target=g['applied_target'],
+            online_vcpus=g['online_vcpus'],
+            present_vcpus=g['present_vcpus'],
+            online_cpus=tuple(c for c in range(self.max_vcpus)
+                              if mask >> c & 1),
+            sample_count=g['sample_count'],
+            timestamp_ns=g['timestamp_ns'],
+            interval_ns=g['interval_ns'],
+            util=g['util'] / 100.0,
+            steal=g['steal'] / 100.0,
+            ctxsw_per_sec=g['ctxsw_per_sec'],
+            own_ctxsw_per_sec=g['own_ctxsw_per_sec'],
+            host_errors=g['host_errors'],
+            watchdog_fires=g['watchdog_fires'])
+        return GuestReport(STATUS_OK, '', sample)
+
+    def _validate(self, g):
+        """Returns why the guest area is invalid, or '' when it is valid."""
+        nmax = self.max_vcpus
+        if g['magic'] != layout.GUEST_MAGIC:
+            return 'bad guest magic 0x%08x' % g['magic']
+        if g['abi_version'] != layout.ABI_VERSION:
+            return 'unsupported guest ABI version %d' % g['abi_version']
+        known = (layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_WATCHDOG |
+                 layout.GUEST_FLAG_APPLYING)
+        if g['flags'] & ~known:
+            return 'unknown guest flags 0x%x' % g['flags']
+        if g['reserved']:
+            return 'reserved guest field is not zero'
+        online, present = g['online_vcpus'], g['present_vcpus']
+        if not 1 <= present <= nmax:
+            return 'present vCPUs %d not in 1..%d' % (present, nmax)
+        if not 1 <= online <= present:
+            return 'online vCPUs %d not in 1..%d' % (online, present)
+        mask = 0
+        for i, word in enumerate(g['online_mask']):
+            mask |= word << (64 * i)
+        if mask >> nmax:
+            return 'online mask has vCPUs beyond %d' % nmax
+        if not mask & 1:
+            return 'online mask lacks vCPU 0'
+        if bin(mask).count('1') != online:
+            return 'online mask disagrees with online count %d' % online
+        if g['ack_target_seq'] > self._target_seq:
+            return 'ack seq %d ahead of target seq %d' % (
+                g['ack_target_seq'], self._target_seq)
+        if g['ack_target_seq'] and not 1 <= g['applied_target'] <= nmax:
+            return 'applied target %d not in 1..%d' % (
+                g['applied_target'], nmax)
+        return self._validate_stats(g, online)
+
+    def _validate_stats(self, g, online):
+        if g['util'] > 10000 * online:
+            return 'utilization %d above 100%% x %d vCPUs' % (g['util'],
+                                                              online)
+        if g['steal'] > 10000 * online:
+            return 'steal %d above 100%% x %d vCPUs' % (g['steal'], online)
+        if g['ctxsw_per_sec'] > MAX_CTXSW_PER_SEC:
+            return 'context switch rate %d is implausible' % (
+                g['ctxsw_per_sec'])
+        if g['own_ctxsw_per_sec'] > MAX_CTXSW_PER_SEC:
+            return 'own context switch rate %d is implausible' % (
+                g['own_ctxsw_per_sec'])
+        if g['sample_count'] and not 0 < g['interval_ns'] <= MAX_INTERVAL_NS:
+            return 'sample interval %d ns out of range' % g['interval_ns']
+        return self._validate_history(g)
+
+    def _validate_history(self, g):
+        """Sample counter and timestamp must not run backwards."""
+        count, ts = g['sample_count'], g['timestamp_ns']
+        last_count, last_ts = self._last_count, self._last_ts
+        # Re-base on the new values, so one bad jump is reported once.
+        self._last_count, self._last_ts = count, ts
+        if last_count is not None and count < last_count:
+            return 'sample counter went backwards (%d < %d)' % (count,
+                                                                last_count)
+        if last_ts is not None and ts < last_ts:
+            return 'timestamp went backwards'
+        if last_count is not None and count > last_count and ts == last_ts:
+            return 'new sample without a new timestamp'
+        return ''
+
+    def wait_ack(self, seq, timeout=10.0, poll=0.001):
+        """Wait until the guest acknowledges target ``seq``.
+
+        Returns (report, seconds from now to the acknowledgement) or raises
+        ChannelError on timeout.
+        """
+        start = time.monotonic()
+        deadline = start + timeout
+        while True:
+            report = self.read_guest()
+            if report.ok and report.sample.ack_target_seq == seq:
+                return report, time.monotonic() - start
+            if time.monotonic() > deadline:
+                raise ChannelError('no acknowledgement of target seq %d '
+                                   'within %.1fs (last: %s %s)'
+                                   % (seq, timeout, report.status,
+                                      report.reason))
+            time.sleep(poll)
+
+    # -- raw access, for tests and diagnosis ------------------------------
+
+    def write_raw(self, offset, data):
+        if not 0 <= offset <= layout.PAGE_SIZE - len(data):
+            raise ValueError('outside the page')
+        self._mm[offset:offset + len(data)] = data
+
+    def read_raw(self):
+        return bytes(self._mm[0:layout.PAGE_SIZE])
+
+    def close(self):
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+
+    def unlink(self):
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,459 @@
+"""Test guests under real libvirt and QEMU, for tests, benchmarks and demos.
+
+``build_artifacts()`` runs ``tools/build-test-guest.sh`` (cached by content
+hash) and returns the kernel, initramfs and module paths. ``TestGuest``
+defines and starts a transient domain with direct kernel boot, one UFO
+channel (an ivshmem-plain ``<shmem>`` whose page the host initializes
+before the guest starts) and a serial console on a pty that it reads in
+the background and on which it can run shell commands.
+
+KVM is used where a guest really boots under it (tried once per process);
+elsewhere TCG (``<domain type='qemu'>``). ``UFO_GUEST_ACCEL=kvm|tcg``
+forces the choice.
+"""
+
+import os
+import re
+import select
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import tty
+import uuid
+from xml.sax import saxutils
+
+from ufo_agent.channel import host_channel
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+BUILD_SCRIPT = os.path.join(TOP, 'tools', 'build-test-guest.sh')
+LIBVIRT_URI = 'qemu:///system'
+SHM_DIR = '/dev/shm'
+SHM_SIZE_MIB = 1
+NAME_PREFIX = 'ufo-test-'
+QEMU_USER = 'libvirt-qemu'
+LOG_DIR = os.environ.get(
+    'UFO_GUEST_LOG_DIR',
+    os.path.join(tempfile.gettempdir(), 'ufo-guest-logs'))
+
+_artifacts = None
+_accel = None
+
+
+def build_artifacts():
+    """Build (or find in the cache) the test guest; returns a dict."""
+    global _artifacts
+    if _artifacts is None:
+        out = subprocess.run([BUILD_SCRIPT], check=True, text=True,
+                             stdout=subprocess.PIPE).stdout
+        _artifacts = dict(line.split('=', 1) for line in out.splitlines()
+                          if '=' in line)
+    return _artifacts
+
+
+def _kvm_boots(art, timeout=15.0):
+    """Whether a test guest reaches its init under KVM here."""
+    if not os.access('/dev/kvm', os.R_OK | os.W_OK):
+        return False
+    cmd = ['qemu-system-x86_64', '-accel', 'kvm', '-m', '256', '-smp', '1',
+           '-nographic', '-no-reboot', '-kernel', art['KERNEL'],
+           '-initrd', art['INITRD'], '-append',
+           'console=ttyS0 quiet panic=-1 ufo.noload=1 ufo.poweroff=1']
+    try:
+        out = subprocess.run(cmd, timeout=timeout, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL).stdout
+    except (subprocess.TimeoutExpired, OSError):
+        return False
+    return b'UFO-INIT ready' in out
+
+
+def accel():
+    """'kvm' where KVM really works, else 'tcg'."""
+    global _accel
+    if _accel is None:
+        forced = os.environ.get('UFO_GUEST_ACCEL')
+        if forced in ('kvm', 'tcg'):
+            _accel = forced
+        else:
+            _accel = 'kvm' if _kvm_boots(build_artifacts()) else 'tcg'
+    return _accel
+
+
+def _give_to_qemu(path):
+    host_channel.hand_to_qemu(path, QEMU_USER)
+
+
+def start_libvirtd():
+    subprocess.run([os.path.join(TOP, 'tools', 'start-libvirtd.sh')],
+                   check=True)
+
+
+def shmem_xml(name, size_mib=SHM_SIZE_MIB):
+    return host_channel.shmem_xml(name, size_mib)
+
+
+class Console(object):
+    """Reads a guest serial pty in the background; runs shell commands."""
+
+    def __init__(self, path, log_path=None):
+        self._fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+        tty.setraw(self._fd)
+        self._buf = []
+        self._partial = ''
+        self._cond = threading.Condition()
+        self._closed = False
+        self._marks = 0
+        self._log = open(log_path, 'a') if log_path else None
+        self._thread = threading.Thread(target=self._reader, daemon=True)
+        self._thread.start()
+
+    def _reader(self):
+        while not self._closed:
+            try:
+                r, _, _ = select.select([self._fd], [], [], 0.2)
+                if not r:
+                    continue
+                data = os.read(self._fd, 65536)
+            except OSError:
+                time.sleep(0.1)
+                continue
+            if not data:
+                time.sleep(0.05)
+                continue
+            text = data.decode('latin-1').replace('\r', '')
+            now = time.monotonic()
+            with self._cond:
+                parts = (self._partial + text).split('\n')
+                self._partial = parts.pop()
+                for line in parts:
+                    self._buf.append((now, line))
+                    if self._log:
+                        self._log.write(line + '\n')
+                if self._log:
+                    self._log.flush()
+                self._cond.notify_all()
+
+    @property
+    def position(self):
+        with self._cond:
+            return len(self._buf)
+
+    def lines(self, start=0):
+        with self._cond:
+            return [line for _, line in self._buf[start:]]
+
+    def timed_lines(self, start=0):
+        with self._cond:
+            return list(self._buf[start:])
+
+    def wait_for(self, pattern, timeout=60.0, start=0):
+        """Wait for a line matching ``pattern``; returns (index, match)."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        pos = start
+        with self._cond:
+            while True:
+                while pos < len(self._buf):
+                    m = rx.search(self._buf[pos][1])
+                    if m:
+                        return pos, m
+                    pos += 1
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError('no %r on the console in %.0fs; '
+                                       'last lines:\n%s' % (
+                                           pattern, timeout, '\n'.join(
+                                               line for _, line in
+                                               self._buf[-30:])))
+                self._cond.wait(min(left, 0.5))
+
+    def write(self, text):
+        os.write(self._fd, text.encode())
+
+    def run(self, command, timeout=60.0):
+        """Run a shell command in the guest; returns (rc, output lines).
+
+        Output lines are those prefixed by the command's own marker, so
+        console noise (workload reports, kernel messages) stays out.
+        """
+        self._marks += 1
+        tag = 'UFO-R%d' % self._marks
+        start = self.position
+        self.write("( %s ) 2>&1 | sed 's/^/%s: /'; echo %s-rc=$?\n"
+                   % (command, tag, tag))
+        # The pipeline's status is sed's; ask for the command's own too.
+        _, m = self.wait_for(r'%s-rc=(\d+)' % tag, timeout, start)
+        out = [line.split(': ', 1)[1] for line in self.lines(start)
+               if line.startswith(tag + ': ')]
+        return int(m.group(1)), out
+
+    def sh(self, command, timeout=60.0):
+        """Run a command; returns (rc of the command, output lines)."""
+        rc, out = self.run('%s; echo "ufo-rc=$?"' % command, timeout)
+        code = None
+        for line in out:
+            if line.startswith('ufo-rc='):
+                code = int(line[7:])
+        return code, [line for line in out if not line.startswith('ufo-rc=')]
+
+    def close(self):
+        self._closed = True
+        self._thread.join(2)
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+        if self._log:
+            self._log.close()
+
+
+class TestGuest(object):
+    """One transient test domain with a UFO channel and a serial console.
+
+    Use as a context manager; ``close()`` destroys the domain and removes
+    the shm files and copies it made, also after failures.
+    """
+
+    def __init__(self, vcpus=4, memory_mib=256, cmdline='', channel=True,
+                 workdir=None, watchdog_ms=None, poll_ms=None, kernel=None,
+                 initrd=None, disk=None, test_init=True):
+        import libvirt  # only the functional tests and benches need it
+
+        self.libvirt = libvirt
+        # Another kernel/initrd/disk boots a real image instead of the
+        # test guest; then test_init=False (no /init shell to wait for).
+        self.art = {} if kernel else build_artifacts()
+        self.kernel = kernel or self.art['KERNEL']
+        self.initrd = initrd or self.art['INITRD']
+        self.disk = disk
+        self.test_init = test_init
+        self.vcpus = vcpus
+        self.memory_mib = memory_mib
+        tag = uuid.uuid4().hex[:10]
+        self.name = NAME_PREFIX + tag
+        self.shm_name = 'ufo-test-' + tag
+        self.shm_path = os.path.join(SHM_DIR, self.shm_name)
+        self._extra_shm = []
+        self._tmp = tempfile.mkdtemp(prefix='ufo-guest-', dir=workdir)
+        os.chmod(self._tmp, 0o755)
+        self.log_path = os.path.join(self._tmp, 'console.log')
+        params = []
+        if watchdog_ms is not None:
+            params.append('ufo_guest.watchdog_ms=%d' % watchdog_ms)
+        if poll_ms is not None:
+            params.append('ufo_guest.poll_ms=%d' % poll_ms)
+        self.cmdline = ' '.join(['console=ttyS0', 'loglevel=4', 'panic=-1'] +
+                                params + [cmdline]).strip()
+        self.channel = None
+        self.console = None
+        self.dom = None
+        self.conn = None
+        self._beat_stop = threading.Event()
+        self._beat_paused = threading.Event()
+        self._beat_thread = None
+        self._beat_lock = threading.Lock()
+        self.last_beat = None
+        self._channels = []
+        self._with_channel = channel
+
+    def start(self, boot_timeout=180.0):
+        try:
+            self._start(boot_timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start(self, boot_timeout):
+        # Copies readable by the QEMU user (the cache may sit in /root).
+        kernel = os.path.join(self._tmp, 'vmlinuz')
+        initrd = os.path.join(self._tmp, 'initrd.gz')
+        shutil.copy(self.kernel, kernel)
+        shutil.copy(self.initrd, initrd)
+        for p in (kernel, initrd):
+            os.chmod(p, 0o644)
+        devices = ''
+        if self.disk:
+            devices += ("<disk type='file' device='disk'><driver name='qemu' "
+                        "type='raw'/><source file='%s'/><target dev='vda' "
+                        "bus='virtio'/></disk>" % saxutils.escape(self.disk))
+        if self._with_channel:
+            self.channel = host_channel.HostChannel(
+                self.shm_path, self.vcpus,
+                size=SHM_SIZE_MIB * 1024 * 1024)
+            self.channel.initialize()
+            _give_to_qemu(self.shm_path)
+            devices += shmem_xml(self.shm_name)
+        dtype = 'kvm' if accel() == 'kvm' else 'qemu'
+        xml = """
+<domain type='%(dtype)s'>
+  <name>%(name)s</name>
+  <memory unit='MiB'>%(mem)d</memory>
+  <vcpu placement='static'>%(vcpus)d</vcpu>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>%(kernel)s</kernel>
+    <initrd>%(initrd)s</initrd>
+    <cmdline>%(cmdline)s</cmdline>
+  </os>
+  <features><acpi/></features>
+  <clock offset='utc'/>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>destroy</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <serial type='pty'><target port='0'/></serial>
+    <console type='pty'><target type='serial' port='0'/></console>
+    <memballoon model='none'/>
+    %(devices)s
+  </devices>
+</domain>""" % dict(dtype=dtype, name=self.name, mem=self.memory_mib,
+                    vcpus=self.vcpus, kernel=saxutils.escape(kernel),
+                    initrd=saxutils.escape(initrd),
+                    cmdline=saxutils.escape(self.cmdline), devices=devices)
+        self.conn = self.libvirt.open(LIBVIRT_URI)
+        self.dom = self.conn.createXML(xml, 0)
+        live = self.dom.XMLDesc(0)
+        m = re.search(r"<serial type='pty'>\s*<source path='([^']+)'", live)
+        if not m:
+            raise RuntimeError('no serial pty in the live XML')
+        self.console = Console(m.group(1), self.log_path)
+        if self.channel:
+            self.start_heartbeat()
+        if not self.test_init:
+            return self
+        # The console may have been opened after the first lines: poke it.
+        deadline = time.monotonic() + boot_timeout
+        while True:
+            try:
+                self.console.wait_for(r'UFO-INIT ready|UFO-ALIVE', 5.0)
+                break
+            except TimeoutError:
+                if time.monotonic() > deadline:
+                    raise
+                self.console.write('echo UFO-ALIVE\n')
+        rc, _ = self.console.run('true', timeout=boot_timeout)
+        return self
+
+    # -- heartbeat --------------------------------------------------------
+
+    def _beater(self, interval):
+        while not self._beat_stop.wait(interval):
+            with self._beat_lock:
+                if not self._beat_paused.is_set() and self.channel:
+                    self.channel.beat()
+                    self.last_beat = time.monotonic()
+
+    def start_heartbeat(self, interval=0.2):
+        self._beat_paused.clear()
+        if self._beat_thread is None:
+            self._beat_thread = threading.Thread(
+                target=self._beater, args=(interval,), daemon=True)
+            self._beat_thread.start()
+
+    def pause_heartbeat(self):
+        """Stop beating; returns the time of the last beat."""
+        with self._beat_lock:
+            self._beat_paused.set()
+            return self.last_beat
+
+    def resume_heartbeat(self):
+        with self._beat_lock:
+            self._beat_paused.clear()
+            if self.channel:
+                self.channel.beat()
+                self.last_beat = time.monotonic()
+
+    def swap_channel(self, channel):
+        """Make the heartbeat thread serve another page; returns the old."""
+        with self._beat_lock:
+            old, self.channel = self.channel, channel
+            return old
+
+    # -- devices ----------------------------------------------------------
+
+    def new_channel(self, name, size_mib=SHM_SIZE_MIB):
+        """An initialized page for a device to attach later."""
+        path = os.path.join(SHM_DIR, name)
+        self._extra_shm.append(path)
+        ch = host_channel.HostChannel(path, self.vcpus,
+                                      size=size_mib * 1024 * 1024)
+        self._channels.append(ch)
+        ch.initialize()
+        return ch
+
+    def attach_shmem(self, name, size_mib=SHM_SIZE_MIB):
+        """Hot-attach a shmem device (its page set up beforehand)."""
+        path = os.path.join(SHM_DIR, name)
+        self._extra_shm.append(path)
+        if not os.path.exists(path):
+            with open(path, 'wb') as f:
+                f.truncate(size_mib * 1024 * 1024)
+        _give_to_qemu(path)
+        self.dom.attachDeviceFlags(shmem_xml(name, size_mib),
+                                   self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def detach_shmem(self, name, size_mib=SHM_SIZE_MIB):
+        self.dom.detachDeviceFlags(shmem_xml(name, size_mib),
+                                   self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def online_cpus(self):
+        """CPUs online as the guest's sysfs says, parsed from '0-2,3'."""
+        rc, out = self.console.run('cat /sys/devices/system/cpu/online')
+        cpus = set()
+        for part in ''.join(out).strip().split(','):
+            if '-' in part:
+                a, b = part.split('-')
+                cpus.update(range(int(a), int(b) + 1))
+            elif part:
+                cpus.add(int(part))
+        return cpus
+
+    def module_state(self):
+        rc, out = self.console.run('cat /sys/kernel/debug/ufo_guest/state')
+        state = {}
+        for line in out:
+            k, _, v = line.partition(' ')
+            state[k] = v
+        return state
+
+    def close(self):
+        self._beat_stop.set()
+        if self._beat_thread is not None:
+            self._beat_thread.join(2)
+        if self.dom is not None:
+            try:
+                self.dom.destroy()
+            except self.libvirt.libvirtError:
+                pass
+        if self.console is not None:
+            self.console.close()
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except self.libvirt.libvirtError:
+                pass
+        for ch in [self.channel] + self._channels:
+            if ch is not None:
+                ch.close()
+        for path in [self.shm_path] + self._extra_shm:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        # Keep the console log for diagnosis; the rest goes.
+        if os.path.exists(self.log_path):
+            os.makedirs(LOG_DIR, exist_ok=True)
+            shutil.copy(self.log_path,
+                        os.path.join(LOG_DIR, self.name + '.log'))
+            self.log_path = os.path.join(LOG_DIR, self.name + '.log')
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,223 @@
+"""HostChannel against a temporary page file and a simulated guest."""
+
+import os
+import struct
+
+import hypothesis
+from hypothesis import strategies as st
+import pytest
+
+from ufo_agent.channel import host_channel
+from ufo_agent.channel import layout
+
+VCPUS = 4
+
+
+@pytest.fixture
+def chan(tmp_path):
+    ch = host_channel.HostChannel(str(tmp_path / 'page'), VCPUS)
+    ch.initialize()
+    yield ch
+    ch.close()
+
+
+def guest_values(**kw):
+    values = dict(
+        magic=layout.GUEST_MAGIC, abi_version=layout.ABI_VERSION, seq=2,
+        flags=layout.GUEST_FLAG_HOST_VALID, ack_target_seq=0,
+        applied_target=0, online_vcpus=4, present_vcpus=4, sample_count=1,
+        timestamp_ns=10 ** 9, interval_ns=10 ** 9, util=12345, steal=0,
+        ctxsw_per_sec=1000, own_ctxsw_per_sec=100,
+        online_mask=(0xF, 0, 0, 0))
+    values.update(kw)
+    return values
+
+
+def write_guest(ch, **kw):
+    ch.write_raw(layout.GUEST_OFFSET, layout.pack(
+        layout.GUEST_FIELDS, layout.GUEST_STRUCT, guest_values(**kw)))
+
+
+def host_area(ch):
+    data = ch.read_raw()[layout.HOST_OFFSET:layout.HOST_OFFSET +
+                         layout.HOST_SIZE]
+    return layout.unpack(layout.HOST_FIELDS, layout.HOST_STRUCT, data)
+
+
+def test_initialize_creates_page(tmp_path):
+    path = str(tmp_path / 'page')
+    ch = host_channel.HostChannel(path, VCPUS)
+    ch.initialize()
+    assert os.path.getsize(path) == host_channel.DEFAULT_SHM_SIZE
+    h = host_area(ch)
+    assert h['magic'] == layout.HOST_MAGIC
+    assert h['abi_version'] == layout.ABI_VERSION
+    assert h['seq'] % 2 == 0
+    assert h['target_seq'] == 0 and h['max_vcpus'] == VCPUS
+    assert ch.read_guest().status == host_channel.STATUS_ABSENT
+    ch.close()
+
+
+def test_initialize_zeroes_garbage_and_keeps_live_state(tmp_path):
+    path = str(tmp_path / 'page')
+    with open(path, 'wb') as f:
+        f.write(b'\xa5' * layout.PAGE_SIZE)
+    ch = host_channel.HostChannel(path, VCPUS)
+    ch.initialize()
+    assert ch.read_raw()[layout.GUEST_OFFSET:] == bytes(
+        layout.PAGE_SIZE - layout.GUEST_OFFSET)
+    assert ch.set_target(2) == 1
+    write_guest(ch, ack_target_seq=1, applied_target=2, online_vcpus=2,
+                online_mask=(3, 0, 0, 0))
+    ch.close()
+    # A restarted agent continues the sequence: it never runs backwards.
+    ch = host_channel.HostChannel(path, VCPUS)
+    ch.initialize()
+    assert ch.target_seq == 1 and ch.target == 2
+    assert ch.set_target(3) == 2
+    assert ch.read_guest().ok
+    ch.close()
+
+
+def test_heartbeat_and_target(chan):
+    h0 = host_area(chan)
+    chan.beat()
+    h1 = host_area(chan)
+    assert h1['heartbeat'] >= h0['heartbeat'] and h1['seq'] > h0['seq']
+    assert chan.set_target(3) == 1
+    assert chan.set_target(1) == 2
+    h = host_area(chan)
+    assert (h['target_vcpus'], h['target_seq']) == (1, 2)
+    with pytest.raises(ValueError):
+        chan.set_target(0)
+    with pytest.raises(ValueError):
+        chan.set_target(VCPUS + 1)
+
+
+def test_valid_guest(chan):
+    seq = chan.set_target(2)
+    write_guest(chan, ack_target_seq=seq, applied_target=2, online_vcpus=2,
+                online_mask=(0b11, 0, 0, 0))
+    r = chan.read_guest()
+    assert r.ok, r
+    s = r.sample
+    assert s.online_cpus == (0, 1) and s.util == 123.45
+    assert s.host_valid and not s.watchdog
+    report, dt = chan.wait_ack(seq, timeout=1)
+    assert report.ok and dt < 1
+
+
+def test_wait_ack_times_out(chan):
+    seq = chan.set_target(2)
+    write_guest(chan)
+    with pytest.raises(host_channel.ChannelError):
+        chan.wait_ack(seq, timeout=0.05)
+
+
+@pytest.mark.parametrize('fields,reason', [
+    (dict(magic=0x12345678), 'magic'),
+    (dict(abi_version=2), 'ABI'),
+    (dict(flags=0x100), 'flags'),
+    (dict(reserved=1), 'reserved'),
+    (dict(present_vcpus=0), 'present'),
+    (dict(present_vcpus=5), 'present'),
+    (dict(online_vcpus=0), 'online vCPUs'),
+    (dict(online_vcpus=4, present_vcpus=3), 'online vCPUs'),
+    (dict(online_mask=(0x1F, 0, 0, 0)), 'beyond'),
+    (dict(online_mask=(0, 0, 0, 1 << 63)), 'beyond'),
+    (dict(online_mask=(0xE, 0, 0, 0), online_vcpus=3), 'vCPU 0'),
+    (dict(online_mask=(0x3, 0, 0, 0)), 'disagrees'),
+    (dict(ack_target_seq=7), 'ahead'),
+    (dict(util=40001), 'utilization'),
+    (dict(steal=40001), 'steal'),
+    (dict(ctxsw_per_sec=2 ** 63), 'context switch'),
+    (dict(own_ctxsw_per_sec=2 ** 63), 'own context'),
+    (dict(interval_ns=0), 'interval'),
+])
+def test_invalid_guest(chan, fields, reason):
+    write_guest(chan, **fields)
+    r = chan.read_guest()
+    assert r.status == host_channel.STATUS_INVALID
+    assert reason in r.reason
+    assert r.sample is None
+
+
+def test_applied_target_range(chan):
+    seq = chan.set_target(2)
+    write_guest(chan, ack_target_seq=seq, applied_target=9)
+    assert 'applied target' in chan.read_guest().reason
+
+
+def test_torn_guest_area(chan):
+    write_guest(chan, seq=3)
+    r = chan.read_guest(retries=20)
+    assert r.status == host_channel.STATUS_BUSY
+
+
+def test_counters_going_backwards_reported_once(chan):
+    write_guest(chan, sample_count=10, timestamp_ns=10 * 10 ** 9)
+    assert chan.read_guest().ok
+    write_guest(chan, sample_count=5, timestamp_ns=11 * 10 ** 9)
+    assert 'backwards' in chan.read_guest().reason
+    assert chan.read_guest().ok
+    write_guest(chan, sample_count=6, timestamp_ns=5 * 10 ** 9)
+    assert 'timestamp' in chan.read_guest().reason
+    write_guest(chan, sample_count=7, timestamp_ns=5 * 10 ** 9)
+    assert 'without a new timestamp' in chan.read_guest().reason
+
+
+def test_absent_resets_history(chan):
+    write_guest(chan, sample_count=10, timestamp_ns=10 * 10 ** 9)
+    assert chan.read_guest().ok
+    write_guest(chan, magic=0)
+    assert chan.read_guest().status == host_channel.STATUS_ABSENT
+    write_guest(chan, sample_count=1, timestamp_ns=20 * 10 ** 9)
+    assert chan.read_guest().ok
+
+
+def test_max_vcpus_bounds(tmp_path):
+    with pytest.raises(ValueError):
+        host_channel.HostChannel(str(tmp_path / 'p'), 0)
+    with pytest.raises(ValueError):
+        host_channel.HostChannel(str(tmp_path / 'p'), layout.MASK_CPUS + 1)
+    with pytest.raises(ValueError):
+        host_channel.HostChannel(str(tmp_path / 'p'), 4, size=1000)
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(st.binary(min_size=layout.GUEST_SIZE,
+                            max_size=layout.GUEST_SIZE),
+                  st.booleans())
+def test_random_guest_area_never_breaks_the_host(tmp_path_factory, data,
+                                                 magic):
+    path = str(tmp_path_factory.mktemp('h') / 'page')
+    ch = host_channel.HostChannel(path, VCPUS)
+    ch.initialize()
+    data = bytearray(data)
+    struct.pack_into('<I', data, 8, struct.unpack_from('<I', data, 8)[0]
+                     & ~1)
+    if magic:
+        struct.pack_into('<II', data, 0, layout.GUEST_MAGIC,
+                         layout.ABI_VERSION)
+    ch.write_raw(layout.GUEST_OFFSET, bytes(data))
+    r = ch.read_guest()
+    assert r.status in (host_channel.STATUS_OK, host_channel.STATUS_ABSENT,
+                        host_channel.STATUS_INVALID)
+    if r.ok:
+        s = r.sample
+        assert 1 <= s.online_vcpus <= s.present_vcpus <= VCPUS
+        assert len(s.online_cpus) == s.online_vcpus
+        assert all(0 <= c < VCPUS for c in s.online_cpus)
+        assert 0 <= s.util <= 100 * s.online_vcpus
+    ch.close()
+
+
+def test_shm_name_and_xml():
+    name = host_channel.shm_name('0b5e5c4e-9d5c-4a0e-8f3b-1c2d3e4f5a6b')
+    assert name == 'ufo-0b5e5c4e-9d5c-4a0e-8f3b-1c2d3e4f5a6b'
+    for bad in ('../etc', 'a b', "x'y", ''):
+        with pytest.raises(ValueError):
+            host_channel.shm_name(bad, prefix='')
+    xml = host_channel.shmem_xml(name)
+    assert "<shmem name='%s'>" % name in xml
+    assert "ivshmem-plain" in xml and "<size unit='M'>1</size>" in xml
