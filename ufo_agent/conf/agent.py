@@ -9,6 +9,9 @@ GROUP = cfg.OptGroup(
 
 OPTS = [
     cfg.StrOpt(
+        'libvirt_uri', default='qemu:///system',
+        help='libvirt connection URI of the hypervisor to manage.'),
+    cfg.StrOpt(
         'state_path', default='/var/lib/ufo-agent',
         help='Directory of per-instance learned models. Created if '
              'missing; entries of instances that are gone are removed.'),

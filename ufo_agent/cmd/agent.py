@@ -1,0 +1,178 @@
+"""``ufo-agent``: UFO core management for the guests of one hypervisor.
+
+Runs beside nova-compute. Every ``[controller] tick_interval`` it observes
+the guests, runs the UFO controller and enforces its plan. SIGTERM or
+SIGINT stop it cleanly: every managed guest gets all its vCPUs online and
+its original pins back. ``--restore`` does only that, for the systemd
+unit's stop and failure paths.
+"""
+
+import logging
+import signal
+import sys
+import time
+
+from oslo_config import cfg
+from oslo_log import log as oslo_logging
+
+from ufo_agent.agent import loop
+from ufo_agent.agent import metrics
+from ufo_agent import conf as ufo_conf
+from ufo_agent.controller import config as controller_config
+from ufo_agent.controller import topology
+from ufo_agent.driver import base
+from ufo_agent.hypervisor import managed_cpus
+from ufo_agent import state
+
+LOG = logging.getLogger('ufo_agent')
+CONF = ufo_conf.CONF
+
+CLI_OPTS = [
+    cfg.BoolOpt('restore', default=False,
+                help='Give every managed guest back (all vCPUs online, '
+                     'original pins) and exit.'),
+    cfg.BoolOpt('dry-run', default=False,
+                help='Same as [agent] dry_run = true.'),
+    cfg.IntOpt('ticks', default=0, min=0,
+               help='Stop after this many ticks (0: run until stopped).'),
+]
+
+
+class StartupError(Exception):
+    """A configuration or environment problem found at start."""
+
+
+def _driver():
+    from ufo_agent.driver import libvirt_driver
+    return libvirt_driver
+
+
+def build(conf):
+    """Check the configuration and build the driver and the agent."""
+    try:
+        controller = controller_config.ControllerConfig.from_conf(conf)
+    except (ValueError, cfg.ConfigFileValueError) as exc:
+        raise StartupError(str(exc))
+    drivers = _driver()
+    host = drivers._sysfs_cpus()
+    try:
+        managed = managed_cpus.resolve(
+            host.online, conf.host.managed_cpus, conf.host.reserved_cpus,
+            conf.host.nova_config)
+        cores = topology.HostTopology(host.siblings, host.numa_of_cpu,
+                                      managed=managed)
+    except (managed_cpus.ManagedCpusError, topology.TopologyError) as exc:
+        raise StartupError(str(exc))
+    if len(cores) < controller.emulator_min_cores + 1:
+        raise StartupError(
+            '[host] managed_cpus: %d whole physical cores are managed; '
+            'ufo-agent needs at least %d ([controller] emulator_min_cores '
+            'plus one)' % (len(cores), controller.emulator_min_cores + 1))
+    settings = loop.AgentSettings.from_conf(conf)
+    if conf.dry_run:
+        settings = loop.AgentSettings(**dict(settings.__dict__,
+                                             dry_run=True))
+    try:
+        driver = drivers.LibvirtDriver(
+            conf.agent.libvirt_uri, managed,
+            manage_non_nova=conf.agent.manage_non_nova_domains,
+            shm_dir=conf.channel.shm_dir,
+            name_prefix=conf.channel.name_prefix,
+            shm_size_mib=conf.channel.shm_size_mib,
+            read_retries=conf.channel.read_retries,
+            attach_channels=not settings.dry_run)
+    except base.DriverError as exc:
+        raise StartupError(str(exc))
+    store = state.StateStore(conf.agent.state_path)
+    agent = loop.Agent(driver, managed, controller, settings, store)
+    return driver, agent
+
+
+def restore(driver):
+    """Release every managed guest; returns the number that failed."""
+    failed = 0
+    for guest in driver.guests():
+        try:
+            driver.release(guest.uuid)
+            LOG.info('Restored guest %s (%s)', guest.uuid, guest.name)
+        except base.DriverError as exc:
+            LOG.error('Could not restore guest %s: %s', guest.uuid, exc)
+            failed += 1
+    return failed
+
+
+def run(agent, interval, max_ticks=0, server=None):
+    stopping = []
+
+    def stop(signum, frame):
+        LOG.info('Signal %d: stopping', signum)
+        stopping.append(signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    agent.start()
+    next_tick = time.monotonic()
+    try:
+        while not stopping:
+            agent.tick()
+            if server is not None:
+                server.snapshot = agent.snapshot
+            if max_ticks and agent.ticks >= max_ticks:
+                break
+            next_tick += interval
+            delay = next_tick - time.monotonic()
+            if delay < 0:
+                LOG.warning('Tick took %.0f ms, longer than the %.0f ms '
+                            'interval', 1000 * agent.tick_seconds,
+                            1000 * interval)
+                next_tick = time.monotonic()
+            else:
+                time.sleep(delay)
+    finally:
+        failed = agent.stop()
+        LOG.info('Released %d guests (%d failed)',
+                 len(agent.guests) - len(failed), len(failed))
+    return 1 if failed else 0
+
+
+def main(argv=None):
+    CONF.register_cli_opts(CLI_OPTS)
+    oslo_logging.register_options(CONF)
+    try:
+        CONF(argv if argv is not None else sys.argv[1:],
+             project='ufo-agent', prog='ufo-agent')
+    except cfg.Error as exc:
+        print('ufo-agent: %s' % exc, file=sys.stderr)
+        return 2
+    oslo_logging.setup(CONF, 'ufo-agent')
+    try:
+        driver, agent = build(CONF)
+    except (StartupError, cfg.Error) as exc:
+        LOG.error('Cannot start: %s', exc)
+        print('ufo-agent: %s' % exc, file=sys.stderr)
+        return 2
+    try:
+        if CONF.restore:
+            return 1 if restore(driver) else 0
+        server = None
+        if CONF.agent.metrics_port:
+            try:
+                server = metrics.MetricsServer(CONF.agent.metrics_host,
+                                               CONF.agent.metrics_port)
+            except OSError as exc:
+                print('ufo-agent: [agent] metrics_port %d: %s'
+                      % (CONF.agent.metrics_port, exc), file=sys.stderr)
+                return 2
+            server.start()
+        try:
+            return run(agent, CONF.controller.tick_interval, CONF.ticks,
+                       server)
+        finally:
+            if server is not None:
+                server.stop()
+    finally:
+        driver.close()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
