@@ -154,6 +154,11 @@ def main(argv=None):
     try:
         if CONF.restore:
             return 1 if restore(driver) else 0
+        try:
+            for uuid in driver.remove_stale_pages():
+                LOG.info('Removed the channel page of gone guest %s', uuid)
+        except (base.DriverError, OSError) as exc:
+            LOG.warning('Could not look for stale channel pages: %s', exc)
         server = None
         if CONF.agent.metrics_port:
             try:

@@ -172,6 +172,9 @@ class LibvirtDriver(base.HypervisorDriver):
     def host_cpus(self):
         return _sysfs_cpus()
 
+    def _all_cpus(self):
+        return _sysfs_cpus().online
+
     def _pid(self, name):
         try:
             with open(os.path.join(self.run_dir, name + '.pid')) as handle:
@@ -203,9 +206,18 @@ class LibvirtDriver(base.HypervisorDriver):
 
     def _adopt(self, dom, uuid, tracked):
         xml = self._call('XML of %s' % uuid, dom.XMLDesc, 0)
-        parsed = domain_xml.parse_domain(xml)
+        # The persistent definition holds Nova's pins, never ufo-agent's
+        # live ones: it decides the policy and what to restore.
+        persistent = bool(self._call('persistence of %s' % uuid,
+                                     dom.isPersistent))
+        if persistent:
+            parsed = domain_xml.parse_domain(self._call(
+                'XML of %s' % uuid, dom.XMLDesc,
+                self.libvirt.VIR_DOMAIN_XML_INACTIVE))
+        else:
+            parsed = domain_xml.parse_domain(xml)
         verdict = policy.decide(parsed, self.managed_cpus,
-                                self.manage_non_nova)
+                                self.manage_non_nova, persistent)
         if not verdict.managed:
             if self._skipped.get(uuid) != verdict.reason:
                 LOG.info('Not managing domain %s (%s): %s', uuid,
@@ -218,8 +230,9 @@ class LibvirtDriver(base.HypervisorDriver):
         pid = self._pid(parsed.name)
         if pid is None:
             raise base.DriverError('no pid file for %s' % parsed.name)
-        restore_vcpu = parsed.vcpu_cpuset or self.managed_cpus
-        restore_emu = parsed.emulatorpin or restore_vcpu
+        restore_vcpu = parsed.vcpu_cpuset or self._all_cpus()
+        restore_emu = (parsed.emulatorpin if persistent else None) or \
+            restore_vcpu
         channel = None
         if self.attach_channels:
             channel = self._ensure_channel(dom, uuid, parsed, xml)
@@ -282,12 +295,24 @@ class LibvirtDriver(base.HypervisorDriver):
                 self._tracked.pop(uuid)
                 if tracked.channel is not None:
                     tracked.channel.close()
-        # Drop duplicates of one event for one guest (callback and poll).
+        # A stopped domain that no longer exists (transient, or undefined
+        # meanwhile) is gone for good; drop duplicates (callback and poll).
         unique = []
-        for item in out:
-            if item not in unique:
-                unique.append(item)
+        for uuid, event in out:
+            if event == base.GuestEvent.STOPPED and not self._exists(uuid):
+                event = base.GuestEvent.UNDEFINED
+            if (uuid, event) not in unique:
+                unique.append((uuid, event))
         return unique
+
+    def _exists(self, uuid):
+        try:
+            self._connect().lookupByUUIDString(uuid)
+        except self.libvirt.libvirtError as exc:
+            return exc.get_error_code() != self.libvirt.VIR_ERR_NO_DOMAIN
+        except base.DriverError:
+            return True
+        return True
 
     # -- observation ---------------------------------------------------------
     def _get(self, uuid):

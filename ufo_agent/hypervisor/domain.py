@@ -41,15 +41,18 @@ class Domain:
     emulatorpin: frozenset      # empty if absent
     nova: NovaInstance          # None for a domain Nova did not create
 
-    @property
-    def dedicated(self):
-        """True for a Nova instance with dedicated (pinned) CPUs."""
+    def dedicated(self, trust_pins=True):
+        """True for a Nova instance with dedicated (pinned) CPUs.
+
+        The flavor says so, or (``trust_pins``: the XML is the persistent
+        definition, which ufo-agent never changes) every vCPU is pinned to
+        one host CPU, as Nova pins dedicated guests.
+        """
         if self.nova is not None:
             policy = self.nova.extra_specs.get('hw:cpu_policy', 'shared')
             if policy in ('dedicated', 'mixed'):
                 return True
-        # Nova pins every vCPU of a dedicated guest to one host CPU.
-        return bool(self.vcpupins) and all(
+        return trust_pins and bool(self.vcpupins) and all(
             len(cpus) == 1 for cpus in self.vcpupins.values())
 
 

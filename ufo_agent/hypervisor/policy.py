@@ -29,12 +29,17 @@ class Verdict:
     vcpus: int = 0
 
 
-def decide(domain, managed_cpus, manage_non_nova=False):
-    """Return a :class:`Verdict` for a parsed :class:`Domain`."""
+def decide(domain, managed_cpus, manage_non_nova=False, persistent=True):
+    """Return a :class:`Verdict` for a parsed :class:`Domain`.
+
+    ``persistent`` says the XML is the persistent definition: its pins are
+    Nova's. A live XML also shows ufo-agent's own live pins, so only the
+    flavor can tell a dedicated guest there.
+    """
     nova = domain.nova
     if nova is None and not manage_non_nova:
         return Verdict(False, 'no Nova metadata')
-    if domain.dedicated:
+    if domain.dedicated(trust_pins=persistent):
         return Verdict(False, 'dedicated CPU policy')
     specs = nova.extra_specs if nova else {}
     flag = specs.get(EXTRA_SPEC_MANAGED, 'true').strip().lower()
@@ -48,8 +53,9 @@ def decide(domain, managed_cpus, manage_non_nova=False):
     except ValueError:
         vm_class = VmClass.AUTO
     allowed = set(domain.vcpu_cpuset)
-    for cpus in domain.vcpupins.values():
-        allowed |= cpus
+    if persistent:
+        for cpus in domain.vcpupins.values():
+            allowed |= cpus
     if allowed and not allowed & set(managed_cpus):
         return Verdict(False, 'its CPUs are outside the managed set')
     # The flavor is the contract; the domain may show fewer vCPUs now.

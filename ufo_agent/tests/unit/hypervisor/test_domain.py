@@ -56,7 +56,7 @@ def test_shared_nova_instance_is_parsed_and_managed():
     assert domain.nova.extra_specs['ufo:class'] == 'lc'
     assert domain.nova.project == 'p1'
     assert domain.vcpu_cpuset == frozenset(range(2, 16))
-    assert not domain.dedicated
+    assert not domain.dedicated()
     verdict = policy.decide(domain, managed_cpus=range(2, 16))
     assert verdict.managed and verdict.vm_class == VmClass.LC
     assert verdict.vcpus == 8
@@ -64,10 +64,25 @@ def test_shared_nova_instance_is_parsed_and_managed():
 
 def test_dedicated_instance_is_never_managed():
     domain = dom.parse_domain(DEDICATED)
-    assert domain.dedicated and domain.vcpupins == {0: {20}, 1: {21}}
+    assert domain.dedicated() and domain.vcpupins == {0: {20}, 1: {21}}
     assert domain.emulatorpin == {20, 21}
     verdict = policy.decide(domain, managed_cpus=range(0, 32))
     assert not verdict.managed and 'dedicated' in verdict.reason
+
+
+def test_live_pins_of_ufo_agent_do_not_make_a_guest_dedicated():
+    # After a crash the live XML shows ufo-agent's own one-CPU pins.
+    live = SHARED.replace('<cputune><shares>8192</shares></cputune>',
+                          "<cputune><vcpupin vcpu='0' cpuset='3'/>"
+                          "<vcpupin vcpu='1' cpuset='3'/></cputune>")
+    domain = dom.parse_domain(live)
+    assert domain.dedicated(trust_pins=True)
+    verdict = policy.decide(domain, range(2, 16), persistent=False)
+    assert verdict.managed
+    flavor = live.replace('name="hw:cpu_policy">shared',
+                          'name="hw:cpu_policy">dedicated')
+    assert not policy.decide(dom.parse_domain(flavor), range(2, 16),
+                             persistent=False).managed
 
 
 def test_opt_out_hint_and_foreign_domains():

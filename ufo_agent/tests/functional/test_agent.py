@@ -1,0 +1,227 @@
+"""ufo-agent end to end: the real command, real libvirt, a real guest.
+
+The guest carries Nova's ``<nova:instance>`` metadata (set live, as Nova
+writes it into the domain XML) and runs the LC workload. ufo-agent runs as
+a subprocess with its own configuration and is observed from outside:
+its /status endpoint, libvirt's pin information and the guest's own view
+of its online CPUs. Tests run in file order on one guest.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from ufo_agent.channel import testguest
+
+VCPUS = 2
+WATCHDOG_MS = 3000
+NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
+NOVA_META = """<instance>
+  <name>e2e-web</name>
+  <flavor name="lc.small"><vcpus>%d</vcpus>
+    <extraSpecs><extraSpec name="ufo:class">lc</extraSpec></extraSpecs>
+  </flavor>
+</instance>""" % VCPUS
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def _online_cpus():
+    with open('/sys/devices/system/cpu/online') as handle:
+        text = handle.read().strip()
+    cpus = set()
+    for part in text.split(','):
+        first, _, last = part.partition('-')
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+class AgentProcess:
+    def __init__(self, tmp_path, **options):
+        self.port = _free_port()
+        self.state = tmp_path / 'state'
+        self.log = tmp_path / 'agent.log'
+        conf = {
+            'agent': {'state_path': str(self.state),
+                      'metrics_port': str(self.port)},
+            'controller': {'idle_after': '600'},
+        }
+        for key, value in options.items():
+            group, name = key.split('__')
+            conf.setdefault(group, {})[name] = value
+        self.conf = tmp_path / 'ufo-agent.conf'
+        self.conf.write_text(''.join(
+            '[%s]\n%s\n' % (group, ''.join('%s = %s\n' % kv
+                                           for kv in values.items()))
+            for group, values in conf.items()))
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
+             str(self.conf), '--log-file', str(self.log)])
+        return self
+
+    def status(self):
+        url = 'http://127.0.0.1:%d/status' % self.port
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return json.loads(response.read().decode())
+
+    def wait(self, pred, timeout=90.0, what='condition'):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError('ufo-agent exited with %d:\n%s' % (
+                    self.proc.returncode, self.log.read_text()[-3000:]))
+            try:
+                last = self.status()
+                if pred(last):
+                    return last
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AssertionError('timeout waiting for %s; last status %s\n%s'
+                             % (what, last, self.log.read_text()[-3000:]))
+
+    def signal(self, signum, timeout=60.0):
+        self.proc.send_signal(signum)
+        return self.proc.wait(timeout)
+
+
+@pytest.fixture(scope='module')
+def guest(guest_artifacts):
+    g = testguest.TestGuest(
+        vcpus=VCPUS, channel=False, watchdog_ms=WATCHDOG_MS,
+        cmdline='ufo.rate=300 ufo.svc_us=500 ufo.workers=2')
+    g.start()
+    import libvirt
+    g.dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, NOVA_META,
+                      'nova', NOVA_NS, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+    try:
+        yield g
+    finally:
+        g.close()
+
+
+def _vm(status, uuid):
+    for vm in status['vms']:
+        if vm['uuid'] == uuid:
+            return vm
+    return None
+
+
+def _pins(guest):
+    vcpus = {frozenset(i for i, on in enumerate(m) if on)
+             for m in guest.dom.vcpuPinInfo(1)}
+    emulator = frozenset(i for i, on in enumerate(
+        guest.dom.emulatorPinInfo(1)) if on)
+    return vcpus, emulator
+
+
+def _wait_guest_online(guest, want, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        online = guest.online_cpus()
+        if online == want or time.monotonic() > deadline:
+            return online
+        time.sleep(0.5)
+
+
+def test_agent_manages_the_nova_guest_and_sigterm_restores_it(
+        guest, tmp_path):
+    uuid = guest.dom.UUIDString()
+    agent = AgentProcess(tmp_path).start()
+    try:
+        status = agent.wait(
+            lambda s: (_vm(s, uuid) or {}).get('signal') == 'guest',
+            what='the guest channel')
+        vm = _vm(status, uuid)
+        assert vm['name'] == 'e2e-web' and vm['vcpus'] == VCPUS
+        # The guest follows its allocation: #vCPUs == #pCPUs.
+        status = agent.wait(lambda s: _vm(s, uuid)['online_vcpus'] ==
+                            _vm(s, uuid)['target_vcpus'],
+                            what='the guest to follow its target')
+        vm = _vm(status, uuid)
+        pools = status['pools']
+        vcpu_pins, emulator_pins = _pins(guest)
+        assert len(vcpu_pins) == 1
+        cpus = set(next(iter(vcpu_pins)))
+        assert cpus == {int(c) for c in vm['cpus'].split(',')}
+        assert emulator_pins == set(pools['emulator_cpus'])
+        assert not cpus & emulator_pins
+        assert len(guest.online_cpus()) == vm['target_vcpus']
+        assert os.path.exists('/dev/shm/ufo-' + uuid)
+        assert agent.signal(signal.SIGTERM) == 0
+    finally:
+        if agent.proc.poll() is None:
+            agent.proc.kill()
+    # Fail-safe: every vCPU online, pins back to what the domain had.
+    assert _wait_guest_online(guest, set(range(VCPUS))) == set(range(VCPUS))
+    vcpu_pins, emulator_pins = _pins(guest)
+    host = frozenset(_online_cpus())
+    assert vcpu_pins == {host} and emulator_pins == host
+    assert (agent.state / (uuid + '.json')).exists()
+    assert 'Released 1 guests (0 failed)' in agent.log.read_text()
+
+
+def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
+    uuid = guest.dom.UUIDString()
+    # Saved every second, so a crash loses at most one second of learning.
+    agent = AgentProcess(tmp_path, agent__state_save_interval='1').start()
+    try:
+        agent.wait(lambda s: (_vm(s, uuid) or {}).get('online_vcpus') == 1,
+                   what='one vCPU online')
+        assert guest.online_cpus() == {0}
+        agent.wait(lambda s: (agent.state / (uuid + '.json')).exists(),
+                   what='learned state on disk')
+        agent.proc.kill()
+        agent.proc.wait(30)
+        # No heartbeat: the guest module brings every vCPU back.
+        start = time.monotonic()
+        assert _wait_guest_online(guest, set(range(VCPUS)),
+                                  timeout=WATCHDOG_MS / 1000.0 + 30) == \
+            set(range(VCPUS))
+        assert time.monotonic() - start < WATCHDOG_MS / 1000.0 + 30
+        # The next start finds the guest and applies its plan again.
+        again = AgentProcess(tmp_path).start()
+        try:
+            again.wait(lambda s: (_vm(s, uuid) or {}).get(
+                'online_vcpus') == 1, what='reconciliation')
+            assert guest.online_cpus() == {0}
+            log = again.log.read_text()
+            assert 'learned state restored' in log
+        finally:
+            again.signal(signal.SIGTERM)
+    finally:
+        if agent.proc.poll() is None:
+            agent.proc.kill()
+
+
+@pytest.mark.parametrize('options,message', [
+    ({'controller__pcu_low': '0.9'},
+     r'\[controller\] pcu_low must be below pcu_high'),
+    ({'host__managed_cpus': '0-4095'}, r'\[host\] managed_cpus lists CPUs'),
+    ({'controller__sf_threshold': '2'}, 'sf_threshold'),
+    ({'host__reserved_cpus': 'x'}, r'\[host\] reserved_cpus: invalid'),
+])
+def test_bad_configuration_is_refused_naming_the_option(
+        guest_artifacts, tmp_path, options, message):
+    agent = AgentProcess(tmp_path, **options)
+    proc = subprocess.run(
+        [sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
+         str(agent.conf)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    import re
+    assert re.search(message, proc.stderr), proc.stderr
