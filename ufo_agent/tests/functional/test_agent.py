@@ -9,6 +9,8 @@ of its online CPUs. Tests run in file order on one guest.
 
 import json
 import os
+import random
+import re
 import signal
 import socket
 import subprocess
@@ -223,5 +225,98 @@ def test_bad_configuration_is_refused_naming_the_option(
         [sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
          str(agent.conf)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    import re
     assert re.search(message, proc.stderr), proc.stderr
+
+
+def test_garbage_page_means_host_only_and_the_agent_carries_on(
+        guest, tmp_path):
+    uuid = guest.dom.UUIDString()
+    agent = AgentProcess(tmp_path).start()
+    try:
+        agent.wait(lambda s: (_vm(s, uuid) or {}).get('signal') == 'guest',
+                   what='guest signal')
+        path = '/dev/shm/ufo-' + uuid
+        rnd = random.Random(7)
+        seen = None
+        deadline = time.monotonic() + 30
+        with open(path, 'r+b') as page:
+            while time.monotonic() < deadline:
+                # Scribble over the guest's cache lines, as a broken or
+                # hostile guest could.
+                page.seek(128)
+                page.write(bytes(rnd.getrandbits(8) for _ in range(128)))
+                page.flush()
+                status = agent.status()
+                vm = _vm(status, uuid)
+                if vm and vm['signal'] == 'host-only':
+                    seen = vm
+                    break
+                time.sleep(0.05)
+        assert seen is not None, 'never fell back to host-only'
+        assert seen['reason']
+        ticks = agent.status()['ticks']
+        # The guest rewrites its area every second: guest mode comes back.
+        agent.wait(lambda s: _vm(s, uuid)['signal'] == 'guest'
+                   and s['ticks'] > ticks + 2, what='guest signal again')
+        assert 'signal: host-only' in agent.log.read_text()
+    finally:
+        agent.signal(signal.SIGTERM)
+
+
+def test_destroyed_guest_leaves_no_state_and_no_page(guest, tmp_path):
+    import libvirt
+    other = testguest.TestGuest(vcpus=1, channel=False, cmdline='')
+    other.start()
+    try:
+        other.dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT,
+                              NOVA_META.replace('<vcpus>%d' % VCPUS,
+                                                '<vcpus>1'),
+                              'nova', NOVA_NS,
+                              libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        uuid = other.dom.UUIDString()
+        agent = AgentProcess(tmp_path, agent__state_save_interval='1')
+        agent.start()
+        try:
+            agent.wait(lambda s: _vm(s, uuid) is not None and
+                       (agent.state / (uuid + '.json')).exists(),
+                       what='the second guest managed')
+            assert os.path.exists('/dev/shm/ufo-' + uuid)
+            other.dom.destroy()
+            agent.wait(lambda s: _vm(s, uuid) is None,
+                       what='the guest dropped')
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and \
+                    os.path.exists('/dev/shm/ufo-' + uuid):
+                time.sleep(0.2)
+            assert not os.path.exists('/dev/shm/ufo-' + uuid)
+            assert not (agent.state / (uuid + '.json')).exists()
+            # The first guest is still managed.
+            assert _vm(agent.status(), guest.dom.UUIDString()) is not None
+        finally:
+            agent.signal(signal.SIGTERM)
+    finally:
+        other.close()
+
+
+def test_libvirtd_restart_is_survived(guest, tmp_path):
+    uuid = guest.dom.UUIDString()
+    agent = AgentProcess(tmp_path).start()
+    try:
+        agent.wait(lambda s: (_vm(s, uuid) or {}).get('online_vcpus') == 1,
+                   what='managed')
+        subprocess.run(['pkill', '-x', 'libvirtd'], check=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and subprocess.run(
+                ['pgrep', '-x', 'libvirtd']).returncode == 0:
+            time.sleep(0.2)
+        testguest.start_libvirtd()
+        ticks = agent.status()['ticks']
+        # Still ticking, still managing, and it can pin again: a guest
+        # whose vCPUs all came back is brought to its target again.
+        agent.wait(lambda s: s['ticks'] > ticks + 3 and
+                   _vm(s, uuid) is not None, what='ticks after restart')
+        assert guest.online_cpus() == {0}
+        assert agent.proc.poll() is None
+    finally:
+        assert agent.signal(signal.SIGTERM) == 0
+    assert _wait_guest_online(guest, set(range(VCPUS))) == set(range(VCPUS))
