@@ -469,6 +469,8 @@ static int ufo_thread(void *unused)
 		ufo_check_binding(&r, now);
 		if (r.attached) {
 			if (ufo_poll_host(&r, now, &target, &seq)) {
+				/* Let the host see that the target was taken. */
+				ufo_publish();
 				ufo_apply(target);
 				ufo_ack(seq);
 			}
