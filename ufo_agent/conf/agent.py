@@ -23,10 +23,12 @@ OPTS = [
         help='Observe, decide and log, but pin nothing and send no target '
              'to any guest; report the cores that would be saved.'),
     cfg.FloatOpt(
-        'ack_timeout', default=2.0, min=0.05, max=30.0,
+        'ack_timeout', default=2.0, min=0.05, max=4.0,
         help='Seconds to wait for guests to acknowledge that they took '
              'vCPUs offline before the pins narrow. A guest that does not '
-             'answer in time is rolled back to all vCPUs online.'),
+             'answer in time is rolled back to all vCPUs online. Keep it '
+             'well below the guests\' heartbeat watchdog (5 s by default); '
+             'heartbeats go on while the agent waits.'),
     cfg.FloatOpt(
         'guest_util_tolerance', default=0.10, min=0.0, max=10.0,
         help='Relative tolerance when checking a guest\'s reported '

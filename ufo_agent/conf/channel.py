@@ -20,10 +20,6 @@ OPTS = [
         'shm_size_mib', default=1, min=1, max=1024,
         help='Size in MiB of the ivshmem device (a power of two). Only the '
              'first 4 KiB page is used.'),
-    cfg.FloatOpt(
-        'ack_timeout', default=5.0, min=0.1, max=600.0,
-        help='Seconds the agent waits for a guest to acknowledge a new '
-             'vCPU target before it reports the guest as not following.'),
     cfg.IntOpt(
         'read_retries', default=100, min=1, max=100000,
         help='Seqlock retries when reading a guest area that keeps '
