@@ -428,7 +428,9 @@ class TestGuest(object):
             try:
                 self.dom.destroy()
             except self.libvirt.libvirtError:
-                pass
+                # The connection may have died with libvirtd: try anew,
+                # so no guest outlives its test.
+                self._destroy_by_name()
         if self.console is not None:
             self.console.close()
         if self.conn is not None:
@@ -451,6 +453,18 @@ class TestGuest(object):
                         os.path.join(LOG_DIR, self.name + '.log'))
             self.log_path = os.path.join(LOG_DIR, self.name + '.log')
         shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _destroy_by_name(self):
+        try:
+            conn = self.libvirt.open(LIBVIRT_URI)
+        except self.libvirt.libvirtError:
+            return
+        try:
+            conn.lookupByName(self.name).destroy()
+        except self.libvirt.libvirtError:
+            pass
+        finally:
+            conn.close()
 
     def __enter__(self):
         return self.start()

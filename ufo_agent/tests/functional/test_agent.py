@@ -111,10 +111,16 @@ def guest(guest_artifacts):
     import libvirt
     g.dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, NOVA_META,
                       'nova', NOVA_NS, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+    uuid = g.dom.UUIDString()
     try:
         yield g
     finally:
         g.close()
+        # The page ufo-agent attached; a running agent would remove it.
+        try:
+            os.unlink('/dev/shm/ufo-' + uuid)
+        except FileNotFoundError:
+            pass
 
 
 def _vm(status, uuid):
@@ -175,7 +181,8 @@ def test_agent_manages_the_nova_guest_and_sigterm_restores_it(
     host = frozenset(_online_cpus())
     assert vcpu_pins == {host} and emulator_pins == host
     assert (agent.state / (uuid + '.json')).exists()
-    assert 'Released 1 guests (0 failed)' in agent.log.read_text()
+    assert 'Released 1 guests (0 failed)' in agent.log.read_text(), \
+        'another Nova guest is running here: %s' % agent.log.read_text()
 
 
 def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
@@ -310,6 +317,10 @@ def test_libvirtd_restart_is_survived(guest, tmp_path):
                 ['pgrep', '-x', 'libvirtd']).returncode == 0:
             time.sleep(0.2)
         testguest.start_libvirtd()
+        # The fixture's own connection died with libvirtd.
+        import libvirt
+        guest.conn = libvirt.open(testguest.LIBVIRT_URI)
+        guest.dom = guest.conn.lookupByUUIDString(uuid)
         ticks = agent.status()['ticks']
         # Still ticking, still managing, and it can pin again: a guest
         # whose vCPUs all came back is brought to its target again.
