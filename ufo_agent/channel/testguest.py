@@ -219,7 +219,8 @@ class TestGuest(object):
 
     def __init__(self, vcpus=4, memory_mib=256, cmdline='', channel=True,
                  workdir=None, watchdog_ms=None, poll_ms=None, kernel=None,
-                 initrd=None, disk=None, test_init=True):
+                 initrd=None, disk=None, test_init=True,
+                 on_reboot='destroy'):
         import libvirt  # only the functional tests and benches need it
 
         self.libvirt = libvirt
@@ -230,6 +231,7 @@ class TestGuest(object):
         self.initrd = initrd or self.art['INITRD']
         self.disk = disk
         self.test_init = test_init
+        self.on_reboot = on_reboot
         self.vcpus = vcpus
         self.memory_mib = memory_mib
         tag = uuid.uuid4().hex[:10]
@@ -302,7 +304,7 @@ class TestGuest(object):
   <features><acpi/></features>
   <clock offset='utc'/>
   <on_poweroff>destroy</on_poweroff>
-  <on_reboot>destroy</on_reboot>
+  <on_reboot>%(on_reboot)s</on_reboot>
   <on_crash>destroy</on_crash>
   <devices>
     <serial type='pty'><target port='0'/></serial>
@@ -311,6 +313,7 @@ class TestGuest(object):
     %(devices)s
   </devices>
 </domain>""" % dict(dtype=dtype, name=self.name, mem=self.memory_mib,
+                    on_reboot=self.on_reboot,
                     vcpus=self.vcpus, kernel=saxutils.escape(kernel),
                     initrd=saxutils.escape(initrd),
                     cmdline=saxutils.escape(self.cmdline), devices=devices)

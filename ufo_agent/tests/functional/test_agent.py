@@ -270,7 +270,8 @@ def test_garbage_page_means_host_only_and_the_agent_carries_on(
         agent.signal(signal.SIGTERM)
 
 
-def test_destroyed_guest_leaves_no_state_and_no_page(guest, tmp_path):
+def test_idle_guest_is_parked_then_destroyed_leaves_nothing(
+        guest, tmp_path):
     import libvirt
     other = testguest.TestGuest(vcpus=1, channel=False, cmdline='')
     other.start()
@@ -281,13 +282,22 @@ def test_destroyed_guest_leaves_no_state_and_no_page(guest, tmp_path):
                               'nova', NOVA_NS,
                               libvirt.VIR_DOMAIN_AFFECT_LIVE)
         uuid = other.dom.UUIDString()
-        agent = AgentProcess(tmp_path, agent__state_save_interval='1')
+        agent = AgentProcess(tmp_path, agent__state_save_interval='1',
+                             controller__idle_after='3')
         agent.start()
         try:
             agent.wait(lambda s: _vm(s, uuid) is not None and
                        (agent.state / (uuid + '.json')).exists(),
                        what='the second guest managed')
             assert os.path.exists('/dev/shm/ufo-' + uuid)
+            # No workload: parked in the idle pool, on its CPUs, one vCPU.
+            status = agent.wait(
+                lambda s: _vm(s, uuid)['mode'] == 'idle', what='parked')
+            vm = _vm(status, uuid)
+            assert vm['cores'] == 0
+            assert {int(c) for c in vm['cpus'].split(',')} == \
+                set(status['pools']['idle_cpus'])
+            assert 'action=park' in agent.log.read_text()
             other.dom.destroy()
             agent.wait(lambda s: _vm(s, uuid) is None,
                        what='the guest dropped')
@@ -331,3 +341,33 @@ def test_libvirtd_restart_is_survived(guest, tmp_path):
     finally:
         assert agent.signal(signal.SIGTERM) == 0
     assert _wait_guest_online(guest, set(range(VCPUS))) == set(range(VCPUS))
+
+
+def test_guest_reset_is_applied_again(guest_artifacts, tmp_path):
+    import libvirt
+    g = testguest.TestGuest(vcpus=VCPUS, channel=False, on_reboot='restart',
+                            cmdline='ufo.rate=300 ufo.svc_us=500')
+    g.start()
+    uuid = g.dom.UUIDString()
+    try:
+        g.dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT, NOVA_META,
+                          'nova', NOVA_NS, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        agent = AgentProcess(tmp_path).start()
+        try:
+            agent.wait(lambda s: (_vm(s, uuid) or {}).get(
+                'online_vcpus') == 1, what='one vCPU online')
+            mark = g.console.position
+            g.dom.reset()
+            # The guest boots again with every vCPU; the agent hears of the
+            # reset and applies its target again.
+            g.console.wait_for(r'UFO-INIT ready', 180, start=mark)
+            assert _wait_guest_online(g, {0}, timeout=60) == {0}
+            assert 'rebooted' in agent.log.read_text()
+        finally:
+            agent.signal(signal.SIGTERM)
+    finally:
+        g.close()
+        try:
+            os.unlink('/dev/shm/ufo-' + uuid)
+        except FileNotFoundError:
+            pass
