@@ -126,6 +126,25 @@ class Enforcer:
                 targets += 1
         return Outcome(pinned, targets, failed)
 
+    def check_drift(self):
+        """Compare live pins with what was applied; forget what drifted.
+
+        Returns the uuids whose pins someone else changed: the next apply
+        writes them again.
+        """
+        drifted = []
+        for uuid, st in sorted(self.applied.items()):
+            if st.vcpu_cpus is None or st.emulator_cpus is None:
+                continue
+            try:
+                vcpus, emulator = self.driver.read_pins(uuid)
+            except base.DriverError:
+                continue
+            if vcpus != {st.vcpu_cpus} or emulator != st.emulator_cpus:
+                drifted.append(uuid)
+                self.invalidate(uuid)
+        return drifted
+
     def pending(self):
         """Guests whose last target is unacknowledged past the timeout."""
         late = {}

@@ -31,6 +31,7 @@ class AgentSettings:
     ack_timeout: float = 2.0
     guest_util_tolerance: float = 0.10
     state_save_interval: float = 60.0
+    drift_check_interval: float = 10.0
 
     @classmethod
     def from_conf(cls, conf):
@@ -88,6 +89,7 @@ class Agent:
         self.tick_seconds = 0.0
         self.ticks = 0
         self._last_save = clock()
+        self._last_drift_check = clock()
         self.snapshot = {}
 
     # -- lifecycle ---------------------------------------------------------
@@ -139,6 +141,12 @@ class Agent:
         for decision in plan.decisions:
             DECISIONS.info('%s', decision)
         if not self.settings.dry_run:
+            interval = self.settings.drift_check_interval
+            if interval and now - self._last_drift_check >= interval:
+                self._last_drift_check = now
+                for uuid in self.enforcer.check_drift():
+                    LOG.warning('Pins of guest %s changed behind ufo-agent; '
+                                'applying them again', uuid)
             outcome = self.enforcer.apply(plan, online)
             for uuid, reason in outcome.failed.items():
                 LOG.warning('Guest %s: %s', uuid, reason)

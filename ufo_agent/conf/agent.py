@@ -34,6 +34,11 @@ OPTS = [
         help='Relative tolerance when checking a guest\'s reported '
              'utilization against the CPU time its vCPU threads ran. A '
              'guest above it is handled in host-only mode.'),
+    cfg.FloatOpt(
+        'drift_check_interval', default=10.0, min=0.0,
+        help='Seconds between checks that the live pins of every managed '
+             'guest are still those ufo-agent applied; pins changed behind '
+             'its back are written again. 0 disables the check.'),
     cfg.BoolOpt(
         'manage_non_nova_domains', default=False,
         help='Manage libvirt domains that carry no Nova instance metadata.'),

@@ -121,6 +121,10 @@ class HypervisorDriver(abc.ABC):
         """Refresh the host heartbeat of every guest channel."""
 
     @abc.abstractmethod
+    def read_pins(self, uuid):
+        """Return the live pins: (set of the vCPU pin sets, emulator set)."""
+
+    @abc.abstractmethod
     def release(self, uuid):
         """Give a guest back: all vCPUs online, its restore pins back.
 

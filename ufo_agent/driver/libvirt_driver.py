@@ -401,6 +401,17 @@ class LibvirtDriver(base.HypervisorDriver):
                 LOG.warning('Cannot pin vhost thread %d of %s: %s', pid,
                             uuid, exc)
 
+    def read_pins(self, uuid):
+        self._get(uuid)
+        dom = self._dom(uuid)
+        live = self.libvirt.VIR_DOMAIN_AFFECT_LIVE
+        vcpus = self._call('pins of %s' % uuid, dom.vcpuPinInfo, live)
+        emulator = self._call('emulator pin of %s' % uuid,
+                              dom.emulatorPinInfo, live)
+        as_set = (lambda bits: frozenset(i for i, on in enumerate(bits)
+                                         if on))
+        return frozenset(as_set(m) for m in vcpus), as_set(emulator)
+
     def set_vcpu_target(self, uuid, vcpus):
         tracked = self._get(uuid)
         if tracked.channel is None:

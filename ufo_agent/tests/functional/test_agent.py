@@ -185,6 +185,29 @@ def test_agent_manages_the_nova_guest_and_sigterm_restores_it(
         'another Nova guest is running here: %s' % agent.log.read_text()
 
 
+def test_pins_changed_behind_the_agent_are_applied_again(guest, tmp_path):
+    uuid = guest.dom.UUIDString()
+    agent = AgentProcess(tmp_path, agent__drift_check_interval='2').start()
+    try:
+        status = agent.wait(lambda s: (_vm(s, uuid) or {}).get(
+            'online_vcpus') == 1, what='managed')
+        want = {int(c) for c in _vm(status, uuid)['cpus'].split(',')}
+        subprocess.run(['virsh', '-c', testguest.LIBVIRT_URI, 'vcpupin',
+                        guest.name, '0', ','.join(
+                            str(c) for c in sorted(_online_cpus())),
+                        '--live'], check=True, capture_output=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            vcpu_pins, _ = _pins(guest)
+            if vcpu_pins == {frozenset(want)}:
+                break
+            time.sleep(0.5)
+        assert _pins(guest)[0] == {frozenset(want)}
+        assert 'changed behind ufo-agent' in agent.log.read_text()
+    finally:
+        agent.signal(signal.SIGTERM)
+
+
 def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
     uuid = guest.dom.UUIDString()
     # Saved every second, so a crash loses at most one second of learning.

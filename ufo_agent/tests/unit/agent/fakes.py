@@ -109,6 +109,10 @@ class FakeDriver(base.HypervisorDriver):
     def acknowledged(self, uuid, seq):
         return self._get(uuid).acked_seq >= seq
 
+    def read_pins(self, uuid):
+        guest = self._get(uuid)
+        return frozenset([guest.vcpu_pins]), guest.emulator_pins
+
     def heartbeat(self):
         self.calls.append(('heartbeat',))
 

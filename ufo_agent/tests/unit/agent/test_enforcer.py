@@ -108,6 +108,20 @@ def test_unacknowledged_shrink_is_rolled_back_to_all_vcpus():
     assert enf.pending() == {}
 
 
+def test_drifted_pins_are_written_again():
+    a = fakes.FakeGuest('a', 4)
+    driver, controller, enf = _setup(a)
+    plan = _plan(controller, 0.0, {'a': 100.0})
+    enf.apply(plan)
+    assert enf.check_drift() == []
+    a.vcpu_pins = frozenset(range(16))          # someone ran virsh vcpupin
+    assert enf.check_drift() == ['a']
+    driver.calls.clear()
+    enf.apply(plan)
+    assert ('pin_vcpus', 'a', plan.vms['a'].cpus) in driver.calls
+    assert enf.check_drift() == []
+
+
 def test_pin_failure_is_reported_and_retried():
     a = fakes.FakeGuest('a', 4)
     driver, controller, enf = _setup(a)
