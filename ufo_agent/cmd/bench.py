@@ -10,6 +10,7 @@ import sys
 
 # subcommand -> module under ufo_agent.bench with add_arguments() and run()
 SUBCOMMANDS = {
+    'agent': 'ufo_agent.bench.agent',
     'channel': 'ufo_agent.bench.channel',
     'controller': 'ufo_agent.bench.controller',
 }
