@@ -4,8 +4,12 @@ from oslo_config import cfg
 
 from ufo_agent.conf import controller
 from ufo_agent.conf import host
+from ufo_agent.conf import publishers
+from ufo_agent.conf import signal
 
 CONF = cfg.CONF
 
 controller.register_opts(CONF)
 host.register_opts(CONF)
+publishers.register_opts(CONF)
+signal.register_opts(CONF)

@@ -2,8 +2,10 @@
 
 from ufo_agent.conf import controller
 from ufo_agent.conf import host
+from ufo_agent.conf import publishers
+from ufo_agent.conf import signal
 
-_MODULES = (controller, host)
+_MODULES = (controller, host, publishers, signal)
 
 
 def list_opts():

@@ -1,0 +1,77 @@
+"""Pure placement decisions of UFOFilter and UFOIdlePoolWeigher.
+
+No Nova import: the Nova classes in :mod:`ufo_nova.filter` and
+:mod:`ufo_nova.weigher` only gather their inputs and call these functions.
+"""
+
+import collections
+import math
+
+from ufo_agent import hostsignal
+from ufo_nova import cache
+from ufo_nova import conf as ufo_conf
+
+
+class Verdict(collections.namedtuple('Verdict', 'passes fmt args')):
+    """A decision and its reason, formatted only when asked for."""
+
+    __slots__ = ()
+
+    @property
+    def reason(self):
+        return self.fmt % self.args
+
+
+def expected_cores(vcpus, fraction):
+    """Physical cores a VM of ``vcpus`` vCPUs is expected to need."""
+    if vcpus <= 0:
+        return 0
+    if fraction <= 0:
+        return 0
+    return max(1, math.ceil(vcpus * fraction - 1e-9))
+
+
+def judge(lookup, vcpus, fraction, unknown_policy, already_on_host=False):
+    """Decide whether a host may receive a VM.
+
+    :param lookup: the :class:`ufo_nova.cache.Lookup` of the host.
+    :param vcpus: vCPUs of the requested flavor.
+    :param fraction: ``[ufo] expected_demand_fraction``.
+    :param unknown_policy: ``[ufo] unknown_host_policy``.
+    :param already_on_host: the instance already runs on this host (resize
+        to the same host): its load is already in the host's signal, so
+        only the overload check applies.
+    """
+    state = lookup.state
+    if state == cache.UNKNOWN:
+        why = 'no signal' if lookup.signal is None else (
+            'signal is stale (%.0f s old)' % lookup.age)
+        if unknown_policy == ufo_conf.FAIL_CLOSED:
+            return Verdict(False, '%s and [ufo] unknown_host_policy is %s',
+                           (why, ufo_conf.FAIL_CLOSED))
+        return Verdict(True, '%s, passed as [ufo] unknown_host_policy is %s',
+                       (why, ufo_conf.FAIL_OPEN))
+    if state == hostsignal.OVERLOADED:
+        return Verdict(False, 'host is overloaded (unmet demand %d cores)',
+                       (lookup.signal.unmet_cores,))
+    if state == hostsignal.UNDERLOADED:
+        return Verdict(True, 'host is underloaded (%d idle cores)',
+                       (lookup.signal.idle_cores,))
+    if already_on_host:
+        return Verdict(True, 'host is saturated, instance already runs '
+                       'here', ())
+    need = expected_cores(vcpus, fraction)
+    idle = lookup.signal.idle_cores
+    if need <= idle:
+        return Verdict(True, 'host is saturated, expected demand %d cores '
+                       'fits %d idle cores', (need, idle))
+    return Verdict(False, 'host is saturated, expected demand %d cores '
+                   '(%d vCPUs x %s) exceeds %d idle cores',
+                   (need, vcpus, fraction, idle))
+
+
+def reclaimable_weight(lookup):
+    """Raw weight of a host: its reclaimable cores, 0 when unknown."""
+    if lookup.state == cache.UNKNOWN:
+        return 0
+    return lookup.signal.reclaimable_cores
