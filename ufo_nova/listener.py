@@ -75,6 +75,7 @@ class SignalListener:
         targets = [oslo_messaging.Target(topic=topic)
                    for topic in conf.ufo.notification_topics]
         self.endpoint = SignalEndpoint(cache)
+        self.started = threading.Event()
         self._listener = oslo_messaging.get_notification_listener(
             self.transport, targets, [self.endpoint], executor='threading',
             pool=self.pool)
@@ -90,6 +91,7 @@ class SignalListener:
     def _start(self):
         try:
             self._listener.start()
+            self.started.set()
             LOG.info('Listening for UFO host signals in pool %s', self.pool)
         except Exception:
             LOG.exception('Could not start the UFO host signal listener; '
