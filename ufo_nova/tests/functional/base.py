@@ -56,12 +56,14 @@ def _option_module(name):
     return module
 
 
-def agent_conf(**publishers):
+def agent_conf(config_file=None, **publishers):
     """A ufo-agent configuration, separate from Nova's global CONF."""
     conf = cfg.ConfigOpts()
     _option_module('publishers').register_opts(conf)
     _option_module('signal').register_opts(conf)
-    conf([], project='ufo-agent')
+    args = ['--config-file', config_file] if config_file else []
+    conf(args, project='ufo-agent', default_config_files=[],
+         default_config_dirs=[])
     conf.set_override('keepalive_interval', 1.0, group='publishers')
     conf.set_override('min_interval', 0.0, group='publishers')
     for name, value in publishers.items():
