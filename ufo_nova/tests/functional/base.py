@@ -8,7 +8,6 @@ listener and cache; the RabbitMQ path is tested in
 ufo_nova/tests/messaging.
 """
 
-import importlib.util
 import os
 import sys
 import time
@@ -18,10 +17,10 @@ import oslo_messaging
 
 from nova.tests.functional import integrated_helpers
 
-import ufo_agent
 from ufo_agent import hostsignal
 from ufo_agent.publishers import notification
 from ufo_nova import listener
+from ufo_nova.tests import agentconf
 
 #: The tracker windows of the tests: every state change is immediate.
 NO_HYSTERESIS = hostsignal.Windows(
@@ -39,36 +38,11 @@ def api_paste_config():
                        % sys.prefix)
 
 
-def _option_module(name):
-    """Load ufo_agent/conf/<name>.py without its package.
-
-    Importing the package ``ufo_agent.conf`` registers every agent group on
-    the global CONF, and its ``[host]`` group hides Nova's ``CONF.host`` in
-    this process, where Nova and the agent's publishers run side by side.
-    The option modules themselves only define options.
-    """
-    path = os.path.join(os.path.dirname(ufo_agent.__file__), 'conf',
-                        name + '.py')
-    spec = importlib.util.spec_from_file_location(
-        'ufo_nova_tests_agent_conf_' + name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def agent_conf(config_file=None, **publishers):
-    """A ufo-agent configuration, separate from Nova's global CONF."""
-    conf = cfg.ConfigOpts()
-    _option_module('publishers').register_opts(conf)
-    _option_module('signal').register_opts(conf)
-    args = ['--config-file', config_file] if config_file else []
-    conf(args, project='ufo-agent', default_config_files=[],
-         default_config_dirs=[])
-    conf.set_override('keepalive_interval', 1.0, group='publishers')
-    conf.set_override('min_interval', 0.0, group='publishers')
-    for name, value in publishers.items():
-        conf.set_override(name, value, group='publishers')
-    return conf
+    """A private ufo-agent configuration; see ufo_nova.tests.agentconf."""
+    defaults = {'keepalive_interval': 1.0, 'min_interval': 0.0}
+    defaults.update(publishers)
+    return agentconf.agent_conf(config_file, **defaults)
 
 
 class FakeAgent:

@@ -12,13 +12,13 @@ from oslo_config import cfg
 import oslo_messaging
 import testtools
 
-from ufo_agent.conf import publishers as publishers_conf
 from ufo_agent import hostsignal
 from ufo_agent.hostsignal import payload as wire
 from ufo_agent.publishers import notification
 from ufo_nova import cache as signal_cache
 from ufo_nova import conf as ufo_conf
 from ufo_nova import listener
+from ufo_nova.tests import agentconf
 from ufo_nova.tests.messaging import rabbitmq
 
 WINDOWS = hostsignal.Windows(overloaded_after=0, overloaded_clear_after=0,
@@ -51,15 +51,11 @@ class TestSignalsOverRabbitMQ(testtools.TestCase):
 
         self.sched_conf = cfg.ConfigOpts()
         ufo_conf.register_opts(self.sched_conf)
-        self.sched_conf(['--config-file', path], project='nova')
+        self.sched_conf(['--config-file', path], project='nova',
+                        default_config_files=[], default_config_dirs=[])
 
-        self.agent_conf = cfg.ConfigOpts()
-        publishers_conf.register_opts(self.agent_conf)
-        self.agent_conf(['--config-file', path], project='ufo-agent')
-        self.agent_conf.set_override('keepalive_interval', 30.0,
-                                     group='publishers')
-        self.agent_conf.set_override('notification_retry', 2,
-                                     group='publishers')
+        self.agent_conf = agentconf.agent_conf(
+            path, keepalive_interval=30.0, notification_retry=2)
 
     def _transport(self, conf):
         transport = oslo_messaging.get_notification_transport(
