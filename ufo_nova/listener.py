@@ -41,9 +41,14 @@ class SignalEndpoint:
     warn = info
 
     def receive(self, publisher_id, raw):
-        """Decode and store one payload; return True when stored."""
+        """Decode and store one payload; return True when stored.
+
+        Never raises: the message is acknowledged either way, so that a bad
+        message is not redelivered forever.
+        """
         try:
             decoded = wire.HostSignalPayload.from_dict(raw)
+            stored = self.cache.update(decoded)
         except wire.PayloadError as exc:
             LOG.warning('Dropped host signal from %s: %s', publisher_id, exc)
             return False
@@ -51,7 +56,6 @@ class SignalEndpoint:
             LOG.exception('Dropped undecodable host signal from %s',
                           publisher_id)
             return False
-        stored = self.cache.update(decoded)
         LOG.debug('Host signal from %s for host %s: %s seq %d%s',
                   publisher_id, decoded.host, decoded.signal.state,
                   decoded.signal.sequence,
