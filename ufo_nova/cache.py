@@ -7,7 +7,7 @@ threads a real one; both are safe because no switch can happen inside the
 critical section except on the lock itself.
 """
 
-import dataclasses
+import collections
 import threading
 import time
 
@@ -19,30 +19,42 @@ LOG = logging.getLogger(__name__)
 UNKNOWN = 'unknown'
 
 
-@dataclasses.dataclass(frozen=True)
-class Lookup:
+class Lookup(collections.namedtuple('Lookup', 'state signal age')):
     """What the cache knows about one host right now.
 
     ``state`` is one of the host-signal states, or :data:`UNKNOWN`, in which
-    case ``signal`` is the stale signal or ``None``.
+    case ``signal`` is the stale signal or ``None``. ``age`` is seconds
+    since the signal was received. (A named tuple: the scheduler makes one
+    per host and request.)
     """
 
-    state: str
-    signal: object = None
-    age: float = None
+    __slots__ = ()
+
+    def __new__(cls, state, signal=None, age=None):
+        return super().__new__(cls, state, signal, age)
 
 
 _UNKNOWN = Lookup(UNKNOWN)
 
 
+class _Entry:
+    """A stored signal, with its fresh Lookup built once on receipt."""
+
+    __slots__ = ('payload', 'received_at', 'fresh')
+
+    def __init__(self, payload, received_at):
+        self.payload = payload
+        self.received_at = received_at
+        self.fresh = Lookup(payload.signal.state, payload.signal, None)
+
+
 def _lookup(entry, now, max_age):
     if entry is None:
         return _UNKNOWN
-    payload, received_at = entry
-    age = now - received_at
+    age = now - entry.received_at
     if age > max_age:
-        return Lookup(UNKNOWN, payload.signal, age)
-    return Lookup(payload.signal.state, payload.signal, age)
+        return Lookup(UNKNOWN, entry.payload.signal, age)
+    return entry.fresh
 
 
 class Snapshot:
@@ -56,7 +68,17 @@ class Snapshot:
         self._max_age = max_age
 
     def lookup(self, host):
-        return _lookup(self._entries.get(host), self._now, self._max_age)
+        """Like :meth:`SignalCache.lookup`, at the snapshot's instant.
+
+        ``age`` is only set for stale signals.
+        """
+        entry = self._entries.get(host)
+        if entry is None:
+            return _UNKNOWN
+        if self._now - entry.received_at > self._max_age:
+            return Lookup(UNKNOWN, entry.payload.signal,
+                          self._now - entry.received_at)
+        return entry.fresh
 
     def __len__(self):
         return len(self._entries)
@@ -71,7 +93,7 @@ class SignalCache:
         self.max_age = max_age
         self._clock = clock
         self._lock = threading.Lock()
-        self._entries = {}  # host -> (payload, received_at)
+        self._entries = {}  # host -> _Entry
 
     def update(self, payload):
         """Store ``payload`` unless it is older than what is cached.
@@ -85,11 +107,11 @@ class SignalCache:
         with self._lock:
             old = self._entries.get(payload.host)
             if old is not None:
-                old_signal = old[0].signal
+                old_signal = old.payload.signal
                 if (old_signal.source == payload.signal.source
                         and payload.signal.sequence <= old_signal.sequence):
                     return False
-            self._entries[payload.host] = (payload, now)
+            self._entries[payload.host] = _Entry(payload, now)
         return True
 
     def lookup(self, host):

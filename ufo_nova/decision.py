@@ -31,43 +31,44 @@ def expected_cores(vcpus, fraction):
     return max(1, math.ceil(vcpus * fraction - 1e-9))
 
 
-def judge(lookup, vcpus, fraction, unknown_policy, already_on_host=False):
+_PASS_UNDERLOADED = Verdict(True, 'host is underloaded', ())
+_PASS_RESIDENT = Verdict(True, 'host is saturated, instance already runs '
+                         'here', ())
+_PASS_FITS = Verdict(True, 'host is saturated, expected demand fits its '
+                     'idle cores', ())
+
+
+def judge(lookup, need, unknown_policy, already_on_host=False):
     """Decide whether a host may receive a VM.
 
     :param lookup: the :class:`ufo_nova.cache.Lookup` of the host.
-    :param vcpus: vCPUs of the requested flavor.
-    :param fraction: ``[ufo] expected_demand_fraction``.
+    :param need: expected cores of the VM (:func:`expected_cores`).
     :param unknown_policy: ``[ufo] unknown_host_policy``.
     :param already_on_host: the instance already runs on this host (resize
         to the same host): its load is already in the host's signal, so
         only the overload check applies.
     """
     state = lookup.state
-    if state == cache.UNKNOWN:
-        why = 'no signal' if lookup.signal is None else (
-            'signal is stale (%.0f s old)' % lookup.age)
-        if unknown_policy == ufo_conf.FAIL_CLOSED:
-            return Verdict(False, '%s and [ufo] unknown_host_policy is %s',
-                           (why, ufo_conf.FAIL_CLOSED))
-        return Verdict(True, '%s, passed as [ufo] unknown_host_policy is %s',
-                       (why, ufo_conf.FAIL_OPEN))
+    if state == hostsignal.UNDERLOADED:
+        return _PASS_UNDERLOADED
+    if state == hostsignal.SATURATED:
+        if already_on_host:
+            return _PASS_RESIDENT
+        idle = lookup.signal.idle_cores
+        if need <= idle:
+            return _PASS_FITS
+        return Verdict(False, 'host is saturated, expected demand %d cores '
+                       'exceeds %d idle cores', (need, idle))
     if state == hostsignal.OVERLOADED:
         return Verdict(False, 'host is overloaded (unmet demand %d cores)',
                        (lookup.signal.unmet_cores,))
-    if state == hostsignal.UNDERLOADED:
-        return Verdict(True, 'host is underloaded (%d idle cores)',
-                       (lookup.signal.idle_cores,))
-    if already_on_host:
-        return Verdict(True, 'host is saturated, instance already runs '
-                       'here', ())
-    need = expected_cores(vcpus, fraction)
-    idle = lookup.signal.idle_cores
-    if need <= idle:
-        return Verdict(True, 'host is saturated, expected demand %d cores '
-                       'fits %d idle cores', (need, idle))
-    return Verdict(False, 'host is saturated, expected demand %d cores '
-                   '(%d vCPUs x %s) exceeds %d idle cores',
-                   (need, vcpus, fraction, idle))
+    why = 'no signal' if lookup.signal is None else (
+        'signal is stale (%.0f s old)' % lookup.age)
+    if unknown_policy == ufo_conf.FAIL_CLOSED:
+        return Verdict(False, '%s and [ufo] unknown_host_policy is %s',
+                       (why, ufo_conf.FAIL_CLOSED))
+    return Verdict(True, '%s, passed as [ufo] unknown_host_policy is %s',
+                   (why, ufo_conf.FAIL_OPEN))
 
 
 def reclaimable_weight(lookup):

@@ -57,16 +57,18 @@ class UFOFilter(filters.BaseHostFilter):
         opts = CONF.ufo
         vcpus = _vcpus(spec_obj)
         instance_uuid = _instance_uuid(spec_obj)
-        return self._filter(filter_obj_list, snapshot, vcpus, instance_uuid,
-                            opts.expected_demand_fraction,
+        need = decision.expected_cores(vcpus, opts.expected_demand_fraction)
+        return self._filter(filter_obj_list, snapshot, need, instance_uuid,
                             opts.unknown_host_policy)
 
-    def _filter(self, host_states, snapshot, vcpus, instance_uuid, fraction,
-                policy):
+    def _filter(self, host_states, snapshot, need, instance_uuid, policy):
+        lookup = snapshot.lookup
+        judge = decision.judge
         for host_state in host_states:
-            verdict = decision.judge(
-                snapshot.lookup(host_state.host), vcpus, fraction, policy,
-                _runs_on(host_state, instance_uuid))
+            # Inlined: this loop runs for every host of every request.
+            instances = host_state.instances
+            verdict = judge(lookup(host_state.host), need, policy,
+                            bool(instances) and instance_uuid in instances)
             if verdict.passes:
                 yield host_state
             elif LOG.isEnabledFor(logging.DEBUG):
@@ -88,8 +90,3 @@ def _instance_uuid(spec_obj):
     if spec_obj is None or not spec_obj.obj_attr_is_set('instance_uuid'):
         return None
     return spec_obj.instance_uuid
-
-
-def _runs_on(host_state, instance_uuid):
-    instances = getattr(host_state, 'instances', None)
-    return bool(instance_uuid and instances and instance_uuid in instances)

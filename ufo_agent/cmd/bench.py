@@ -11,6 +11,7 @@ import sys
 # subcommand -> module under ufo_agent.bench with add_arguments() and run()
 SUBCOMMANDS = {
     'controller': 'ufo_agent.bench.controller',
+    'scheduler': 'ufo_agent.bench.scheduler',
 }
 
 

@@ -46,8 +46,7 @@ def agent_conf(config_file=None, **publishers):
 
 
 class FakeAgent:
-    """One host's ufo-agent signal path: tracker and notification publisher.
-    """
+    """One host's ufo-agent signal path: tracker and publisher."""
 
     def __init__(self, conf, transport, host):
         self.host = host
@@ -108,8 +107,7 @@ class UFOSchedulerTestCase(integrated_helpers.ProviderUsageBaseTestCase):
                        for host in self.hosts}
 
     def report(self, host, idle, reclaimable=None, unmet=0):
-        """Publish a signal for host and wait for the scheduler to hold it.
-        """
+        """Publish a signal for host; wait until the scheduler holds it."""
         signal = self.agents[host].report(idle, reclaimable, unmet)
         cache = listener.get_cache()
         deadline = time.monotonic() + 20

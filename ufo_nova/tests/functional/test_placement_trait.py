@@ -25,9 +25,10 @@ def _signal(state, sequence=1):
 
 
 class ConflictingClient:
-    """Passes requests to a keystoneauth adapter, but lets another client
-    change the provider's traits just before our first trait update, as a
-    concurrent nova-compute would.
+    """A keystoneauth adapter that loses one race.
+
+    Requests pass through, but another client changes the provider's traits
+    just before our first trait update, as a concurrent nova-compute would.
     """
 
     def __init__(self, adapter, interfere):

@@ -38,11 +38,13 @@ def test_fresh_then_stale():
     assert cache.lookup('h1').state == hostsignal.UNDERLOADED
     clock.now += 60
     assert cache.lookup('h1').state == hostsignal.UNDERLOADED
+    assert cache.snapshot().lookup('h1').state == hostsignal.UNDERLOADED
     clock.now += 0.1
     stale = cache.lookup('h1')
     assert stale.state == signal_cache.UNKNOWN
     assert stale.signal.idle_cores == 4  # kept for the log message
     assert stale.age == pytest.approx(60.1)
+    assert cache.snapshot().lookup('h1') == stale
 
 
 def test_older_sequence_from_same_source_is_ignored():

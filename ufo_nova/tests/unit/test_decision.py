@@ -28,29 +28,29 @@ def test_expected_cores(vcpus, fraction, expected):
 
 def test_overloaded_always_rejected():
     v = decision.judge(lookup(hostsignal.OVERLOADED, idle=10, unmet=3),
-                       1, 0.5, OPEN)
+                       1, OPEN)
     assert not v.passes
     assert 'overloaded (unmet demand 3 cores)' in v.reason
     assert not decision.judge(lookup(hostsignal.OVERLOADED, unmet=1), 1,
-                              0.5, OPEN, already_on_host=True).passes
+                              OPEN, already_on_host=True).passes
 
 
 def test_underloaded_passes():
-    assert decision.judge(lookup(hostsignal.UNDERLOADED, idle=3), 64, 1.0,
+    assert decision.judge(lookup(hostsignal.UNDERLOADED, idle=3), 64,
                           CLOSED).passes
 
 
 def test_saturated_fits_or_not():
     sat = lookup(hostsignal.SATURATED, idle=2)
-    assert decision.judge(sat, 4, 0.5, OPEN).passes
-    rejected = decision.judge(sat, 6, 0.5, OPEN)
+    assert decision.judge(sat, 2, OPEN).passes
+    rejected = decision.judge(sat, 3, OPEN)
     assert not rejected.passes
     assert 'expected demand 3 cores' in rejected.reason
     assert 'exceeds 2 idle cores' in rejected.reason
-    assert not decision.judge(lookup(hostsignal.SATURATED, idle=0), 1, 0.5,
+    assert not decision.judge(lookup(hostsignal.SATURATED, idle=0), 1,
                               OPEN).passes
     # Already there: only overload matters.
-    assert decision.judge(lookup(hostsignal.SATURATED, idle=0), 8, 1.0,
+    assert decision.judge(lookup(hostsignal.SATURATED, idle=0), 8,
                           OPEN, already_on_host=True).passes
 
 
@@ -58,11 +58,11 @@ def test_unknown_follows_policy():
     missing = lookup(cache.UNKNOWN)
     stale = cache.Lookup(cache.UNKNOWN,
                          lookup(hostsignal.OVERLOADED).signal, 300.0)
-    assert decision.judge(missing, 2, 0.5, OPEN).passes
-    assert decision.judge(stale, 2, 0.5, OPEN).passes
-    v = decision.judge(missing, 2, 0.5, CLOSED)
+    assert decision.judge(missing, 1, OPEN).passes
+    assert decision.judge(stale, 1, OPEN).passes
+    v = decision.judge(missing, 1, CLOSED)
     assert not v.passes and 'no signal' in v.reason
-    v = decision.judge(stale, 2, 0.5, CLOSED)
+    v = decision.judge(stale, 1, CLOSED)
     assert not v.passes and 'stale (300 s old)' in v.reason
 
 
