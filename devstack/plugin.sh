@@ -1,7 +1,7 @@
 #!/bin/bash
 # devstack plugin of ufo-nova: UFO core management for Nova/libvirt.
 #
-#   enable_plugin ufo-nova https://opendev.org/x/ufo-nova
+#   enable_plugin ufo-nova <git URL of ufo-nova> [<branch>]
 #
 # stack install     install ufo-nova (scheduler plugins and ufo-agent)
 # stack post-config nova.conf: UFOFilter, UFOIdlePoolWeigher, [ufo];
