@@ -48,6 +48,9 @@ class TestSignalsOverRabbitMQ(testtools.TestCase):
         path = os.path.join(self.broker.dir, 'messaging.conf')
         with open(path, 'w') as f:
             f.write(RABBIT_OPTS)
+            # nova-scheduler's own notification transport, as in nova.conf.
+            f.write('[oslo_messaging_notifications]\ntransport_url = %s\n'
+                    % self.broker.url)
 
         self.sched_conf = cfg.ConfigOpts()
         ufo_conf.register_opts(self.sched_conf)
@@ -92,8 +95,22 @@ class TestSignalsOverRabbitMQ(testtools.TestCase):
         self.fail('no matching signal within %d s; cache has %s'
                   % (timeout, cache.lookup('compute1')))
 
+    def _process_listener(self):
+        """The process-wide listener and cache that UFOFilter starts.
+
+        On nova's notification transport, as in production.
+        """
+        listener.reset()
+        self.addCleanup(listener.reset)
+        started = listener.ensure_listening(self.sched_conf)
+        self.assertIsNotNone(started)
+        self.assertTrue(started.started.wait(60), 'listener did not start')
+        self.assertEqual(listener.pool_name(self.sched_conf), started.pool)
+        return listener.get_cache()
+
     def test_publish_receive_bad_payloads_and_broker_restart(self):
-        worker_a = self._listener('ufo-test.worker-a')
+        # Two scheduler workers: each listens in a pool of its own.
+        worker_a = self._process_listener()
         worker_b = self._listener('ufo-test.worker-b')
         clock = FakeClock()
         publisher = self._publisher(clock)
