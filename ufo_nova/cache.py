@@ -40,12 +40,13 @@ _UNKNOWN = Lookup(UNKNOWN)
 class _Entry:
     """A stored signal, with its fresh Lookup built once on receipt."""
 
-    __slots__ = ('payload', 'received_at', 'fresh')
+    __slots__ = ('payload', 'received_at', 'fresh', 'reclaimable')
 
     def __init__(self, payload, received_at):
         self.payload = payload
         self.received_at = received_at
         self.fresh = Lookup(payload.signal.state, payload.signal, None)
+        self.reclaimable = payload.signal.reclaimable_cores
 
 
 def _lookup(entry, now, max_age):
@@ -79,6 +80,16 @@ class Snapshot:
             return Lookup(UNKNOWN, entry.payload.signal,
                           self._now - entry.received_at)
         return entry.fresh
+
+    def reclaimable_cores(self, host):
+        """Reclaimable cores of a host, 0 when unknown (missing or stale).
+
+        The weigher's per-host call: no Lookup is built.
+        """
+        entry = self._entries.get(host)
+        if entry is None or self._now - entry.received_at > self._max_age:
+            return 0
+        return entry.reclaimable
 
     def __len__(self):
         return len(self._entries)

@@ -39,9 +39,10 @@ class UFOIdlePoolWeigher(weights.BaseHostWeigher):
     def weigh_objects(self, weighed_obj_list, weight_properties):
         listener.ensure_listening()
         self._multiplier = CONF.ufo.idle_pool_weight_multiplier
-        snapshot = listener.get_cache().snapshot()
-        return [decision.reclaimable_weight(snapshot.lookup(obj.obj.host))
-                for obj in weighed_obj_list]
+        # Same result as decision.reclaimable_weight() of each host's
+        # lookup, without building the lookups (this runs for every host).
+        weight = listener.get_cache().snapshot().reclaimable_cores
+        return [weight(obj.obj.host) for obj in weighed_obj_list]
 
     def _weigh_object(self, host_state, weight_properties):
         return decision.reclaimable_weight(

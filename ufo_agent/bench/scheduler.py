@@ -35,6 +35,10 @@ def add_arguments(parser):
     parser.add_argument('--overloaded-fraction', type=float, default=0.0,
                         help='fraction of hosts whose signal is overloaded '
                              '(default 0: UFOFilter passes every host)')
+    parser.add_argument('--noop-baseline', action='store_true',
+                        help='also time a no-op filter and weigher in place '
+                             'of UFO\'s: the cost of any one more filter and '
+                             'weigher in Nova\'s handlers')
     parser.add_argument('--seed', type=int, default=1)
 
 
@@ -150,7 +154,25 @@ def _fill_cache(states, rng, overloaded_fraction):
                 timestamp=time.time(), source='bench')))
 
 
-def _pipeline(conf, with_ufo, ufo_only=False):
+def _noop_plugins():
+    from nova.scheduler import filters
+    from nova.scheduler import weights
+
+    class NoopFilter(filters.BaseHostFilter):
+        def host_passes(self, host_state, spec_obj):
+            return True
+
+    class NoopWeigher(weights.BaseHostWeigher):
+        def weight_multiplier(self, host_state):
+            return 1.0
+
+        def _weigh_object(self, host_state, weight_properties):
+            return 0.0
+
+    return NoopFilter(), NoopWeigher()
+
+
+def _pipeline(conf, with_ufo, ufo_only=False, noop=False):
     from nova.scheduler import filters
     from nova.scheduler import weights
 
@@ -170,6 +192,10 @@ def _pipeline(conf, with_ufo, ufo_only=False):
     weight_handler = weights.HostWeightHandler()
     weighers = [cls() for cls in
                 weight_handler.get_matching_classes(weight_classes)]
+    if noop:
+        noop_filter, noop_weigher = _noop_plugins()
+        host_filters.append(noop_filter)
+        weighers.append(noop_weigher)
 
     def one_pass(states, spec):
         passed = filter_handler.get_filtered_objects(
@@ -206,6 +232,8 @@ def _run(args):
     print('hosts left after filtering: without=%d with=%d' % kept)
     variants = [('without', without), ('with', with_ufo),
                 ('ufo_alone', ufo_alone)]
+    if args.noop_baseline:
+        variants.append(('noop', _pipeline(conf, False, noop=True)[0]))
     times = {name: [] for name, _ in variants}
     for repeat in range(args.repeats):
         order = variants if repeat % 2 == 0 else variants[::-1]
@@ -225,6 +253,11 @@ def _run(args):
     med_without = statistics.median(times['without'])
     med_with = statistics.median(times['with'])
     med_alone = statistics.median(times['ufo_alone'])
+    if args.noop_baseline:
+        med_noop = statistics.median(times['noop'])
+        noop_ratio = (med_noop - med_without) / med_without
+        print('median with a no-op filter and weigher instead of UFO\'s: '
+              '%.1f ms (%+.2f%%)' % (med_noop * 1e3, noop_ratio * 100))
     ratio = (med_with - med_without) / med_without
     per_host_us = (med_with - med_without) / args.hosts * 1e6
     # "alone" includes the handlers' own per-host work (WeighedHost

@@ -39,12 +39,15 @@ def test_fresh_then_stale():
     clock.now += 60
     assert cache.lookup('h1').state == hostsignal.UNDERLOADED
     assert cache.snapshot().lookup('h1').state == hostsignal.UNDERLOADED
+    assert cache.snapshot().reclaimable_cores('h1') == 4
+    assert cache.snapshot().reclaimable_cores('other') == 0
     clock.now += 0.1
     stale = cache.lookup('h1')
     assert stale.state == signal_cache.UNKNOWN
     assert stale.signal.idle_cores == 4  # kept for the log message
     assert stale.age == pytest.approx(60.1)
     assert cache.snapshot().lookup('h1') == stale
+    assert cache.snapshot().reclaimable_cores('h1') == 0
 
 
 def test_older_sequence_from_same_source_is_ignored():
