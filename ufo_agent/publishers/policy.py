@@ -2,7 +2,9 @@
 
 
 class SendPolicy:
-    """Send on a change of state at once, on other changes at most every
+    """When to send a signal.
+
+    On a change of state at once, on other changes at most every
     ``min_interval`` seconds, and at least every ``keepalive_interval``.
     """
 

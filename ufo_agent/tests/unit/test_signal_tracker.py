@@ -157,8 +157,11 @@ ticks = st.lists(st.tuples(st.integers(0, 8), st.integers(0, 2)),
 
 @given(ticks)
 def test_state_changes_only_after_a_full_window(samples):
-    """Property: every change of state is backed by a run of raw states at
-    least as long as the transition's window."""
+    """Property: no change of state without a full window.
+
+    Every change of state is backed by a run of raw states at least as long
+    as the transition's window.
+    """
     tracker = hostsignal.HostSignalTracker(W)
     raws, states = [], []
     for t, (idle, unmet) in enumerate(samples):
