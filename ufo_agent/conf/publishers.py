@@ -58,6 +58,11 @@ OPTS = [
              '(-1: forever). Dropped signals are sent again at the next '
              'change or keep-alive; a bounded value keeps a broker outage '
              'from stalling the agent.'),
+    cfg.FloatOpt(
+        'placement_retry_interval', default=10.0, min=0.0,
+        help='Seconds the placement publisher waits after a failed update '
+             '(Placement unreachable, provider not registered yet) before '
+             'it tries again.'),
     cfg.IntOpt(
         'placement_max_attempts', default=5, min=1,
         help='Attempts to update the provider\'s traits when Placement '

@@ -13,6 +13,8 @@ read again on 409 Conflict. Other traits are never touched, so traits that
 nova-compute reports survive and nova-compute's own updates keep ours.
 """
 
+import time
+
 from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
@@ -31,10 +33,14 @@ class PlacementError(Exception):
 
 class PlacementTraitPublisher(publishers.Publisher):
 
-    def __init__(self, conf, host, nodename, client=None):
+    def __init__(self, conf, host, nodename, client=None,
+                 clock=time.monotonic):
         super().__init__(conf, host, nodename)
         self._client = client if client is not None else _client(conf)
         self._max_attempts = conf.publishers.placement_max_attempts
+        self._retry_interval = conf.publishers.placement_retry_interval
+        self._clock = clock
+        self._retry_at = None
         self._rp_uuid = None
         self._applied = None   # None: unknown, else whether the trait is set
 
@@ -42,13 +48,18 @@ class PlacementTraitPublisher(publishers.Publisher):
         wanted = signal.state == hostsignal.OVERLOADED
         if wanted == self._applied:
             return False
+        now = self._clock()
+        if self._retry_at is not None and now < self._retry_at:
+            return False
         try:
             self.apply(wanted)
         except Exception as exc:
-            LOG.warning('Could not %s trait %s on %s, will retry: %s',
-                        'set' if wanted else 'clear', TRAIT, self.nodename,
-                        exc)
+            self._retry_at = now + self._retry_interval
+            LOG.warning('Could not %s trait %s on %s, will retry in %.0f s: '
+                        '%s', 'set' if wanted else 'clear', TRAIT,
+                        self.nodename, self._retry_interval, exc)
             return False
+        self._retry_at = None
         return True
 
     def close(self):

@@ -63,9 +63,18 @@ def sig(state, seq=1):
         sequence=seq, timestamp=0.0, source='s')
 
 
-def make(conf, fake, node='node1'):
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def make(conf, fake, node='node1', clock=None):
     return placement.PlacementTraitPublisher(conf, 'host1', node,
-                                             client=fake)
+                                             client=fake,
+                                             clock=clock or Clock())
 
 
 def test_set_and_clear_keep_other_traits(conf):
@@ -96,11 +105,18 @@ def test_retries_on_conflict(conf):
 def test_gives_up_after_max_attempts_and_retries_later(conf):
     conf.set_override('placement_max_attempts', 2, group='publishers')
     fake = FakePlacement(conflicts=5)
-    pub = make(conf, fake)
+    clock = Clock()
+    pub = make(conf, fake, clock=clock)
     assert not pub.publish(sig(hostsignal.OVERLOADED))
     assert placement.TRAIT not in fake.traits
     fake.conflicts = 0
-    assert pub.publish(sig(hostsignal.OVERLOADED, 2))
+    # Not before placement_retry_interval (10 s) has passed.
+    calls = len(fake.calls)
+    clock.now = 9.9
+    assert not pub.publish(sig(hostsignal.OVERLOADED, 2))
+    assert len(fake.calls) == calls
+    clock.now = 10.0
+    assert pub.publish(sig(hostsignal.OVERLOADED, 3))
     assert placement.TRAIT in fake.traits
 
 
