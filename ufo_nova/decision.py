@@ -38,7 +38,8 @@ _PASS_FITS = Verdict(True, 'host is saturated, expected demand fits its '
                      'idle cores', ())
 
 
-def judge(lookup, need, unknown_policy, already_on_host=False):
+def judge(lookup, need, unknown_policy, already_on_host=False,
+          promised=0):
     """Decide whether a host may receive a VM.
 
     :param lookup: the :class:`ufo_nova.cache.Lookup` of the host.
@@ -47,6 +48,9 @@ def judge(lookup, need, unknown_policy, already_on_host=False):
     :param already_on_host: the instance already runs on this host (resize
         to the same host): its load is already in the host's signal, so
         only the overload check applies.
+    :param promised: expected cores of the VMs the scheduler sent to the
+        host since its signal was measured (:func:`promised_cores`): they
+        will take idle cores that the signal still reports.
     """
     state = lookup.state
     if state == hostsignal.UNDERLOADED:
@@ -54,11 +58,14 @@ def judge(lookup, need, unknown_policy, already_on_host=False):
     if state == hostsignal.SATURATED:
         if already_on_host:
             return _PASS_RESIDENT
-        idle = lookup.signal.idle_cores
+        idle = lookup.signal.idle_cores - promised
         if need <= idle:
             return _PASS_FITS
         return Verdict(False, 'host is saturated, expected demand %d cores '
-                       'exceeds %d idle cores', (need, idle))
+                       'exceeds %d idle cores (%d reported, %d promised to '
+                       'VMs placed since)',
+                       (need, max(idle, 0), lookup.signal.idle_cores,
+                        promised))
     if state == hostsignal.OVERLOADED:
         return Verdict(False, 'host is overloaded (unmet demand %d cores)',
                        (lookup.signal.unmet_cores,))
@@ -69,6 +76,18 @@ def judge(lookup, need, unknown_policy, already_on_host=False):
                        (why, ufo_conf.FAIL_CLOSED))
     return Verdict(True, '%s, passed as [ufo] unknown_host_policy is %s',
                    (why, ufo_conf.FAIL_OPEN))
+
+
+def promised_cores(vcpus_now, vcpus_at_signal, fraction):
+    """Expected cores of the vCPUs placed on a host since its signal.
+
+    :param vcpus_now: the host's vCPUs in use as the scheduler sees them
+        now (Nova's HostState.vcpus_used, which also counts the instances
+        placed earlier in the same request).
+    :param vcpus_at_signal: the same figure when the scheduler first used
+        the host's current signal.
+    """
+    return expected_cores(max(0, vcpus_now - vcpus_at_signal), fraction)
 
 
 def reclaimable_weight(lookup):

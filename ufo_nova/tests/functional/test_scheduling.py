@@ -48,6 +48,24 @@ class TestUFOFilterPlacement(base.UFOSchedulerTestCase):
         self.assertIn('No valid host', server['fault']['message'])
 
 
+class TestBurstOnSaturatedHost(base.UFOSchedulerTestCase):
+    hosts = ('host1',)
+
+    def test_vms_sent_since_the_signal_use_its_idle_cores(self):
+        # 4 vCPUs x 0.5 = 2 expected cores; host1 reports 2 idle cores.
+        flavor = self._create_flavor(vcpu=4)
+        self.report('host1', idle=2, reclaimable=2)
+        self.assertEqual('host1', self.host_of(self.boot(flavor)))
+        # Before the agent measures again, the first VM is expected to take
+        # those 2 cores: a second one does not fit.
+        server = self.boot(flavor, expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        # The agent measures again (the first VM is running and the idle
+        # pool still has 2 cores): the host takes the next one.
+        self.report('host1', idle=2, reclaimable=3)
+        self.assertEqual('host1', self.host_of(self.boot(flavor)))
+
+
 class TestUFOIdlePoolWeigher(base.UFOSchedulerTestCase):
 
     def test_prefers_more_reclaimable_cores(self):

@@ -90,6 +90,21 @@ class TestUFOFilter(Base):
         self.signal('here', hostsignal.OVERLOADED, unmet=1)
         self.assertEqual([], self.passing(hosts, self.spec(8)))
 
+    def test_vcpus_sent_since_the_signal_count_against_idle_cores(self):
+        self.signal('sat', hostsignal.SATURATED, idle=2)
+        host = self.host('sat')
+        host.vcpus_used = 10
+        # 4 vCPUs x 0.5 = 2 cores: fits the 2 idle cores.
+        self.assertEqual(['sat'], self.passing([host], self.spec(4)))
+        # The scheduler sent a 4-vCPU VM there (Nova's HostState counts
+        # it); the signal has not changed: no idle core is left for it.
+        host.vcpus_used += 4
+        self.assertEqual([], self.passing([host], self.spec(4)))
+        self.assertEqual([], self.passing([host], self.spec(1)))
+        # A new signal is measured after that VM: judged afresh.
+        self.signal('sat', hostsignal.SATURATED, idle=2)
+        self.assertEqual(['sat'], self.passing([host], self.spec(4)))
+
 
 class TestUFOIdlePoolWeigher(Base):
 

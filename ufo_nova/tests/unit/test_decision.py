@@ -70,3 +70,21 @@ def test_weight_is_reclaimable_cores_or_zero():
     assert decision.reclaimable_weight(
         lookup(hostsignal.SATURATED, reclaimable=7)) == 7
     assert decision.reclaimable_weight(lookup(cache.UNKNOWN)) == 0
+
+
+def test_promised_cores_reduce_idle_cores():
+    sat = lookup(hostsignal.SATURATED, idle=4)
+    assert decision.judge(sat, 2, OPEN, promised=2).passes
+    v = decision.judge(sat, 2, OPEN, promised=3)
+    assert not v.passes
+    assert '1 idle cores (4 reported, 3 promised' in v.reason
+    # Only saturated hosts are judged on idle cores.
+    assert decision.judge(lookup(hostsignal.UNDERLOADED, idle=4), 2, OPEN,
+                          promised=9).passes
+
+
+@pytest.mark.parametrize('now, then, fraction, expected', [
+    (8, 4, 0.5, 2), (4, 4, 0.5, 0), (2, 4, 0.5, 0), (5, 4, 0.5, 1),
+])
+def test_promised_cores(now, then, fraction, expected):
+    assert decision.promised_cores(now, then, fraction) == expected
