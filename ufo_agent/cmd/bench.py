@@ -13,6 +13,7 @@ SUBCOMMANDS = {
     'agent': 'ufo_agent.bench.agent',
     'channel': 'ufo_agent.bench.channel',
     'controller': 'ufo_agent.bench.controller',
+    'scheduler': 'ufo_agent.bench.scheduler',
 }
 
 

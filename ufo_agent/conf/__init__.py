@@ -6,6 +6,8 @@ from ufo_agent.conf import agent
 from ufo_agent.conf import channel
 from ufo_agent.conf import controller
 from ufo_agent.conf import host
+from ufo_agent.conf import publishers
+from ufo_agent.conf import signal
 
 CONF = cfg.CONF
 
@@ -13,3 +15,5 @@ agent.register_opts(CONF)
 channel.register_opts(CONF)
 controller.register_opts(CONF)
 host.register_opts(CONF)
+publishers.register_opts(CONF)
+signal.register_opts(CONF)

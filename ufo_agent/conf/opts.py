@@ -4,8 +4,10 @@ from ufo_agent.conf import agent
 from ufo_agent.conf import channel
 from ufo_agent.conf import controller
 from ufo_agent.conf import host
+from ufo_agent.conf import publishers
+from ufo_agent.conf import signal
 
-_MODULES = (agent, channel, controller, host)
+_MODULES = (agent, channel, controller, host, publishers, signal)
 
 
 def list_opts():

@@ -1,0 +1,39 @@
+"""ufo-agent configurations for tests that run beside Nova.
+
+Importing the package ``ufo_agent.conf`` registers every agent option group
+on oslo.config's global CONF, and its ``[host]`` group hides Nova's
+``CONF.host`` in a process where Nova runs. These helpers load the agent's
+option modules (which only define options) without that package, and
+register them on a private ConfigOpts.
+"""
+
+import importlib.util
+import os
+
+from oslo_config import cfg
+
+import ufo_agent
+
+
+def option_module(name):
+    """Load ufo_agent/conf/<name>.py without running its package."""
+    path = os.path.join(os.path.dirname(ufo_agent.__file__), 'conf',
+                        name + '.py')
+    spec = importlib.util.spec_from_file_location(
+        'ufo_nova_tests_agent_conf_' + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def agent_conf(config_file=None, **publishers):
+    """A private ufo-agent ConfigOpts with [publishers] and [signal]."""
+    conf = cfg.ConfigOpts()
+    option_module('publishers').register_opts(conf)
+    option_module('signal').register_opts(conf)
+    args = ['--config-file', config_file] if config_file else []
+    conf(args, project='ufo-agent', default_config_files=[],
+         default_config_dirs=[])
+    for name, value in publishers.items():
+        conf.set_override(name, value, group='publishers')
+    return conf

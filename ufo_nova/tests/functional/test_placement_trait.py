@@ -1,0 +1,142 @@
+"""The agent's placement publisher against Nova's real Placement.
+
+CUSTOM_UFO_OVERLOADED set through ufo_agent.publishers.placement survives
+nova-compute's periodic provider updates, a flavor with
+trait:CUSTOM_UFO_OVERLOADED=forbidden avoids the host, other traits are
+never touched, and 409 generation conflicts are retried.
+"""
+
+import fixtures
+
+from nova.tests import fixtures as nova_fixtures
+
+from ufo_agent import hostsignal
+from ufo_agent.publishers import placement
+from ufo_nova.tests.functional import base
+
+TRAIT = placement.TRAIT
+
+
+def _signal(state, sequence=1):
+    return hostsignal.HostSignal(
+        state=state, idle_cores=0, reclaimable_cores=0, managed_cores=16,
+        unmet_cores=2 if state == hostsignal.OVERLOADED else 0,
+        sequence=sequence, timestamp=1.0, source='test')
+
+
+class ConflictingClient:
+    """A keystoneauth adapter that loses one race.
+
+    Requests pass through, but another client changes the provider's traits
+    just before our first trait update, as a concurrent nova-compute would.
+    """
+
+    def __init__(self, adapter, interfere):
+        self._adapter = adapter
+        self._interfere = interfere
+        self.statuses = []
+
+    def get(self, *args, **kwargs):
+        return self._adapter.get(*args, **kwargs)
+
+    def put(self, url, **kwargs):
+        if url.endswith('/traits') and self._interfere is not None:
+            interfere, self._interfere = self._interfere, None
+            interfere()
+        resp = self._adapter.put(url, **kwargs)
+        self.statuses.append(resp.status_code)
+        return resp
+
+
+class TestOverloadTrait(base.UFOSchedulerTestCase):
+    hosts = ('host1', 'host2')
+    # Nova's HostNameWeigher prefers host1; UFO's weigher is left out so
+    # that only Placement decides here.
+    weight_classes = ['nova.tests.fixtures.nova.HostNameWeigher']
+
+    def setUp(self):
+        self.useFixture(nova_fixtures.HostNameWeigherFixture())
+        super().setUp()
+        # The [placement] section of ufo-agent.conf, as an operator writes
+        # it (keystoneauth1 plugin options), pointing at the in-process
+        # Placement.
+        path = self.useFixture(fixtures.TempDir()).join('ufo-agent.conf')
+        with open(path, 'w') as f:
+            f.write('[placement]\nauth_type = admin_token\n'
+                    'endpoint = %s\ntoken = %s\n'
+                    % (self.placement.fixture.endpoint,
+                       self.placement.fixture.token))
+        self.agent_conf = base.agent_conf(path, enabled=['placement'])
+        self.rp_uuid = self._get_provider_uuid_by_host('host1')
+
+    def _publisher(self, client=None):
+        return placement.PlacementTraitPublisher(
+            self.agent_conf, 'host1', 'host1', client=client)
+
+    def _traits(self):
+        return set(self._get_provider_traits(self.rp_uuid))
+
+    def test_trait_survives_periodics_and_forbidden_flavor_avoids_host(self):
+        before = self._traits()
+        self.assertNotIn(TRAIT, before)
+        publisher = self._publisher()
+        self.assertTrue(publisher.publish(_signal(hostsignal.OVERLOADED)))
+        self.assertEqual(before | {TRAIT}, self._traits())
+        # Repeating the state does not call Placement again.
+        self.assertFalse(publisher.publish(_signal(hostsignal.OVERLOADED, 2)))
+
+        # nova-compute's update_available_resource periodic task rewrites
+        # the provider tree; our trait stays.
+        self._run_periodics()
+        self._run_periodics()
+        self.assertEqual(before | {TRAIT}, self._traits())
+
+        forbidden = self._create_flavor(
+            extra_spec={'trait:%s' % TRAIT: 'forbidden'})
+        server = self._create_server(flavor_id=forbidden, networks='none')
+        self.assertEqual('host2', self.host_of(server))
+        # Flavors without the extra spec still prefer host1.
+        plain = self._create_flavor()
+        self.assertEqual('host1', self.host_of(self.boot(plain)))
+
+        # Leaving overload clears the trait: host1 is eligible again.
+        self.assertTrue(publisher.publish(_signal(hostsignal.SATURATED, 3)))
+        self.assertEqual(before, self._traits())
+        server = self._create_server(flavor_id=forbidden, networks='none')
+        self.assertEqual('host1', self.host_of(server))
+
+    def test_shutdown_clears_the_trait(self):
+        publisher = self._publisher()
+        publisher.publish(_signal(hostsignal.OVERLOADED))
+        self.assertIn(TRAIT, self._traits())
+        publisher.close()
+        self.assertNotIn(TRAIT, self._traits())
+
+    def test_generation_conflict_is_retried_without_losing_traits(self):
+        publisher = self._publisher()
+        publisher.publish(_signal(hostsignal.OVERLOADED))
+
+        def other_client_adds_a_trait():
+            self.placement.put('/traits/CUSTOM_SOMEONE_ELSE', None,
+                               version='1.6')
+            current = self.placement.get(
+                '/resource_providers/%s/traits' % self.rp_uuid,
+                version='1.6').body
+            resp = self.placement.put(
+                '/resource_providers/%s/traits' % self.rp_uuid,
+                {'traits': current['traits'] + ['CUSTOM_SOMEONE_ELSE'],
+                 'resource_provider_generation':
+                     current['resource_provider_generation']},
+                version='1.6')
+            self.assertEqual(200, resp.status)
+
+        client = ConflictingClient(placement._client(self.agent_conf),
+                                   other_client_adds_a_trait)
+        publisher = self._publisher(client)
+        self.assertTrue(publisher.publish(_signal(hostsignal.SATURATED)))
+        # Our first write lost the race (409), the retry succeeded.
+        self.assertEqual([409, 200], client.statuses)
+        traits = self._traits()
+        self.assertNotIn(TRAIT, traits)
+        self.assertIn('CUSTOM_SOMEONE_ELSE', traits)
+        self.assertIn('COMPUTE_NODE', traits)
