@@ -57,15 +57,15 @@ def build(conf):
     host = drivers._sysfs_cpus()
     try:
         managed = managed_cpus.resolve(
-            host.online, conf.host.managed_cpus, conf.host.reserved_cpus,
-            conf.host.nova_config)
+            host.online, conf.host_cpus.managed_cpus,
+            conf.host_cpus.reserved_cpus, conf.host_cpus.nova_config)
         cores = topology.HostTopology(host.siblings, host.numa_of_cpu,
                                       managed=managed)
     except (managed_cpus.ManagedCpusError, topology.TopologyError) as exc:
         raise StartupError(str(exc))
     if len(cores) < controller.emulator_min_cores + 1:
         raise StartupError(
-            '[host] managed_cpus: %d whole physical cores are managed; '
+            '[host_cpus] managed_cpus: %d whole physical cores are managed; '
             'ufo-agent needs at least %d ([controller] emulator_min_cores '
             'plus one)' % (len(cores), controller.emulator_min_cores + 1))
     settings = loop.AgentSettings.from_conf(conf)

@@ -5,7 +5,7 @@ from oslo_config import cfg
 from ufo_agent.conf import agent
 from ufo_agent.conf import channel
 from ufo_agent.conf import controller
-from ufo_agent.conf import host
+from ufo_agent.conf import host_cpus
 from ufo_agent.conf import publishers
 from ufo_agent.conf import signal
 
@@ -14,6 +14,6 @@ CONF = cfg.CONF
 agent.register_opts(CONF)
 channel.register_opts(CONF)
 controller.register_opts(CONF)
-host.register_opts(CONF)
+host_cpus.register_opts(CONF)
 publishers.register_opts(CONF)
 signal.register_opts(CONF)

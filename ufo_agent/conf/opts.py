@@ -3,11 +3,11 @@
 from ufo_agent.conf import agent
 from ufo_agent.conf import channel
 from ufo_agent.conf import controller
-from ufo_agent.conf import host
+from ufo_agent.conf import host_cpus
 from ufo_agent.conf import publishers
 from ufo_agent.conf import signal
 
-_MODULES = (agent, channel, controller, host, publishers, signal)
+_MODULES = (agent, channel, controller, host_cpus, publishers, signal)
 
 
 def list_opts():

@@ -1,9 +1,10 @@
 """Resolve the host CPUs ufo-agent manages, refusing bad sets at start.
 
-The set is ``[host] managed_cpus`` if given; else Nova's
+The set is ``[host_cpus] managed_cpus`` if given; else Nova's
 ``[compute] cpu_shared_set`` read from the nova.conf named by
-``[host] nova_config``; else every online CPU. ``[host] reserved_cpus`` is
-removed from it. Nova's ``cpu_dedicated_set`` is never managed.
+``[host_cpus] nova_config``; else every online CPU.
+``[host_cpus] reserved_cpus`` is removed from it. Nova's
+``cpu_dedicated_set`` is never managed.
 """
 
 import configparser
@@ -29,7 +30,7 @@ def read_nova_cpu_sets(path):
         with open(path) as handle:
             parser.read_file(handle)
     except (OSError, configparser.Error) as exc:
-        raise ManagedCpusError('[host] nova_config: cannot read %s: %s'
+        raise ManagedCpusError('[host_cpus] nova_config: cannot read %s: %s'
                                % (path, exc))
     get = (lambda key: parser.get('compute', key, fallback='') or '')
     return get('cpu_shared_set'), get('cpu_dedicated_set')
@@ -39,12 +40,12 @@ def resolve(online_cpus, managed=None, reserved='', nova_config=None):
     """Return the frozenset of managed host CPUs.
 
     ``online_cpus`` is what the host has; the other arguments are the
-    ``[host]`` options as given.
+    ``[host_cpus]`` options as given.
     """
     online = frozenset(online_cpus)
     dedicated = frozenset()
     if managed is not None and managed.strip():
-        source = '[host] managed_cpus'
+        source = '[host_cpus] managed_cpus'
         cpus = _parse(managed, source)
         if nova_config:
             dedicated = _parse(read_nova_cpu_sets(nova_config)[1],
@@ -54,7 +55,7 @@ def resolve(online_cpus, managed=None, reserved='', nova_config=None):
         source = 'nova.conf [compute] cpu_shared_set'
         if not shared.strip():
             raise ManagedCpusError(
-                '%s is empty in %s: set it, or set [host] managed_cpus'
+                '%s is empty in %s: set it, or set [host_cpus] managed_cpus'
                 % (source, nova_config))
         cpus = _parse(shared, source)
         dedicated = _parse(dedicated_text,
@@ -71,13 +72,14 @@ def resolve(online_cpus, managed=None, reserved='', nova_config=None):
     if missing:
         raise ManagedCpusError('%s lists CPUs %s that are not online'
                                % (source, cpuset.format_cpuset(missing)))
-    reserved_cpus = _parse(reserved or '', '[host] reserved_cpus')
+    reserved_cpus = _parse(reserved or '', '[host_cpus] reserved_cpus')
     stray = reserved_cpus - online
     if stray:
-        raise ManagedCpusError('[host] reserved_cpus lists CPUs %s that are '
-                               'not online' % cpuset.format_cpuset(stray))
+        raise ManagedCpusError('[host_cpus] reserved_cpus lists CPUs %s that '
+                               'are not online'
+                               % cpuset.format_cpuset(stray))
     result = cpus - reserved_cpus
     if not result:
-        raise ManagedCpusError('%s minus [host] reserved_cpus leaves no CPU '
-                               'to manage' % source)
+        raise ManagedCpusError('%s minus [host_cpus] reserved_cpus leaves no '
+                               'CPU to manage' % source)
     return result

@@ -244,9 +244,11 @@ def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
 @pytest.mark.parametrize('options,message', [
     ({'controller__pcu_low': '0.9'},
      r'\[controller\] pcu_low must be below pcu_high'),
-    ({'host__managed_cpus': '0-4095'}, r'\[host\] managed_cpus lists CPUs'),
+    ({'host_cpus__managed_cpus': '0-4095'},
+     r'\[host_cpus\] managed_cpus lists CPUs'),
     ({'controller__sf_threshold': '2'}, 'sf_threshold'),
-    ({'host__reserved_cpus': 'x'}, r'\[host\] reserved_cpus: invalid'),
+    ({'host_cpus__reserved_cpus': 'x'},
+     r'\[host_cpus\] reserved_cpus: invalid'),
 ])
 def test_bad_configuration_is_refused_naming_the_option(
         guest_artifacts, tmp_path, options, message):

@@ -30,10 +30,10 @@ def test_all_online_cpus_by_default():
 
 
 @pytest.mark.parametrize('kwargs,match', [
-    (dict(managed='2-x'), r'\[host\] managed_cpus: invalid'),
-    (dict(managed='8-20'), r'\[host\] managed_cpus lists CPUs 16-20'),
+    (dict(managed='2-x'), r'\[host_cpus\] managed_cpus: invalid'),
+    (dict(managed='8-20'), r'\[host_cpus\] managed_cpus lists CPUs 16-20'),
     (dict(managed='0-3', reserved='0-3'), 'leaves no CPU'),
-    (dict(reserved='30'), r'\[host\] reserved_cpus lists CPUs 30'),
+    (dict(reserved='30'), r'\[host_cpus\] reserved_cpus lists CPUs 30'),
 ])
 def test_bad_sets_name_the_option(kwargs, match):
     with pytest.raises(mc.ManagedCpusError, match=match):

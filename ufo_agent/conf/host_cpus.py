@@ -3,7 +3,7 @@
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup(
-    'host',
+    'host_cpus',
     title='Managed host CPUs',
     help='The host CPUs that ufo-agent splits into vCPU, emulator and idle '
          'pools.')
