@@ -18,6 +18,7 @@ from ufo_agent.controller import controller as controller_mod
 from ufo_agent.controller import plan as plan_mod
 from ufo_agent.controller import topology as topology_mod
 from ufo_agent.driver import base
+from ufo_agent import hostsignal
 
 LOG = logging.getLogger(__name__)
 DECISIONS = logging.getLogger('ufo_agent.decisions')
@@ -65,7 +66,8 @@ class VmStatus:
 
 class Agent:
     def __init__(self, driver, managed_cpus, controller_config,
-                 settings=None, store=None, clock=time.monotonic):
+                 settings=None, store=None, clock=time.monotonic,
+                 signal_tracker=None, publishers=None, wallclock=time.time):
         self.driver = driver
         self.settings = settings or AgentSettings()
         self.store = store
@@ -90,6 +92,10 @@ class Agent:
         self.ticks = 0
         self._last_save = clock()
         self._last_drift_check = clock()
+        self.signal_tracker = signal_tracker
+        self.publishers = publishers
+        self.wallclock = wallclock
+        self.signal = None
         self.snapshot = {}
 
     # -- lifecycle ---------------------------------------------------------
@@ -104,6 +110,8 @@ class Agent:
     def stop(self):
         """Give every managed guest back; returns the uuids that failed."""
         self.save_learned()
+        if self.publishers is not None:
+            self.publishers.close()
         failed = []
         for uuid in sorted(self.guests):
             try:
@@ -157,6 +165,7 @@ class Agent:
                             uuid, target)
         self._update_status(plan)
         self.last_plan = plan
+        self._signal(plan)
         if self.store is not None and \
                 now - self._last_save >= self.settings.state_save_interval:
             self.save_learned()
@@ -274,6 +283,25 @@ class Agent:
             model = self.controller.vms[uuid].model.models.get(
                 len(vm.cores))
             status.r2 = model.r2 if model is not None else None
+
+    def _signal(self, plan):
+        """Paper Appendix B.4: tell the cloud scheduler how loaded we are."""
+        if self.signal_tracker is None:
+            return
+        usage = hostsignal.HostUsage(
+            managed_cores=plan.managed_cores,
+            idle_cores=len(plan.idle_cores),
+            reclaimable_cores=len(plan.idle_cores),
+            unmet_cores=plan.shortfall_cores,
+            timestamp=self.wallclock())
+        previous = self.signal
+        self.signal = self.signal_tracker.update(usage)
+        if previous is None or previous.state != self.signal.state:
+            LOG.info('Host signal: %s (idle %d, unmet %d cores)',
+                     self.signal.state, usage.idle_cores,
+                     usage.unmet_cores)
+        if self.publishers is not None and not self.settings.dry_run:
+            self.publishers.publish(self.signal)
 
     def cores_saved(self):
         """Cores the guests would hold without UFO, minus what they hold."""

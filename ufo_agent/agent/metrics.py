@@ -91,6 +91,21 @@ def render(snapshot):
             lines.append('%s{uuid="%s",name="%s"} %s' % (
                 name, _label(vm['uuid']), _label(vm['name']),
                 _value(vm[key])))
+    signal = snapshot.get('signal')
+    if signal:
+        lines += ['# HELP ufo_host_state 1 for the host signal\'s state '
+                  '(paper Appendix B.4).', '# TYPE ufo_host_state gauge']
+        for state in ('underloaded', 'saturated', 'overloaded'):
+            lines.append('ufo_host_state{state="%s"} %d'
+                         % (state, signal['state'] == state))
+        for key, text in (
+                ('reclaimable_cores', 'Cores a new VM could get.'),
+                ('unmet_cores', 'Cores the pools lacked (signal).'),
+                ('sequence', 'Sequence number of the host signal.')):
+            name = 'ufo_host_signal_%s' % key
+            lines += ['# HELP %s %s' % (name, text),
+                      '# TYPE %s gauge' % name,
+                      '%s %s' % (name, _value(signal[key]))]
     lines += ['# HELP ufo_vm_mode 1 for the VM\'s mode and signal source.',
               '# TYPE ufo_vm_mode gauge']
     for vm in vms:

@@ -25,7 +25,9 @@ def build(agent, now):
             'overloaded': plan.overloaded,
             'shortfall_cores': plan.shortfall_cores,
         }
+    signal = getattr(agent, 'signal', None)
     return {
+        'signal': dataclasses.asdict(signal) if signal is not None else None,
         'time': now,
         'ticks': agent.ticks,
         'tick_seconds': agent.tick_seconds,

@@ -21,7 +21,9 @@ from ufo_agent import conf as ufo_conf
 from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import topology
 from ufo_agent.driver import base
+from ufo_agent import hostsignal
 from ufo_agent.hypervisor import managed_cpus
+from ufo_agent import publishers
 from ufo_agent import state
 
 LOG = logging.getLogger('ufo_agent')
@@ -83,8 +85,16 @@ def build(conf):
             attach_channels=not settings.dry_run)
     except base.DriverError as exc:
         raise StartupError(str(exc))
+    try:
+        outputs = publishers.load(conf)
+        tracker = hostsignal.HostSignalTracker(
+            hostsignal.Windows.from_conf(conf))
+    except ValueError as exc:
+        driver.close()
+        raise StartupError(str(exc))
     store = state.StateStore(conf.agent.state_path)
-    agent = loop.Agent(driver, managed, controller, settings, store)
+    agent = loop.Agent(driver, managed, controller, settings, store,
+                       signal_tracker=tracker, publishers=outputs)
     return driver, agent
 
 

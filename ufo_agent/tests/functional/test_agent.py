@@ -58,6 +58,8 @@ class AgentProcess:
             'agent': {'state_path': str(self.state),
                       'metrics_port': str(self.port)},
             'controller': {'idle_after': '600'},
+            # No broker here: the messaging path has its own test.
+            'publishers': {'enabled': ''},
         }
         for key, value in options.items():
             group, name = key.split('__')

@@ -102,3 +102,55 @@ def test_lifecycle_events_and_fail_safe_stop(tmp_path):
     assert ('release', 'a') in driver.calls
     assert a.online == 8 and a.vcpu_pins == frozenset(range(64))
     assert (tmp_path / 'a.json').exists()
+
+
+class _Recorder:
+    def __init__(self):
+        self.signals = []
+        self.closed = False
+
+    def publish(self, signal):
+        self.signals.append(signal)
+
+    def close(self):
+        self.closed = True
+
+
+def test_every_tick_publishes_the_host_signal_and_stop_closes():
+    from ufo_agent import hostsignal
+    driver = fakes.FakeDriver(cores=3)
+    for name in ('a', 'b', 'c'):
+        guest = driver.add(fakes.FakeGuest(name, 4))
+        guest.util = 380.0                      # each wants all its cores
+    recorder = _Recorder()
+    tracker = hostsignal.HostSignalTracker(hostsignal.Windows(
+        overloaded_after=2.0, overloaded_clear_after=2.0,
+        underloaded_after=2.0, saturated_after=2.0))
+    agent, tick = _agent(driver)
+    agent.signal_tracker, agent.publishers = tracker, recorder
+    agent.wallclock = agent.clock
+    agent.start()
+    for _ in range(6):
+        plan = tick()
+    assert plan.overloaded
+    assert [s.sequence for s in recorder.signals] == list(range(1, 7))
+    last = recorder.signals[-1]
+    assert last.state == hostsignal.OVERLOADED
+    assert last.unmet_cores == plan.shortfall_cores > 0
+    assert last.managed_cores == 3
+    assert agent.snapshot['signal']['state'] == 'overloaded'
+    agent.stop()
+    assert recorder.closed
+
+
+def test_dry_run_keeps_the_signal_to_itself():
+    from ufo_agent import hostsignal
+    driver = fakes.FakeDriver()
+    driver.add(fakes.FakeGuest('a', 4))
+    recorder = _Recorder()
+    agent, tick = _agent(driver, dry_run=True)
+    agent.signal_tracker = hostsignal.HostSignalTracker()
+    agent.publishers = recorder
+    agent.start()
+    tick()
+    assert agent.signal is not None and recorder.signals == []

@@ -13,6 +13,8 @@ def test_endpoint_serves_metrics_and_status_on_loopback(capsys):
     driver.add(fakes.FakeGuest('a', 8))
     driver.add(fakes.FakeGuest('b"x', 4, channel=False))
     agent, tick = test_loop._agent(driver)
+    from ufo_agent import hostsignal
+    agent.signal_tracker = hostsignal.HostSignalTracker()
     agent.start()
     for _ in range(4):
         tick()
@@ -24,6 +26,8 @@ def test_endpoint_serves_metrics_and_status_on_loopback(capsys):
         text = urllib.request.urlopen(base + '/metrics').read().decode()
         assert '# TYPE ufo_idle_pool_cores gauge' in text
         assert 'ufo_overloaded 0' in text
+        assert 'ufo_host_state{state="saturated"} 1' in text
+        assert 'ufo_host_signal_sequence 4.0' in text
         assert 'ufo_vm_cores{uuid="a",name="name-a"} ' in text
         assert 'uuid="b\\"x"' in text          # label escaping
         assert 'ufo_vm_mode{uuid="a",mode="active",signal="guest"} 1' \
