@@ -126,6 +126,22 @@ class Enforcer:
                 targets += 1
         return Outcome(pinned, targets, failed)
 
+    def check_guest(self, uuid, online):
+        """Notice a guest that no longer keeps its target online.
+
+        A guest reset or a reloaded module brings every vCPU back without
+        the agent asking. If what the guest reports differs from the last
+        target for longer than ``ack_timeout``, the target is sent again on
+        the next apply. Returns True when it will be.
+        """
+        st = self.applied.get(uuid)
+        if st is None or st.target is None or online == st.target:
+            return False
+        if self.clock() - st.target_sent_at < self.ack_timeout:
+            return False
+        st.target = st.target_seq = None
+        return True
+
     def check_drift(self):
         """Compare live pins with what was applied; forget what drifted.
 

@@ -149,6 +149,10 @@ class Agent:
         for decision in plan.decisions:
             DECISIONS.info('%s', decision)
         if not self.settings.dry_run:
+            for uuid, count in online.items():
+                if self.enforcer.check_guest(uuid, count):
+                    LOG.warning('Guest %s keeps %d vCPUs online, not its '
+                                'target: sending it again', uuid, count)
             interval = self.settings.drift_check_interval
             if interval and now - self._last_drift_check >= interval:
                 self._last_drift_check = now

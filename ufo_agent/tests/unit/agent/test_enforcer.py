@@ -108,6 +108,24 @@ def test_unacknowledged_shrink_is_rolled_back_to_all_vcpus():
     assert enf.pending() == {}
 
 
+def test_a_guest_that_lost_its_target_gets_it_again():
+    clock_guest = fakes.FakeGuest('a', 8)
+    driver, controller, enf = _setup(clock_guest, cores=3)
+    plan = _plan(controller, 0.0, {'a': 100.0})
+    enf.apply(plan)
+    target = plan.vms['a'].online_vcpus
+    assert target == 4
+    assert not enf.check_guest('a', target)
+    clock_guest.online = 8                      # the guest was reset
+    assert not enf.check_guest('a', 8)          # too soon to judge
+    enf.clock.now += 1.0
+    assert enf.check_guest('a', 8)
+    driver.calls.clear()
+    enf.apply(plan, {'a': 8})
+    assert ('target', 'a', target) in driver.calls
+    assert clock_guest.online == target
+
+
 def test_drifted_pins_are_written_again():
     a = fakes.FakeGuest('a', 4)
     driver, controller, enf = _setup(a)
