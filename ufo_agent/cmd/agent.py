@@ -86,7 +86,7 @@ def build(conf):
     except base.DriverError as exc:
         raise StartupError(str(exc))
     try:
-        outputs = publishers.load(conf)
+        outputs = publishers.BackgroundPublisher(publishers.load(conf))
         tracker = hostsignal.HostSignalTracker(
             hostsignal.Windows.from_conf(conf))
     except ValueError as exc:

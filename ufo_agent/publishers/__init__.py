@@ -21,6 +21,7 @@ publisher and isolates their failures from each other.
 
 import abc
 import socket
+import threading
 
 from oslo_log import log as logging
 from stevedore import named
@@ -66,6 +67,54 @@ class PublisherSet:
             except Exception:
                 LOG.exception('Publisher %s failed to close',
                               type(publisher).__name__)
+
+
+class BackgroundPublisher:
+    """Publishes from a thread of its own, so the agent loop never waits.
+
+    A broker or Placement outage can hold one send for many seconds (a
+    refused AMQP connection with retries takes about 9 s), longer than the
+    guests' heartbeat watchdog. :meth:`publish` only stores the signal;
+    the thread sends the newest one it finds, so signals that pile up
+    during an outage are coalesced into the latest, which is all a
+    receiver needs. :meth:`close` sends the last signal, then closes the
+    publishers (the placement one clears its trait).
+    """
+
+    def __init__(self, inner, close_timeout=30.0):
+        self._inner = inner
+        self._close_timeout = close_timeout
+        self._cond = threading.Condition()
+        self._pending = None
+        self._closing = False
+        self._thread = threading.Thread(target=self._run,
+                                        name='ufo-publishers', daemon=True)
+        self._thread.start()
+
+    def publish(self, signal):
+        with self._cond:
+            self._pending = signal
+            self._cond.notify()
+
+    def _run(self):
+        while True:
+            with self._cond:
+                while self._pending is None and not self._closing:
+                    self._cond.wait()
+                signal, self._pending = self._pending, None
+                if signal is None:
+                    return
+            self._inner.publish(signal)
+
+    def close(self):
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join(self._close_timeout)
+        if self._thread.is_alive():
+            LOG.warning('Publishers still busy after %.0f s; closing them '
+                        'anyway', self._close_timeout)
+        self._inner.close()
 
 
 def host_and_node(conf):

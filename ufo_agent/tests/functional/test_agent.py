@@ -222,6 +222,35 @@ def test_pins_changed_behind_the_agent_are_applied_again(guest, tmp_path):
         agent.signal(signal.SIGTERM)
 
 
+def test_unreachable_broker_does_not_stall_the_agent(guest, tmp_path):
+    # Notifications to a port nobody listens on: each send blocks for
+    # seconds, longer than the guests' heartbeat watchdog.
+    uuid = guest.dom.UUIDString()
+    agent = AgentProcess(
+        tmp_path, publishers__enabled='notification',
+        publishers__keepalive_interval='2',
+        oslo_messaging_notifications__transport_url=(
+            'rabbit://guest:guest@127.0.0.1:%d/' % _free_port())).start()
+    try:
+        agent.wait(lambda s: (_vm(s, uuid) or {}).get('online_vcpus') == 1,
+                   what='managed')
+        start = agent.status()
+        slowest = 0.0
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            status = agent.status()
+            slowest = max(slowest, status['tick_seconds'])
+            assert _vm(status, uuid)['online_vcpus'] == 1
+            time.sleep(0.5)
+        assert status['ticks'] - start['ticks'] >= 12
+        assert slowest < 0.5
+        assert guest.online_cpus() == {0}
+        assert 'ufo.host.signal' in agent.log.read_text() or \
+            'Connection refused' in agent.log.read_text()
+    finally:
+        agent.signal(signal.SIGTERM)
+
+
 def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
     uuid = guest.dom.UUIDString()
     # Saved every second, so a crash loses at most one second of learning.

@@ -1,5 +1,7 @@
 """Loading publishers through stevedore, and isolating their failures."""
 
+import time
+
 import pytest
 
 from ufo_agent import publishers
@@ -63,3 +65,30 @@ def test_failing_publisher_does_not_stop_others():
     group.close()
     assert record.seen == [fake_signal]
     assert record.closed
+
+
+class _Slow:
+    def __init__(self):
+        self.sent = []
+        self.closed = False
+
+    def publish(self, signal):
+        time.sleep(0.3)
+        self.sent.append(signal)
+
+    def close(self):
+        self.closed = True
+
+
+def test_background_publisher_never_makes_the_caller_wait():
+    slow = _Slow()
+    background = publishers.BackgroundPublisher(slow)
+    start = time.monotonic()
+    for sequence in range(1, 6):
+        background.publish(sequence)
+    assert time.monotonic() - start < 0.1
+    background.close()
+    # Signals that came while a send was under way were coalesced into
+    # the newest, which close() still sends before closing the publishers.
+    assert slow.sent[-1] == 5 and slow.sent == sorted(slow.sent)
+    assert len(slow.sent) <= 2 and slow.closed
