@@ -21,6 +21,7 @@ def build(agent, now):
             'idle_cores': len(plan.idle_cores),
             'emulator_cpus': sorted(plan.emulator_cpus),
             'idle_cpus': sorted(plan.idle_cpus),
+            'shared_cpus': sorted(plan.shared_cpus),
             'emulator_util': plan.emulator_util,
             'overloaded': plan.overloaded,
             'shortfall_cores': plan.shortfall_cores,

@@ -53,9 +53,20 @@ OPTS = [
         help='Utilization of the emulator pool below which it shrinks, as '
              'long as it stays under emulator_util_high.'),
     cfg.IntOpt(
-        'emulator_min_cores', default=1, min=1,
+        'emulator_min_cores', default=1, min=0,
         help='Smallest size of the shared emulator pool, in allocation '
-             'units (physical cores).'),
+             'units (physical cores). 0 is for small hosts (under about 8 '
+             'cores): while the pool has no core of its own, emulator, I/O '
+             'and vhost threads share the idle pool\'s CPUs, or every '
+             'managed CPU when the idle pool is empty too, and the pool '
+             'gets a core once they would keep one emulator_util_high '
+             'busy.'),
+    cfg.IntOpt(
+        'idle_pool_min_cores', default=1, min=0,
+        help='Cores kept in the idle pool while any VM has no core of its '
+             'own (parked, best-effort, or squeezed out under overload). 0 '
+             'is for small hosts: such VMs then share every managed CPU '
+             'when no core is free, so that one busy VM can hold them all.'),
     cfg.IntOpt(
         'samples_per_model', default=8, min=3, max=64,
         help='Number of most recent (util, sf) samples kept per VM and core '

@@ -21,6 +21,7 @@ class ControllerConfig:
     emulator_util_high: float = 0.70
     emulator_util_low: float = 0.50
     emulator_min_cores: int = 1
+    idle_pool_min_cores: int = 1
     samples_per_model: int = 8
     min_samples_to_fit: int = 3
     refit_error: float = 0.05
@@ -42,6 +43,9 @@ class ControllerConfig:
         if self.min_samples_to_fit > self.samples_per_model:
             errors.append(
                 'min_samples_to_fit must not exceed samples_per_model')
+        if self.emulator_min_cores < 0 or self.idle_pool_min_cores < 0:
+            errors.append('emulator_min_cores and idle_pool_min_cores '
+                          'must not be negative')
         if self.min_samples_to_fit < 3:
             errors.append('min_samples_to_fit must be at least 3 '
                           '(a quadratic has three coefficients)')

@@ -256,7 +256,7 @@ class Controller:
                     for s in active]
         counts = allocator.allocate_counts(
             len(self.topology), self.config.emulator_min_cores, emu_want,
-            requests, shared)
+            requests, shared, idle_floor=self.config.idle_pool_min_cores)
         emu_cores, vm_cores, idle = allocator.assign_cores(
             self.topology, self.emulator_cores, counts.emulator,
             {s.spec.uuid: s.cores for s in active}, counts.vms)
@@ -270,7 +270,11 @@ class Controller:
         self.emulator_cores = emu_cores
         self.idle_cores = idle
         idle_cpus = self.topology.cpus_of(idle)
-        idle_pcpus = len(idle_cpus)
+        # With no idle core (possible only with idle_pool_min_cores = 0),
+        # VMs without cores share every managed CPU.
+        shared_cpus = idle_cpus or self.topology.cpus_of(
+            self.topology.core_ids)
+        shared_pcpus = len(shared_cpus)
         vm_plans = {}
         for uuid in sorted(self.vms):
             state = self.vms[uuid]
@@ -282,11 +286,11 @@ class Controller:
                 state.cores = new_cores
             else:
                 state.cores = frozenset()
-            vm_plans[uuid] = self._vm_plan(state, idle_cpus, idle_pcpus)
+            vm_plans[uuid] = self._vm_plan(state, shared_cpus, shared_pcpus)
         return HostPlan(
             time=now, vms=vm_plans, emulator_cores=emu_cores,
-            emulator_cpus=self.topology.cpus_of(emu_cores),
-            idle_cores=idle, idle_cpus=idle_cpus,
+            emulator_cpus=self.topology.cpus_of(emu_cores) or shared_cpus,
+            idle_cores=idle, idle_cpus=idle_cpus, shared_cpus=shared_cpus,
             managed_cores=len(self.topology),
             emulator_util=self.emulator_util,
             overloaded=counts.shortfall > 0,
@@ -320,15 +324,15 @@ class Controller:
             state.changed_at = now
         state.last_action = ('stay', reason)
 
-    def _vm_plan(self, state, idle_cpus, idle_pcpus):
+    def _vm_plan(self, state, shared_cpus, shared_pcpus):
         vcpus = state.spec.vcpus
         if state.mode == VmMode.ACTIVE and state.cores:
             cpus = self.topology.cpus_of(state.cores)
             online = min(vcpus, len(cpus))
         elif state.mode == VmMode.IDLE:
-            cpus, online = idle_cpus, 1
+            cpus, online = shared_cpus, 1
         else:
-            cpus, online = idle_cpus, max(1, min(vcpus, idle_pcpus))
+            cpus, online = shared_cpus, max(1, min(vcpus, shared_pcpus))
         return VmPlan(
             uuid=state.spec.uuid, mode=state.mode, cores=state.cores,
             cpus=cpus, online_vcpus=online,

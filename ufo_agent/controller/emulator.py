@@ -4,6 +4,11 @@ Emulator, I/O and vhost threads of every managed VM share one pool. Keep
 its utilization under ``emulator_util_high``: above it, grow until the
 projected utilization is under ``emulator_util_low``; below the low mark,
 shrink as long as the projected utilization stays under the high mark.
+
+A pool may be empty (``emulator_min_cores = 0``, for small hosts): its
+threads then borrow shared CPUs, and its utilization is measured against
+one core, so that it gets a core of its own once they would keep one busy
+above the high mark, and gives it back below the low mark.
 """
 
 
@@ -15,11 +20,12 @@ def wanted_cores(current_cores, current_pcpus, busy_pct, pcpus_per_core,
     CPU (150 means 1.5 CPUs busy) over the last tick.
     """
     busy = max(0.0, float(busy_pct))
-    util = busy / (100.0 * current_pcpus) if current_pcpus else 1.0
+    # An empty pool is measured as if it had one core (module docstring).
+    util = busy / (100.0 * (current_pcpus or pcpus_per_core))
     floor = min(config.emulator_min_cores, max_cores)
 
     def projected(cores):
-        return busy / (100.0 * cores * pcpus_per_core)
+        return busy / (100.0 * max(cores, 1) * pcpus_per_core)
 
     if util > config.emulator_util_high:
         cores = max(current_cores, floor)

@@ -6,10 +6,12 @@
 3. No VM holds more cores than it needs to run all its vCPUs at once
    (``ceil(vcpus / threads_per_core)``).
 4. Only active VMs hold cores. Parked and best-effort VMs, and active VMs
-   left without a core under overload, run on the idle pool, which is then
-   not empty.
+   left without a core under overload, run on the shared CPUs: the idle
+   pool, which is then not empty unless ``idle_pool_min_cores`` is 0, in
+   which case they share every managed CPU.
 5. Every VM has somewhere to run, and its CPUs are the CPUs of its cores
-   (or of the idle pool when it has none).
+   (or the shared CPUs when it has none). Emulator threads run on the
+   emulator pool's CPUs, or on the shared CPUs while the pool is empty.
 6. Online vCPU targets lie in [1, vcpus]; an active VM with cores keeps
    exactly min(vcpus, its pCPUs) online, so #vCPUs == #pCPUs.
 7. ``overloaded`` is set exactly when ``shortfall_cores`` > 0.
@@ -43,7 +45,13 @@ def check_plan(plan, topology, specs, config):
     if len(plan.emulator_cores) < min(config.emulator_min_cores,
                                       len(managed)):
         fail(2, 'emulator pool has %d cores' % len(plan.emulator_cores))
-    if plan.emulator_cpus != topology.cpus_of(plan.emulator_cores):
+    all_cpus = topology.cpus_of(managed)
+    shared = topology.cpus_of(plan.idle_cores) or all_cpus
+    if plan.shared_cpus != shared:
+        fail(5, 'shared CPUs %s are neither the idle pool nor, with it '
+             'empty, every managed CPU' % sorted(plan.shared_cpus))
+    if plan.emulator_cpus != (topology.cpus_of(plan.emulator_cores) or
+                              shared):
         fail(5, 'emulator CPUs do not match its cores')
     for uuid, vm in plan.vms.items():
         spec = specs[uuid]
@@ -54,10 +62,10 @@ def check_plan(plan, topology, specs, config):
         if vm.mode != VmMode.ACTIVE and vm.cores:
             fail(4, '%s is %s but holds cores' % (uuid, vm.mode.value))
         if not vm.cores:
-            if not plan.idle_cores:
+            if not plan.idle_cores and config.idle_pool_min_cores:
                 fail(4, '%s has no core and the idle pool is empty' % uuid)
-            if vm.cpus != plan.idle_cpus:
-                fail(5, '%s does not run on the idle pool' % uuid)
+            if vm.cpus != shared:
+                fail(5, '%s does not run on the shared CPUs' % uuid)
         elif vm.cpus != topology.cpus_of(vm.cores):
             fail(5, '%s CPUs do not match its cores' % uuid)
         if not vm.cpus:

@@ -87,7 +87,10 @@ class HostPlan:
     """Everything the agent enforces after a tick.
 
     ``vms`` maps uuid to :class:`VmPlan`. ``emulator_cpus`` is where every
-    emulator, I/O and vhost thread of the managed guests runs. ``overloaded``
+    emulator, I/O and vhost thread of the managed guests runs: the emulator
+    pool's CPUs, or ``shared_cpus`` while that pool is empty.
+    ``shared_cpus`` is where VMs without cores run: the idle pool's CPUs,
+    or every managed CPU while the idle pool is empty. ``overloaded``
     is set when the idle pool could not supply what the vCPU or emulator
     pools needed; ``shortfall_cores`` says how many cores were missing.
     """
@@ -103,3 +106,4 @@ class HostPlan:
     overloaded: bool
     shortfall_cores: int
     decisions: tuple
+    shared_cpus: frozenset = frozenset()

@@ -60,3 +60,20 @@ def test_flat_sf_detected_when_sf_keeps_rising_at_high_load():
     for i, u in enumerate((40.0, 80.0, 120.0, 160.0)):
         concave.update(1, u, u * (200.0 - u), now=i)
     assert not classifier.is_flat_sf(concave, 2, CONFIG)
+
+
+def test_empty_emulator_pool_is_measured_against_one_core():
+    config = ControllerConfig(emulator_min_cores=0)
+
+    def want(cores, busy, ppc=1):
+        return emulator.wanted_cores(cores, cores * ppc, busy, ppc, config,
+                                     4)[0]
+
+    assert want(0, 30.0) == 0        # borrows shared CPUs
+    assert want(0, 60.0) == 0        # inside the band: no change
+    assert want(0, 71.0) == 2        # a core's 71%: grow under 50%
+    assert want(0, 60.0, ppc=2) == 0
+    assert want(0, 150.0, ppc=2) == 2    # 75% of one SMT-2 core
+    assert want(1, 60.0) == 1        # 60% on its own core: kept
+    assert want(1, 40.0) == 0        # under the low mark: given back
+    assert want(2, 80.0) == 2        # 40% on 2, but 80% > high on 1

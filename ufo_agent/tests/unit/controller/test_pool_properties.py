@@ -35,7 +35,8 @@ events = st.lists(
 configs = st.builds(
     ControllerConfig, settle_time=st.sampled_from([0.0, 1.0, 3.0]),
     idle_after=st.sampled_from([0.0, 2.0, 10.0]),
-    emulator_min_cores=st.integers(1, 2),
+    emulator_min_cores=st.integers(0, 2),
+    idle_pool_min_cores=st.integers(0, 1),
     detect_flat_sf=st.booleans())
 
 
