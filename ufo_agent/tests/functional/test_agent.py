@@ -7,127 +7,26 @@ its /status endpoint, libvirt's pin information and the guest's own view
 of its online CPUs. Tests run in file order on one guest.
 """
 
-import contextlib
-import json
 import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
 from ufo_agent.channel import testguest
-
-VCPUS = 2
-WATCHDOG_MS = 3000
-NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
-NOVA_META = """<instance>
-  <name>e2e-web</name>
-  <flavor name="lc.small"><vcpus>%d</vcpus>
-    <extraSpecs><extraSpec name="ufo:class">lc</extraSpec></extraSpecs>
-  </flavor>
-</instance>""" % VCPUS
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
-def _online_cpus():
-    with open('/sys/devices/system/cpu/online') as handle:
-        text = handle.read().strip()
-    cpus = set()
-    for part in text.split(','):
-        first, _, last = part.partition('-')
-        cpus.update(range(int(first), int(last or first) + 1))
-    return cpus
-
-
-class AgentProcess:
-    def __init__(self, tmp_path, **options):
-        self.port = _free_port()
-        self.state = tmp_path / 'state'
-        self.log = tmp_path / 'agent.log'
-        conf = {
-            'agent': {'state_path': str(self.state),
-                      'metrics_port': str(self.port)},
-            'controller': {'idle_after': '600'},
-            # No broker here: the messaging path has its own test.
-            'publishers': {'enabled': ''},
-        }
-        for key, value in options.items():
-            group, name = key.split('__')
-            conf.setdefault(group, {})[name] = value
-        self.conf = tmp_path / 'ufo-agent.conf'
-        self.conf.write_text(''.join(
-            '[%s]\n%s\n' % (group, ''.join('%s = %s\n' % kv
-                                           for kv in values.items()))
-            for group, values in conf.items()))
-        self.proc = None
-
-    def start(self):
-        self.proc = subprocess.Popen(
-            [sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
-             str(self.conf), '--log-file', str(self.log)])
-        return self
-
-    def status(self):
-        url = 'http://127.0.0.1:%d/status' % self.port
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return json.loads(response.read().decode())
-
-    def wait(self, pred, timeout=90.0, what='condition'):
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError('ufo-agent exited with %d:\n%s' % (
-                    self.proc.returncode, self.log.read_text()[-3000:]))
-            try:
-                last = self.status()
-                if pred(last):
-                    return last
-            except OSError:
-                pass
-            time.sleep(0.5)
-        raise AssertionError('timeout waiting for %s; last status %s\n%s'
-                             % (what, last, self.log.read_text()[-3000:]))
-
-    def signal(self, signum, timeout=60.0):
-        self.proc.send_signal(signum)
-        return self.proc.wait(timeout)
-
-
-@contextlib.contextmanager
-def nova_guest(vcpus=VCPUS, **kwargs):
-    """A test guest carrying Nova's instance metadata, as Nova writes it.
-
-    On exit the guest is destroyed and the channel page ufo-agent attached
-    is removed (a running agent would remove it itself).
-    """
-    import libvirt
-    g = testguest.TestGuest(vcpus=vcpus, channel=False, **kwargs)
-    g.start()
-    uuid = g.dom.UUIDString()
-    try:
-        g.dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT,
-                          NOVA_META.replace('<vcpus>%d' % VCPUS,
-                                            '<vcpus>%d' % vcpus),
-                          'nova', NOVA_NS, libvirt.VIR_DOMAIN_AFFECT_LIVE)
-        yield g
-    finally:
-        g.close()
-        try:
-            os.unlink('/dev/shm/ufo-' + uuid)
-        except FileNotFoundError:
-            pass
+from ufo_agent.tests.functional.agentproc import AgentProcess
+from ufo_agent.tests.functional.agentproc import free_port
+from ufo_agent.tests.functional.agentproc import host_online_cpus
+from ufo_agent.tests.functional.agentproc import live_pins
+from ufo_agent.tests.functional.agentproc import nova_guest
+from ufo_agent.tests.functional.agentproc import VCPUS
+from ufo_agent.tests.functional.agentproc import vm_status
+from ufo_agent.tests.functional.agentproc import wait_guest_online
+from ufo_agent.tests.functional.agentproc import WATCHDOG_MS
 
 
 @pytest.fixture(scope='module')
@@ -137,47 +36,23 @@ def guest(guest_artifacts):
         yield g
 
 
-def _vm(status, uuid):
-    for vm in status['vms']:
-        if vm['uuid'] == uuid:
-            return vm
-    return None
-
-
-def _pins(guest):
-    vcpus = {frozenset(i for i, on in enumerate(m) if on)
-             for m in guest.dom.vcpuPinInfo(1)}
-    emulator = frozenset(i for i, on in enumerate(
-        guest.dom.emulatorPinInfo(1)) if on)
-    return vcpus, emulator
-
-
-def _wait_guest_online(guest, want, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        online = guest.online_cpus()
-        if online == want or time.monotonic() > deadline:
-            return online
-        time.sleep(0.5)
-
-
 def test_agent_manages_the_nova_guest_and_sigterm_restores_it(
         guest, tmp_path):
     uuid = guest.dom.UUIDString()
     agent = AgentProcess(tmp_path).start()
     try:
         status = agent.wait(
-            lambda s: (_vm(s, uuid) or {}).get('signal') == 'guest',
+            lambda s: (vm_status(s, uuid) or {}).get('signal') == 'guest',
             what='the guest channel')
-        vm = _vm(status, uuid)
+        vm = vm_status(status, uuid)
         assert vm['name'] == 'e2e-web' and vm['vcpus'] == VCPUS
         # The guest follows its allocation: #vCPUs == #pCPUs.
-        status = agent.wait(lambda s: _vm(s, uuid)['online_vcpus'] ==
-                            _vm(s, uuid)['target_vcpus'],
+        status = agent.wait(lambda s: vm_status(s, uuid)['online_vcpus'] ==
+                            vm_status(s, uuid)['target_vcpus'],
                             what='the guest to follow its target')
-        vm = _vm(status, uuid)
+        vm = vm_status(status, uuid)
         pools = status['pools']
-        vcpu_pins, emulator_pins = _pins(guest)
+        vcpu_pins, emulator_pins = live_pins(guest)
         assert len(vcpu_pins) == 1
         cpus = set(next(iter(vcpu_pins)))
         assert cpus == {int(c) for c in vm['cpus'].split(',')}
@@ -190,9 +65,9 @@ def test_agent_manages_the_nova_guest_and_sigterm_restores_it(
         if agent.proc.poll() is None:
             agent.proc.kill()
     # Fail-safe: every vCPU online, pins back to what the domain had.
-    assert _wait_guest_online(guest, set(range(VCPUS))) == set(range(VCPUS))
-    vcpu_pins, emulator_pins = _pins(guest)
-    host = frozenset(_online_cpus())
+    assert wait_guest_online(guest, set(range(VCPUS))) == set(range(VCPUS))
+    vcpu_pins, emulator_pins = live_pins(guest)
+    host = frozenset(host_online_cpus())
     assert vcpu_pins == {host} and emulator_pins == host
     assert (agent.state / (uuid + '.json')).exists()
     assert 'Released 1 guests (0 failed)' in agent.log.read_text(), \
@@ -203,20 +78,20 @@ def test_pins_changed_behind_the_agent_are_applied_again(guest, tmp_path):
     uuid = guest.dom.UUIDString()
     agent = AgentProcess(tmp_path, agent__drift_check_interval='2').start()
     try:
-        status = agent.wait(lambda s: (_vm(s, uuid) or {}).get(
+        status = agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
             'online_vcpus') == 1, what='managed')
-        want = {int(c) for c in _vm(status, uuid)['cpus'].split(',')}
+        want = {int(c) for c in vm_status(status, uuid)['cpus'].split(',')}
         subprocess.run(['virsh', '-c', testguest.LIBVIRT_URI, 'vcpupin',
                         guest.name, '0', ','.join(
-                            str(c) for c in sorted(_online_cpus())),
+                            str(c) for c in sorted(host_online_cpus())),
                         '--live'], check=True, capture_output=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            vcpu_pins, _ = _pins(guest)
+            vcpu_pins, _ = live_pins(guest)
             if vcpu_pins == {frozenset(want)}:
                 break
             time.sleep(0.5)
-        assert _pins(guest)[0] == {frozenset(want)}
+        assert live_pins(guest)[0] == {frozenset(want)}
         assert 'changed behind ufo-agent' in agent.log.read_text()
     finally:
         agent.signal(signal.SIGTERM)
@@ -230,17 +105,17 @@ def test_unreachable_broker_does_not_stall_the_agent(guest, tmp_path):
         tmp_path, publishers__enabled='notification',
         publishers__keepalive_interval='2',
         oslo_messaging_notifications__transport_url=(
-            'rabbit://guest:guest@127.0.0.1:%d/' % _free_port())).start()
+            'rabbit://guest:guest@127.0.0.1:%d/' % free_port())).start()
     try:
-        agent.wait(lambda s: (_vm(s, uuid) or {}).get('online_vcpus') == 1,
-                   what='managed')
+        agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
+            'online_vcpus') == 1, what='managed')
         start = agent.status()
         slowest = 0.0
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             status = agent.status()
             slowest = max(slowest, status['tick_seconds'])
-            assert _vm(status, uuid)['online_vcpus'] == 1
+            assert vm_status(status, uuid)['online_vcpus'] == 1
             time.sleep(0.5)
         assert status['ticks'] - start['ticks'] >= 12
         assert slowest < 0.5
@@ -256,8 +131,8 @@ def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
     # Saved every second, so a crash loses at most one second of learning.
     agent = AgentProcess(tmp_path, agent__state_save_interval='1').start()
     try:
-        agent.wait(lambda s: (_vm(s, uuid) or {}).get('online_vcpus') == 1,
-                   what='one vCPU online')
+        agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
+            'online_vcpus') == 1, what='one vCPU online')
         assert guest.online_cpus() == {0}
         agent.wait(lambda s: (agent.state / (uuid + '.json')).exists(),
                    what='learned state on disk')
@@ -265,14 +140,14 @@ def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
         agent.proc.wait(30)
         # No heartbeat: the guest module brings every vCPU back.
         start = time.monotonic()
-        assert _wait_guest_online(guest, set(range(VCPUS)),
-                                  timeout=WATCHDOG_MS / 1000.0 + 30) == \
-            set(range(VCPUS))
+        assert wait_guest_online(
+            guest, set(range(VCPUS)),
+            timeout=WATCHDOG_MS / 1000.0 + 30) == set(range(VCPUS))
         assert time.monotonic() - start < WATCHDOG_MS / 1000.0 + 30
         # The next start finds the guest and applies its plan again.
         again = AgentProcess(tmp_path).start()
         try:
-            again.wait(lambda s: (_vm(s, uuid) or {}).get(
+            again.wait(lambda s: (vm_status(s, uuid) or {}).get(
                 'online_vcpus') == 1, what='reconciliation')
             assert guest.online_cpus() == {0}
             log = again.log.read_text()
@@ -308,8 +183,8 @@ def test_garbage_page_means_host_only_and_the_agent_carries_on(
     uuid = guest.dom.UUIDString()
     agent = AgentProcess(tmp_path).start()
     try:
-        agent.wait(lambda s: (_vm(s, uuid) or {}).get('signal') == 'guest',
-                   what='guest signal')
+        agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
+            'signal') == 'guest', what='guest signal')
         path = '/dev/shm/ufo-' + uuid
         rnd = random.Random(7)
         seen = None
@@ -322,7 +197,7 @@ def test_garbage_page_means_host_only_and_the_agent_carries_on(
                 page.write(bytes(rnd.getrandbits(8) for _ in range(128)))
                 page.flush()
                 status = agent.status()
-                vm = _vm(status, uuid)
+                vm = vm_status(status, uuid)
                 if vm and vm['signal'] == 'host-only':
                     seen = vm
                     break
@@ -331,7 +206,7 @@ def test_garbage_page_means_host_only_and_the_agent_carries_on(
         assert seen['reason']
         ticks = agent.status()['ticks']
         # The guest rewrites its area every second: guest mode comes back.
-        agent.wait(lambda s: _vm(s, uuid)['signal'] == 'guest'
+        agent.wait(lambda s: vm_status(s, uuid)['signal'] == 'guest'
                    and s['ticks'] > ticks + 2, what='guest signal again')
         assert 'signal: host-only' in agent.log.read_text()
     finally:
@@ -346,20 +221,20 @@ def test_idle_guest_is_parked_then_destroyed_leaves_nothing(
                              controller__idle_after='3')
         agent.start()
         try:
-            agent.wait(lambda s: _vm(s, uuid) is not None and
+            agent.wait(lambda s: vm_status(s, uuid) is not None and
                        (agent.state / (uuid + '.json')).exists(),
                        what='the second guest managed')
             assert os.path.exists('/dev/shm/ufo-' + uuid)
             # No workload: parked in the idle pool, on its CPUs, one vCPU.
             status = agent.wait(
-                lambda s: _vm(s, uuid)['mode'] == 'idle', what='parked')
-            vm = _vm(status, uuid)
+                lambda s: vm_status(s, uuid)['mode'] == 'idle', what='parked')
+            vm = vm_status(status, uuid)
             assert vm['cores'] == 0
             assert {int(c) for c in vm['cpus'].split(',')} == \
                 set(status['pools']['idle_cpus'])
             assert 'action=park' in agent.log.read_text()
             other.dom.destroy()
-            agent.wait(lambda s: _vm(s, uuid) is None,
+            agent.wait(lambda s: vm_status(s, uuid) is None,
                        what='the guest dropped')
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and \
@@ -368,7 +243,8 @@ def test_idle_guest_is_parked_then_destroyed_leaves_nothing(
             assert not os.path.exists('/dev/shm/ufo-' + uuid)
             assert not (agent.state / (uuid + '.json')).exists()
             # The first guest is still managed.
-            assert _vm(agent.status(), guest.dom.UUIDString()) is not None
+            assert vm_status(agent.status(),
+                             guest.dom.UUIDString()) is not None
         finally:
             agent.signal(signal.SIGTERM)
 
@@ -377,8 +253,8 @@ def test_libvirtd_restart_is_survived(guest, tmp_path):
     uuid = guest.dom.UUIDString()
     agent = AgentProcess(tmp_path).start()
     try:
-        agent.wait(lambda s: (_vm(s, uuid) or {}).get('online_vcpus') == 1,
-                   what='managed')
+        agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
+            'online_vcpus') == 1, what='managed')
         subprocess.run(['pkill', '-x', 'libvirtd'], check=True)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and subprocess.run(
@@ -393,12 +269,12 @@ def test_libvirtd_restart_is_survived(guest, tmp_path):
         # Still ticking, still managing, and it can pin again: a guest
         # whose vCPUs all came back is brought to its target again.
         agent.wait(lambda s: s['ticks'] > ticks + 3 and
-                   _vm(s, uuid) is not None, what='ticks after restart')
+                   vm_status(s, uuid) is not None, what='ticks after restart')
         assert guest.online_cpus() == {0}
         assert agent.proc.poll() is None
     finally:
         assert agent.signal(signal.SIGTERM) == 0
-    assert _wait_guest_online(guest, set(range(VCPUS))) == set(range(VCPUS))
+    assert wait_guest_online(guest, set(range(VCPUS))) == set(range(VCPUS))
 
 
 def test_guest_reset_is_applied_again(guest_artifacts, tmp_path):
@@ -407,7 +283,7 @@ def test_guest_reset_is_applied_again(guest_artifacts, tmp_path):
         uuid = g.dom.UUIDString()
         agent = AgentProcess(tmp_path).start()
         try:
-            agent.wait(lambda s: (_vm(s, uuid) or {}).get(
+            agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
                 'online_vcpus') == 1, what='one vCPU online')
             mark = g.console.position
             g.dom.reset()
@@ -415,6 +291,6 @@ def test_guest_reset_is_applied_again(guest_artifacts, tmp_path):
             # target again (on the reboot event, or on seeing the guest
             # keep more vCPUs online than asked).
             g.console.wait_for(r'UFO-INIT ready', 180, start=mark)
-            assert _wait_guest_online(g, {0}, timeout=60) == {0}
+            assert wait_guest_online(g, {0}, timeout=60) == {0}
         finally:
             agent.signal(signal.SIGTERM)

@@ -1,0 +1,180 @@
+"""ufo-agent end to end under changing load, on a small host.
+
+One Nova guest (two vCPUs) runs the LC workload, started and stopped from
+its serial console. ufo-agent manages every host CPU in the small-host
+mode (``emulator_min_cores = 0``, ``idle_pool_min_cores = 0``), so that
+on a two-CPU test machine the guest can hold one core or two. What the
+tests check is seen from outside: /status, libvirt's live pins and the
+guest's own online CPUs.
+"""
+
+import re
+import signal
+import time
+
+import pytest
+
+from ufo_agent.tests.functional.agentproc import AgentProcess
+from ufo_agent.tests.functional.agentproc import host_online_cpus
+from ufo_agent.tests.functional.agentproc import live_pins
+from ufo_agent.tests.functional.agentproc import nova_guest
+from ufo_agent.tests.functional.agentproc import vm_status
+from ufo_agent.tests.functional.agentproc import WATCHDOG_MS
+
+SMALL_HOST = {'controller__emulator_min_cores': '0',
+              'controller__idle_pool_min_cores': '0'}
+# 500 us requests: 4000/s keep two vCPUs busy, 60/s keep one 3% busy.
+HIGH, LOW = 4000, 60
+STABLE_S = 6.0
+
+
+@pytest.fixture(scope='module')
+def guest(guest_artifacts):
+    with nova_guest(watchdog_ms=WATCHDOG_MS) as g:
+        yield g
+
+
+def set_load(guest, rate):
+    guest.console.sh('killall ufo-workload 2>/dev/null; true')
+    if rate:
+        rc, _ = guest.console.sh(
+            '(ufo-workload rate=%d svc_us=500 workers=2 >/dev/null 2>&1 &)'
+            % rate)
+        assert rc == 0
+
+
+def cpus_of(text):
+    return {int(c) for c in text.split(',') if c}
+
+
+def stable(pred, seconds=STABLE_S):
+    """A predicate that holds once ``pred`` held for ``seconds``."""
+    since = []
+
+    def check(status):
+        if not pred(status):
+            since.clear()
+            return False
+        if not since:
+            since.append(time.monotonic())
+        return time.monotonic() - since[0] >= seconds
+    return check
+
+
+def agreed_view(agent, guest, uuid, timeout=20.0):
+    """Wait until /status, libvirt's pins and the guest agree; return it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = agent.status()
+        vm = vm_status(status, uuid)
+        vcpu_pins, emulator_pins = live_pins(guest)
+        online = guest.online_cpus()
+        view = (vm, vcpu_pins, emulator_pins, online, status['pools'])
+        if vcpu_pins == {frozenset(cpus_of(vm['cpus']))} and \
+                emulator_pins == set(status['pools']['emulator_cpus']) and \
+                online == set(range(vm['target_vcpus'])):
+            return view
+        if time.monotonic() > deadline:
+            raise AssertionError('status, pins and guest disagree: %s'
+                                 % (view,))
+        time.sleep(0.5)
+
+
+def decisions(agent, uuid, since=0):
+    """(action, old cores, new cores) of ``uuid`` logged after ``since``."""
+    text = agent.log.read_text()[since:] if agent.log.exists() else ''
+    return [(action, int(old), int(new)) for action, old, new in re.findall(
+        r'vm=%s action=([\w-]+) cores=(\d+)->(\d+)' % re.escape(uuid),
+        text)]
+
+
+def log_mark(agent):
+    return len(agent.log.read_text()) if agent.log.exists() else 0
+
+
+def test_cores_and_online_vcpus_follow_the_load(guest, tmp_path):
+    uuid = guest.dom.UUIDString()
+    set_load(guest, LOW)
+    agent = AgentProcess(tmp_path, **SMALL_HOST).start()
+    try:
+        for rate, cores in ((LOW, 1), (HIGH, 2), (LOW, 1)):
+            mark = log_mark(agent)
+            set_load(guest, rate)
+
+            def holds(s, cores=cores):
+                vm = vm_status(s, uuid) or {}
+                return vm.get('mode') == 'active' and \
+                    vm.get('cores') == cores and \
+                    vm.get('target_vcpus') == cores and \
+                    vm.get('online_vcpus') == cores
+
+            agent.wait(stable(holds), timeout=150,
+                       what='%d cores for %.0f s at %d requests/s'
+                       % (cores, STABLE_S, rate))
+            vm, vcpu_pins, _, online, _ = agreed_view(agent, guest, uuid)
+            # #vCPUs == #pCPUs, on CPUs the guest holds alone.
+            assert len(cpus_of(vm['cpus'])) == vm['target_vcpus'] == \
+                len(online) == cores
+            if rate == HIGH:
+                # The load, not the cold start, moved it: a change up
+                # after the load went up.
+                assert any(new > old for _, old, new in
+                           decisions(agent, uuid, mark)), agent.log
+            elif mark:
+                assert any(new < old for _, old, new in
+                           decisions(agent, uuid, mark)), agent.log
+        assert agent.signal(signal.SIGTERM) == 0
+    finally:
+        if agent.proc.poll() is None:
+            agent.proc.kill()
+        set_load(guest, 0)
+    # Given back with every vCPU online.
+    vcpu_pins, _ = live_pins(guest)
+    assert vcpu_pins == {frozenset(host_online_cpus())}
+
+
+def emulator_decisions(agent, since):
+    return decisions(agent, 'emulator', since)
+
+
+def test_emulator_pool_grows_with_io_load_and_shrinks_back(guest, tmp_path):
+    # The emulator threads of a TCG test guest use about 15% of a CPU at
+    # the high load and 1% at the low one: marks of 6% and 3% of a core
+    # stand in for the 70% and 50% a production host's I/O would cross.
+    uuid = guest.dom.UUIDString()
+    set_load(guest, LOW)
+    agent = AgentProcess(tmp_path, controller__emulator_util_high='0.06',
+                         controller__emulator_util_low='0.03',
+                         **SMALL_HOST).start()
+    try:
+        agent.wait(stable(
+            lambda s: (vm_status(s, uuid) or {}).get('cores') == 1 and
+            s['pools']['emulator_cores'] == 0), timeout=150,
+            what='an empty emulator pool at low load')
+        _, _, emulator_pins, _, pools = agreed_view(agent, guest, uuid)
+        # No core of their own: the emulator threads use the shared CPUs
+        # (the idle core here).
+        assert emulator_pins == set(pools['shared_cpus']) == \
+            set(pools['idle_cpus'])
+        mark = log_mark(agent)
+        set_load(guest, HIGH)
+        agent.wait(stable(lambda s: s['pools']['emulator_cores'] == 1),
+                   timeout=120, what='the emulator pool to grow')
+        vm, vcpu_pins, emulator_pins, _, pools = agreed_view(agent, guest,
+                                                             uuid)
+        assert emulator_pins == set(pools['emulator_cpus'])
+        assert len(emulator_pins) == 1
+        assert not emulator_pins & cpus_of(vm['cpus'])
+        assert ('emulator-grow', 0, 1) in emulator_decisions(agent, mark)
+        mark = log_mark(agent)
+        set_load(guest, LOW)
+        agent.wait(stable(lambda s: s['pools']['emulator_cores'] == 0),
+                   timeout=120, what='the emulator pool to shrink')
+        _, _, emulator_pins, _, pools = agreed_view(agent, guest, uuid)
+        assert emulator_pins == set(pools['shared_cpus'])
+        assert ('emulator-shrink', 1, 0) in emulator_decisions(agent, mark)
+        assert agent.signal(signal.SIGTERM) == 0
+    finally:
+        if agent.proc.poll() is None:
+            agent.proc.kill()
+        set_load(guest, 0)
