@@ -18,6 +18,7 @@ from ufo_agent.tests.functional.agentproc import AgentProcess
 from ufo_agent.tests.functional.agentproc import host_online_cpus
 from ufo_agent.tests.functional.agentproc import live_pins
 from ufo_agent.tests.functional.agentproc import nova_guest
+from ufo_agent.tests.functional.agentproc import set_load
 from ufo_agent.tests.functional.agentproc import vm_status
 from ufo_agent.tests.functional.agentproc import WATCHDOG_MS
 
@@ -32,15 +33,6 @@ STABLE_S = 6.0
 def guest(guest_artifacts):
     with nova_guest(watchdog_ms=WATCHDOG_MS) as g:
         yield g
-
-
-def set_load(guest, rate):
-    guest.console.sh('killall ufo-workload 2>/dev/null; true')
-    if rate:
-        rc, _ = guest.console.sh(
-            '(ufo-workload rate=%d svc_us=500 workers=2 >/dev/null 2>&1 &)'
-            % rate)
-        assert rc == 0
 
 
 def cpus_of(text):

@@ -1,0 +1,26 @@
+#!/bin/bash
+# The README's main job on a fresh Debian 12 machine: installs what it
+# needs (tools/install-deps.sh, then ufo-nova with its plot extra into
+# .venv-demo), then runs ufo-demo: three oversubscribed guests under
+# ufo-agent with a live view; a plot and a summary at the end.
+#
+# Usage: tools/demo.sh [ufo-demo options]   (ufo-demo --help)
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+cd "$TOP"
+VENV=${UFO_DEMO_VENV:-$TOP/.venv-demo}
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+    SUDO=sudo
+fi
+
+"$TOP/tools/install-deps.sh"
+if [ ! -x "$VENV/bin/ufo-demo" ]; then
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --upgrade pip
+fi
+# Cheap when nothing changed; picks up a new checkout otherwise.
+"$VENV/bin/pip" install -q -e "$TOP[plot]"
+exec $SUDO "$VENV/bin/ufo-demo" "$@"

@@ -1,0 +1,1 @@
+"""The README's main job: three oversubscribed guests under ufo-agent."""

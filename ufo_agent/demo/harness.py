@@ -1,0 +1,178 @@
+"""Real guests and a real ufo-agent process, for the demo and e2e tests.
+
+``nova_guest`` boots a test guest (``ufo_agent.channel.testguest``) and
+writes Nova's ``<nova:instance>`` metadata into it, as Nova does, so that
+ufo-agent manages it like any instance. ``AgentProcess`` runs the real
+``ufo-agent`` command with a generated configuration file and reads its
+/status endpoint.
+"""
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from ufo_agent.channel import testguest
+
+NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
+NOVA_META = """<instance>
+  <name>%(name)s</name>
+  <flavor name="%(flavor)s"><vcpus>%(vcpus)d</vcpus>
+    <extraSpecs>%(specs)s</extraSpecs>
+  </flavor>
+</instance>"""
+
+
+class AgentFailed(AssertionError):
+    """ufo-agent exited, or a condition was not reached in time."""
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def host_online_cpus():
+    with open('/sys/devices/system/cpu/online') as handle:
+        text = handle.read().strip()
+    cpus = set()
+    for part in text.split(','):
+        first, _, last = part.partition('-')
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+class AgentProcess:
+    """``ufo-agent`` as a subprocess; options are ``group__name=value``."""
+
+    def __init__(self, workdir, **options):
+        self.port = free_port()
+        self.state = workdir / 'state'
+        self.log = workdir / 'agent.log'
+        conf = {
+            'agent': {'state_path': str(self.state),
+                      'metrics_port': str(self.port)},
+            'controller': {'idle_after': '600'},
+            # No broker: the messaging path has its own tests.
+            'publishers': {'enabled': ''},
+        }
+        for key, value in options.items():
+            group, name = key.split('__')
+            conf.setdefault(group, {})[name] = value
+        self.conf = workdir / 'ufo-agent.conf'
+        self.conf.write_text(''.join(
+            '[%s]\n%s\n' % (group, ''.join('%s = %s\n' % kv
+                                           for kv in values.items()))
+            for group, values in conf.items()))
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
+             str(self.conf), '--log-file', str(self.log)])
+        return self
+
+    def log_text(self):
+        return self.log.read_text() if self.log.exists() else ''
+
+    def status(self):
+        url = 'http://127.0.0.1:%d/status' % self.port
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return json.loads(response.read().decode())
+
+    def wait(self, pred, timeout=90.0, what='condition'):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AgentFailed('ufo-agent exited with %d:\n%s' % (
+                    self.proc.returncode, self.log_text()[-3000:]))
+            try:
+                last = self.status()
+                if pred(last):
+                    return last
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise AgentFailed('timeout waiting for %s; last status %s\n%s'
+                          % (what, last, self.log_text()[-3000:]))
+
+    def signal(self, signum, timeout=60.0):
+        self.proc.send_signal(signum)
+        return self.proc.wait(timeout)
+
+    def stop(self, signum, timeout=60.0):
+        """Signal the agent and wait; kill it if it does not exit."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        try:
+            return self.signal(signum, timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+
+@contextlib.contextmanager
+def nova_guest(vcpus=2, name='e2e-web', flavor='lc.small', vm_class='lc',
+               **kwargs):
+    """A test guest carrying Nova's instance metadata, as Nova writes it.
+
+    On exit the guest is destroyed and the channel page ufo-agent attached
+    is removed (a running agent would remove it itself).
+    """
+    import libvirt
+    g = testguest.TestGuest(vcpus=vcpus, channel=False, **kwargs)
+    g.start()
+    uuid = g.dom.UUIDString()
+    specs = ('<extraSpec name="ufo:class">%s</extraSpec>' % vm_class
+             if vm_class else '')
+    try:
+        g.dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT,
+                          NOVA_META % {'name': name, 'flavor': flavor,
+                                       'vcpus': vcpus, 'specs': specs},
+                          'nova', NOVA_NS, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        yield g
+    finally:
+        g.close()
+        try:
+            os.unlink('/dev/shm/ufo-' + uuid)
+        except FileNotFoundError:
+            pass
+
+
+def set_load(guest, rate, svc_us=500, workers=2, report=False):
+    """(Re)start the guest's LC workload at ``rate`` requests/s; 0 stops it.
+
+    With ``report`` the workload prints its latency line (``UFO-WL``)
+    every second on the serial console.
+    """
+    guest.console.sh('killall ufo-workload 2>/dev/null; true')
+    if rate:
+        out = '/dev/ttyS0' if report else '/dev/null'
+        rc, _ = guest.console.sh(
+            '(ufo-workload rate=%d svc_us=%d workers=%d >%s 2>&1 &)'
+            % (rate, svc_us, workers, out))
+        if rc != 0:
+            raise RuntimeError('could not start the workload in %s'
+                               % guest.name)
+
+
+def vm_status(status, uuid):
+    for vm in status['vms']:
+        if vm['uuid'] == uuid:
+            return vm
+    return None
+
+
+def live_pins(guest):
+    """libvirt's live pins: (set of vCPU pin sets, emulator pin set)."""
+    vcpus = {frozenset(i for i, on in enumerate(m) if on)
+             for m in guest.dom.vcpuPinInfo(1)}
+    emulator = frozenset(i for i, on in enumerate(
+        guest.dom.emulatorPinInfo(1)) if on)
+    return vcpus, emulator

@@ -1,0 +1,55 @@
+"""What the demo does over time: load phases and the agent's settings.
+
+Two latency-critical guests (``lc-a``, ``lc-b``) get changing load, one
+guest (``idle``) never does. Each phase sets a request rate per LC guest;
+the workload serves 500 us requests on two worker threads: 2400/s keeps
+two vCPUs 60% busy but is more than one vCPU can serve (its queue and
+latency grow), 60/s keeps one 3% busy.
+"""
+
+import dataclasses
+
+HIGH = 2400
+LOW = 60
+GUESTS = ('lc-a', 'lc-b', 'idle')
+LC_GUESTS = ('lc-a', 'lc-b')
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    name: str
+    rates: dict     # guest -> requests/s (0: no workload)
+
+    def describe(self):
+        return ', '.join('%s %s' % (g, _load_word(self.rates.get(g, 0)))
+                         for g in LC_GUESTS)
+
+
+def _load_word(rate):
+    if rate >= HIGH:
+        return 'busy (%d req/s)' % rate
+    if rate:
+        return 'light (%d req/s)' % rate
+    return 'quiet'
+
+
+PHASES = (
+    Phase('a-busy', {'lc-a': HIGH, 'lc-b': 0}),
+    Phase('both-busy', {'lc-a': HIGH, 'lc-b': HIGH}),
+    Phase('b-busy', {'lc-a': 0, 'lc-b': HIGH}),
+    Phase('both-light', {'lc-a': LOW, 'lc-b': LOW}),
+)
+
+
+def agent_options(managed_cores, idle_after=8):
+    """ufo-agent options for the demo host (``group__name`` keys).
+
+    Under four managed cores the small-host mode (doc/source/
+    controller.rst) lets one busy guest hold every core; with the
+    defaults no guest could ever hold more than one core there.
+    """
+    options = {'controller__idle_after': str(idle_after)}
+    if managed_cores < 4:
+        options.update({'controller__emulator_min_cores': '0',
+                        'controller__idle_pool_min_cores': '0'})
+    return options
