@@ -1,0 +1,74 @@
+"""UFO: the real ufo-agent, unmodified, driving the simulated host.
+
+The agent loop (and in it the controller, sampler and enforcer) runs
+against :class:`~ufo_sim.driver.SimDriver` on simulated time: its clock
+is the host's, and it ticks once per simulated second, as it does once
+per wall-clock second on a real host. It manages every CPU of the
+budget host and starts, like a freshly started agent, with nothing
+learned.
+"""
+
+from ufo_agent.agent import loop
+from ufo_agent.controller import config as controller_config
+from ufo_sim import driver as sim_driver
+from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import scenario
+
+NAME = 'ufo'
+
+
+class UfoAgent:
+    """An :class:`~ufo_agent.agent.loop.Agent` bound to one scene."""
+
+    def __init__(self, scene, config=None, vm_class='lc'):
+        self.scene = scene
+        self.driver = sim_driver.SimDriver(scene.host)
+        for i, vm in enumerate(scene.vms):
+            self.driver.add(vm, scene.vcpus[i], vm_class=vm_class)
+        managed = self.driver.all_cpus
+        self.agent = loop.Agent(
+            self.driver, managed,
+            config or controller_config.ControllerConfig(),
+            loop.AgentSettings(), clock=lambda: scene.host.now)
+        self.agent.start()
+
+    def held_cpus(self):
+        """Logical CPUs in the VM pools and the emulator pool now."""
+        plan = self.agent.last_plan
+        if plan is None:
+            return len(self.driver.all_cpus)
+        cpus = set(plan.emulator_cpus)
+        for vm in plan.vms.values():
+            cpus |= vm.cpus if vm.cores else set()
+        return len(cpus)
+
+    def tick(self):
+        return self.agent.tick()
+
+
+def evaluate(cell, settings):
+    scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME))
+    ufo = UfoAgent(scene)
+    host = scene.host
+    judged, held, overloaded = [[] for _ in scene.vms], 0, False
+    total = int(settings.converge + settings.measure)
+    for second in range(total):
+        host.advance(1.0)
+        lat = [host.take_latencies(vm) for vm in scene.vms]
+        if second >= settings.converge:
+            for i, values in enumerate(lat):
+                judged[i].append(values)
+            held = max(held, ufo.held_cpus())
+            overloaded |= bool(ufo.agent.last_plan and
+                               ufo.agent.last_plan.overloaded)
+        ufo.tick()
+    window = scenario.judge(
+        scene, [scenario.concat(parts) for parts in judged],
+        settings.measure)
+    plan = ufo.agent.last_plan
+    return cell_mod.CellResult(
+        NAME, cell.key, held, window.all_ok, window.p99_us,
+        {'vm_cores': [len(plan.vms[vm].cores) for vm in scene.vms],
+         'emulator_cores': len(plan.emulator_cores),
+         'online': [plan.vms[vm].online_vcpus for vm in scene.vms],
+         'overloaded': overloaded, 'sim_seconds': total})
