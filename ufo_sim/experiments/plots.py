@@ -4,6 +4,7 @@ matplotlib is imported inside the functions with the Agg backend, so
 the simulator and its tests run without it or a display.
 """
 
+
 def _pyplot():
     import matplotlib
     matplotlib.use('Agg')
