@@ -23,7 +23,7 @@ from ufo_sim.managers import cell as cell_mod
 
 def _settings(args, **quick):
     values = {'seed': args.seed}
-    for name in ('warmup', 'measure', 'converge'):
+    for name in ('warmup', 'measure', 'converge', 'judge'):
         given = getattr(args, name, None)
         if given is not None:
             values[name] = given
@@ -57,7 +57,7 @@ def _grid(args):
     from ufo_sim.experiments import grid as grid_mod
     from ufo_sim.experiments import report
     if args.quick:
-        settings = _settings(args, warmup=1.0, measure=3.0, converge=20.0)
+        settings = _settings(args, converge=20, judge=6)
         loads = grid_mod.QUICK_LOADS
     else:
         settings = _settings(args)
@@ -68,7 +68,7 @@ def _grid(args):
     managers = args.managers.split(',')
     started = time.monotonic()
     grid = grid_mod.run(settings, loads, managers, mix_list,
-                        processes=args.processes)
+                        processes=args.processes, progress=sys.stderr)
     os.makedirs(args.out, exist_ok=True)
     data = report.grid_report(grid, args.out, plots=not args.no_plots)
     write_json(os.path.join(args.out, 'grid.json'), data)
@@ -136,8 +136,11 @@ def parser():
                          help='simulated seconds before measuring')
         cmd.add_argument('--measure', type=float,
                          help='simulated seconds measured per trial')
-        cmd.add_argument('--converge', type=float,
-                         help='seconds the feedback managers settle')
+        cmd.add_argument('--converge', type=int,
+                         help='control intervals (real seconds) the '
+                              'feedback managers get to settle')
+        cmd.add_argument('--judge', type=int,
+                         help='control intervals judged after settling')
 
     g = sub.add_parser('grid', help='2-VM co-location grids (Fig. 12/13)')
     common(g)

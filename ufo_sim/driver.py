@@ -8,6 +8,14 @@ rates over the interval since the previous read, in the units and bounds
 the host channel validates (utilization in 1/100 percent, never above
 100 % per online vCPU).
 
+The engine dilates time (:data:`ufo_sim.engine.TIME_SCALE`: every
+duration is stretched, every rate divided by the same factor). The driver
+undoes it, so the agent sees a real host: its clock, the Observation
+times and every nanosecond counter are simulated values divided by the
+scale. One agent tick a second then spans ``TIME_SCALE`` simulated
+seconds, and the controller's settle time, thresholds and rates keep
+their real-world meaning.
+
 The simulated guest kernel applies an online target at once, so every
 target is acknowledged as soon as it is sent: the enforcer never waits,
 which matters because the agent's clock is the simulated one.
@@ -18,6 +26,7 @@ import dataclasses
 from ufo_agent.channel import host_channel
 from ufo_agent.channel import layout
 from ufo_agent.driver import base
+from ufo_sim import engine
 
 
 @dataclasses.dataclass
@@ -36,8 +45,9 @@ class _SimGuest:
 class SimDriver(base.HypervisorDriver):
     """Drives one :class:`SimHost`; guests are added with :meth:`add`."""
 
-    def __init__(self, host):
+    def __init__(self, host, time_scale=engine.TIME_SCALE):
         self.host = host
+        self.time_scale = float(time_scale)
         self.all_cpus = frozenset(c for group in host.siblings
                                   for c in group)
         self._guests = {}
@@ -74,18 +84,23 @@ class SimDriver(base.HypervisorDriver):
         return events
 
     # -- samples ---------------------------------------------------------
+    def now(self):
+        """The agent's clock: simulated time in real-world seconds."""
+        return self.host.now / self.time_scale
+
     def observe(self, uuid):
         g = self._get(uuid)
         c = self.host.counters(uuid)
-        now = self.host.now
+        now = self.now()
         report = None
         if g.guest.has_channel:
             report = self._guest_report(g, c, now)
+        scale = self.time_scale
         return base.Observation(
-            time=now, vcpu_cpu_ns=int(c.vcpu_cpu_ns),
-            vcpu_wait_ns=int(c.vcpu_wait_ns),
+            time=now, vcpu_cpu_ns=int(c.vcpu_cpu_ns / scale),
+            vcpu_wait_ns=int(c.vcpu_wait_ns / scale),
             vcpu_slices=int(c.vcpu_slices),
-            emulator_cpu_ns=int(c.emulator_cpu_ns), guest=report)
+            emulator_cpu_ns=int(c.emulator_cpu_ns / scale), guest=report)
 
     def _guest_report(self, g, c, now):
         """The guest module's latest sample, as the host channel reads it.
@@ -101,7 +116,8 @@ class SimDriver(base.HypervisorDriver):
         if g.last_time is not None:
             span = now - g.last_time
             interval_ns = int(round(span * 1e9))
-            busy = max(0, c.guest_busy_ns - g.last_busy_ns)
+            busy = max(0, c.guest_busy_ns - g.last_busy_ns) / \
+                self.time_scale
             # The page holds 1/100 percent as an integer, capped at what
             # the online vCPUs can run (the channel rejects more).
             util = min(int(busy / span / 1e5), 10000 * online)

@@ -11,7 +11,6 @@ VMs renamed, so only one of the two is simulated.
 import dataclasses
 import itertools
 import multiprocessing
-import sys
 import time
 
 from ufo_sim.managers import cell as cell_mod
@@ -91,8 +90,11 @@ class Grid:
 
 
 def run(settings, loads, managers, mix_list=None, processes=2,
-        progress=sys.stderr):
-    """Run the grid; returns a :class:`Grid`."""
+        progress=None):
+    """Run the grid; returns a :class:`Grid`.
+
+    ``progress`` is a stream for a progress line every ten runs.
+    """
     mix_list = mix_list or mixes()
     tasks, mirrors = [], []
     for mix in mix_list:

@@ -20,8 +20,9 @@ MANAGER_LABELS = {'default': 'Default', 'dyniso': 'DynIso',
 def heatmaps(path, title, loads, managers, value, budget_cpus):
     """One heatmap per manager: CPUs needed per (VM1 load, VM2 load).
 
-    ``value(manager, load1, load2)`` returns (cpus, feasible). Infeasible
-    cells are brown with an x, as in the paper's Fig. 12.
+    ``value(manager, load1, load2)`` returns (cpus, QoS met). Cells
+    missing QoS are brown with an x, as in the paper's Fig. 12; the title
+    counts the cells met within ``budget_cpus``.
     """
     plt = _pyplot()
     from matplotlib import colors
@@ -30,14 +31,14 @@ def heatmaps(path, title, loads, managers, value, budget_cpus):
                              figsize=(3.0 * len(managers) + 1, 3.4),
                              squeeze=False)
     cmap = plt.get_cmap('Blues')
-    norm = colors.Normalize(vmin=0, vmax=budget_cpus + 2)
+    norm = colors.Normalize(vmin=0, vmax=budget_cpus + 4)
     for ax, manager in zip(axes[0], managers):
         feasible_count = 0
         for i, a in enumerate(loads):
             for j, b in enumerate(loads):
                 cpus, ok = value(manager, a, b)
                 if ok:
-                    feasible_count += 1
+                    feasible_count += cpus <= budget_cpus
                     color = cmap(norm(cpus))
                     text = '%d' % cpus
                 else:

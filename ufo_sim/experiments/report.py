@@ -42,9 +42,10 @@ def _heatmap(grid, mix, table, budget, path):
         key = cell_mod.Cell((cell_mod.VmLoad(mix[0], a),
                              cell_mod.VmLoad(mix[1], b))).key
         r = table.get(manager, {}).get(key)
-        if r is None:
+        if r is None or r['cpus'] is None:
             return None, False
-        return r['cpus'], summary.feasible(r, budget)
+        # Static pinning may meet QoS above the budget: show its cost.
+        return r['cpus'], bool(r['qos_met'])
 
     plots.heatmaps(path, '%s: host CPUs to meet QoS (budget %d)'
                    % (grid_mod.mix_name(mix), budget),
@@ -69,7 +70,7 @@ def grid_table(data):
             _fmt(per['ufo_vs_dyniso_core_saving_avg']),
             _fmt(per['ufo_vs_dyniso_core_saving_max']),
             _fmt(per['ufo_over_oracle_cores'], '%.2f')))
-    lines.append('(columns: % of cells meeting QoS within %d CPUs)'
+    lines.append('(columns: %% of cells meeting QoS within %d CPUs)'
                  % _budget(data['settings']))
     return '\n'.join(lines)
 

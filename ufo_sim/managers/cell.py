@@ -9,6 +9,8 @@ CPUs (the paper's "#pCPUs"); managers allocate whole SMT cores.
 import dataclasses
 import zlib
 
+from ufo_sim import engine
+
 
 @dataclasses.dataclass(frozen=True)
 class VmLoad:
@@ -38,16 +40,20 @@ class Settings:
 
     ``cores`` x ``smt`` is the host the paper uses for its grids (16
     pCPUs); it is also the budget: needing more means QoS is infeasible.
-    ``warmup`` and ``measure`` are the seconds of simulated time before
-    and during measurement for static allocations; the feedback managers
-    (DynIso, UFO) get ``converge`` seconds to settle first.
+    ``warmup`` and ``measure`` are the simulated seconds before and
+    during the measurement of a static allocation. The feedback managers
+    (DynIso, UFO) act once per control interval of ``tick`` simulated
+    seconds (one real second: the engine's time scale); they get
+    ``converge`` intervals to settle, then ``judge`` intervals are judged.
     """
 
     cores: int = 8
     smt: int = 2
-    warmup: float = 1.0
-    measure: float = 4.0
-    converge: float = 30.0
+    warmup: float = 5.0
+    measure: float = 20.0
+    tick: float = engine.TIME_SCALE
+    converge: int = 30
+    judge: int = 10
     seed: int = 1
 
 

@@ -6,9 +6,10 @@ cores are resized once a second from the p99 measured over that second
 (:mod:`ufo_sim.managers.parties`), starting from an even split of the
 budget. A VM holds at most as many CPUs as it has vCPUs (paper 6.1).
 
-The loop runs ``converge`` seconds, then keeps running while the cell is
-judged over ``measure`` seconds; the CPUs reported are the most it held
-during the judged window.
+The loop acts once per control interval (one real second, ``tick``
+simulated seconds). It runs ``converge`` intervals, then keeps running
+while the cell is judged over ``judge`` intervals; the CPUs reported are
+the most it held during the judged window.
 """
 
 import math
@@ -56,7 +57,10 @@ class DynIso:
                 self.scene.host.pin_emulator(vm, self.emulator_cpus)
 
     def step(self, now, latencies):
-        """Feed one second of latencies (one array per VM), apply."""
+        """Feed one interval's latencies (one array per VM), apply.
+
+        ``now`` counts control intervals (real-world seconds).
+        """
         before = self.counts()
         self.loop.step(now, {vm: scenario.p99(lat)
                              for vm, lat in zip(self.names, latencies)})
@@ -69,17 +73,19 @@ def evaluate(cell, settings):
     manager = DynIso(scene, settings.cores, settings.smt)
     host = scene.host
     judged, held = [[] for _ in scene.vms], 0
-    total = int(settings.converge + settings.measure)
+    total = settings.converge + settings.judge
     for second in range(total):
-        host.advance(1.0)
+        host.advance(settings.tick)
         lat = [host.take_latencies(vm) for vm in scene.vms]
         if second >= settings.converge:
             for i, values in enumerate(lat):
                 judged[i].append(values)
             held = max(held, sum(manager.counts()))
-        manager.step(host.now, lat)
+        manager.step(second + 1.0, lat)
     window = scenario.judge(
-        scene, [scenario.concat(parts) for parts in judged], settings.measure)
+        scene, [scenario.concat(parts) for parts in judged],
+        settings.judge * settings.tick)
     return cell_mod.CellResult(
         NAME, cell.key, held * settings.smt, window.all_ok, window.p99_us,
-        {'vm_cores': manager.counts(), 'sim_seconds': total})
+        {'vm_cores': manager.counts(),
+         'sim_seconds': total * settings.tick})

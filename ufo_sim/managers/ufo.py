@@ -2,8 +2,9 @@
 
 The agent loop (and in it the controller, sampler and enforcer) runs
 against :class:`~ufo_sim.driver.SimDriver` on simulated time: its clock
-is the host's, and it ticks once per simulated second, as it does once
-per wall-clock second on a real host. It manages every CPU of the
+is the host's in real-world seconds (:class:`~ufo_sim.driver.SimDriver`
+undoes the engine's time dilation), and it ticks once per such second,
+as it does on a real host. It manages every CPU of the
 budget host and starts, like a freshly started agent, with nothing
 learned.
 """
@@ -29,7 +30,7 @@ class UfoAgent:
         self.agent = loop.Agent(
             self.driver, managed,
             config or controller_config.ControllerConfig(),
-            loop.AgentSettings(), clock=lambda: scene.host.now)
+            loop.AgentSettings(), clock=self.driver.now)
         self.agent.start()
 
     def held_cpus(self):
@@ -51,9 +52,9 @@ def evaluate(cell, settings):
     ufo = UfoAgent(scene)
     host = scene.host
     judged, held, overloaded = [[] for _ in scene.vms], 0, False
-    total = int(settings.converge + settings.measure)
+    total = settings.converge + settings.judge
     for second in range(total):
-        host.advance(1.0)
+        host.advance(settings.tick)
         lat = [host.take_latencies(vm) for vm in scene.vms]
         if second >= settings.converge:
             for i, values in enumerate(lat):
@@ -64,11 +65,12 @@ def evaluate(cell, settings):
         ufo.tick()
     window = scenario.judge(
         scene, [scenario.concat(parts) for parts in judged],
-        settings.measure)
+        settings.judge * settings.tick)
     plan = ufo.agent.last_plan
     return cell_mod.CellResult(
         NAME, cell.key, held, window.all_ok, window.p99_us,
         {'vm_cores': [len(plan.vms[vm].cores) for vm in scene.vms],
          'emulator_cores': len(plan.emulator_cores),
          'online': [plan.vms[vm].online_vcpus for vm in scene.vms],
-         'overloaded': overloaded, 'sim_seconds': total})
+         'overloaded': overloaded,
+         'sim_seconds': total * settings.tick})

@@ -1,0 +1,69 @@
+"""The ufo-sim command on tiny experiments."""
+
+import json
+import os
+import re
+
+from ufo_sim import cmd
+
+RESULT = re.compile(
+    r'^RESULT ufo_vs_dyniso_core_saving_avg=(-?[0-9.]+|nan) '
+    r'ufo_vs_dyniso_core_saving_max=(-?[0-9.]+|nan) '
+    r'ufo_over_oracle_cores=(-?[0-9.]+|nan) '
+    r'ufo_qos_feasible_cells_pct=([0-9.]+) '
+    r'dyniso_qos_feasible_cells_pct=([0-9.]+)$')
+TINY = ['--loads', '0.1,0.3', '--apps', 'memcached', '--converge', '8',
+        '--judge', '2', '--warmup', '2', '--measure', '8']
+
+
+def _grid(tmp_path, capsys, *extra):
+    out = str(tmp_path / 'out')
+    assert cmd.main(['grid', '--out', out] + TINY + list(extra)) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    with open(os.path.join(out, 'grid.json')) as f:
+        return lines, json.load(f), out
+
+
+def test_grid_prints_one_result_line_last(tmp_path, capsys):
+    lines, data, out = _grid(tmp_path, capsys, '--processes', '2')
+    assert RESULT.match(lines[-1]), lines[-1]
+    assert sum(1 for line in lines if line.startswith('RESULT')) == 1
+    assert lines[-1] == data['result_line']
+    # 2 x 2 cells of memcached+memcached, every manager, mirrored cell
+    # (0.3, 0.1) included.
+    assert len(data['results']) == 4 * 5
+    assert data['summary']['cells'] == 4
+    pct = float(RESULT.match(lines[-1]).group(4))
+    ufo_ok = sum(1 for r in data['results']
+                 if r['manager'] == 'ufo' and r['qos_met'] and
+                 r['cpus'] <= 16)
+    assert pct == 100.0 * ufo_ok / 4
+    assert os.path.getsize(os.path.join(
+        out, 'grid-memcached+memcached.png')) > 1000
+
+
+def test_grid_is_deterministic_under_a_seed(tmp_path, capsys):
+    short = ('--no-plots', '--managers', 'dyniso,ufo,default', '--loads',
+             '0.2', '--converge', '3', '--judge', '2')
+    _, first, _ = _grid(tmp_path / 'a', capsys, '--processes', '1', *short)
+    _, second, _ = _grid(tmp_path / 'b', capsys, '--processes', '2', *short)
+    assert first['results'] == second['results']
+    _, third, _ = _grid(tmp_path / 'c', capsys, '--processes', '1',
+                        '--seed', '5', *short)
+    assert third['results'] != first['results']
+
+
+def test_mal_reads_a_grid(tmp_path, capsys):
+    _, data, out = _grid(tmp_path, capsys, '--processes', '1',
+                         '--no-plots')
+    assert cmd.main(['mal', '--grid', os.path.join(out, 'grid.json'),
+                     '--out', out]) == 0
+    with open(os.path.join(out, 'mal.json')) as f:
+        mal = json.load(f)
+    curve = mal['per_mix']['memcached+memcached']['ufo']
+    values = [curve[k] for k in sorted(curve, key=int)
+              if curve[k] is not None]
+    assert values
+    # MAL never drops as CPUs are added.
+    assert values == sorted(values)
+    assert os.path.exists(os.path.join(out, 'mal-memcached+memcached.png'))
