@@ -36,6 +36,7 @@ struct params {
 	double sw_vm_out;	/* extra when switching a vCPU out (exit) */
 	double lat, min_gran, wake_gran;	/* host CFS */
 	double g_lat, g_min_gran, g_wake_gran, g_sw;	/* guest CFS */
+	double halt_poll;	/* KVM halt polling window */
 	int max_outstanding;
 };
 
@@ -79,6 +80,7 @@ struct gvcpu {
 	int *q;
 	double rem, min_vr;
 	tns sl_start;
+	tns poll_end;		/* halted, KVM polls until then; 0: no */
 };
 
 struct counters {
@@ -337,6 +339,10 @@ static void plan_cpu(Host *h, int c)
 	} else {
 		struct gvcpu *g = &h->vm[k->vm].gv[k->idx];
 
+		if (g->poll_end) {
+			p->next = p->nq ? h->now : g->poll_end;
+			return;
+		}
 		t = after(h, g->rem, p->rate);
 		if (!g->sw && g->curr >= 0 && (g->resched || g->nq)) {
 			e = g->resched ? h->now : g->sl_start + guest_slice(h, g);
@@ -655,6 +661,7 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 	}
 	t->vcpu = v;
 	if (g->curr < 0) {
+		g->poll_end = 0;
 		g->curr = th;
 		t->state = S_RUNNING;
 		g->sw = 1;
@@ -933,6 +940,19 @@ static void g_work_done(Host *h, struct vm *m, int v)
 	g_resched(h, m, v, S_SLEEP);
 }
 
+/*
+ * The guest idles and executes HLT.  KVM polls for a wake-up first, as
+ * long as nothing else wants this CPU, then the vCPU thread sleeps.
+ */
+static void vcpu_halt(Host *h, int c, struct gvcpu *g)
+{
+	if (h->p.halt_poll > 0 && !h->cpu[c].nq) {
+		g->poll_end = h->now + (tns)h->p.halt_poll;
+		return;
+	}
+	cpu_resched(h, c, S_SLEEP);
+}
+
 static void on_switched_in(Host *h, int c)
 {
 	struct cpu *p = &h->cpu[c];
@@ -955,7 +975,7 @@ static void on_switched_in(Host *h, int c)
 		int th = g_steal(m, t->idx);
 
 		if (th < 0)
-			cpu_resched(h, c, S_SLEEP);
+			vcpu_halt(h, c, g);
 		else
 			g_switch(h, m, t->idx, th);
 	}
@@ -974,11 +994,20 @@ static void cpu_event(Host *h, int c)
 	}
 	if (p->curr < 0)
 		return;
+	t = &h->task[p->curr];
+	if (t->kind == K_VCPU && h->vm[t->vm].gv[t->idx].poll_end) {
+		struct gvcpu *g = &h->vm[t->vm].gv[t->idx];
+
+		if (p->nq || h->now >= g->poll_end) {
+			g->poll_end = 0;
+			cpu_resched(h, c, S_SLEEP);
+		}
+		return;
+	}
 	if (p->resched) {
 		cpu_resched(h, c, S_RUNNABLE);
 		return;
 	}
-	t = &h->task[p->curr];
 	if (t->kind == K_EMU) {
 		if (t->item < 0 || t->rem <= EPS) {
 			int it = t->item, k = p->curr;
@@ -994,6 +1023,7 @@ static void cpu_event(Host *h, int c)
 		struct gvcpu *g = &m->gv[t->idx];
 
 		if (g->curr < 0 && !g->sw) {
+			g->poll_end = 0;
 			cpu_resched(h, c, S_SLEEP);
 			return;
 		}
@@ -1001,7 +1031,7 @@ static void cpu_event(Host *h, int c)
 			if (g->sw) {
 				g->sw = 0;
 				if (g->curr < 0)
-					cpu_resched(h, c, S_SLEEP);
+					vcpu_halt(h, c, g);
 				else
 					g_started(h, m, t->idx);
 			} else {
@@ -1099,6 +1129,7 @@ static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
 	g->sw = 0;
 	g->resched = 0;
 	g->rem = 0;
+	g->poll_end = 0;
 	if (t->state == S_RUNNING) {
 		cpu_resched(h, t->cpu, S_SLEEP);
 	} else if (t->state == S_RUNNABLE) {
@@ -1230,11 +1261,11 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(dddddddddddi)", &sibs, &p->smt_slow,
+	if (!PyArg_ParseTuple(args, "O(ddddddddddddi)", &sibs, &p->smt_slow,
 			      &p->sw_base, &p->sw_vm_in, &p->sw_vm_out,
 			      &p->lat, &p->min_gran, &p->wake_gran,
 			      &p->g_lat, &p->g_min_gran, &p->g_wake_gran,
-			      &p->g_sw, &p->max_outstanding))
+			      &p->g_sw, &p->halt_poll, &p->max_outstanding))
 		return -1;
 	if (!PySequence_Check(sibs)) {
 		PyErr_SetString(PyExc_TypeError, "siblings: sequence");
