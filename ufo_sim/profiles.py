@@ -60,7 +60,7 @@ MEMCACHED = AppProfile(
     name='memcached', kind='lc', threads=8,
     qos_p99_us=scaled(500.0), max_rps=350e3 / TIME_SCALE,
     service=scaled(15e-6), dist=EXP,
-    emu_in=scaled(3e-6), emu_out=scaled(3e-6))
+    emu_in=scaled(2e-6), emu_out=scaled(2.5e-6))
 
 # Web server serving 4 KiB files: ~45 us, log-normal with CV 1; the
 # response carries the data, so more emulator work out than in. QoS 2 ms.
@@ -68,7 +68,7 @@ NGINX = AppProfile(
     name='nginx', kind='lc', threads=8,
     qos_p99_us=scaled(2000.0), max_rps=120e3 / TIME_SCALE,
     service=scaled(45e-6), dist=LOGNORMAL, dist_a=1.0,
-    emu_in=scaled(4e-6), emu_out=scaled(10e-6))
+    emu_in=scaled(3e-6), emu_out=scaled(8e-6))
 
 # OLTP transactions: 4 round trips of ~30 us, one query in ten ten times
 # longer (updates, scans); 32 client connections. QoS 15 ms.

@@ -65,7 +65,7 @@ struct fifo {
 
 struct req {
 	tns arr;
-	int round;
+	int round, thr;
 	uint64_t rng;
 };
 
@@ -104,10 +104,8 @@ struct vm {
 	struct req *req;
 	int nreq_cap, nfree, outstanding;
 	int *free;
-	struct fifo rq;		/* requests waiting for a guest worker */
+	struct fifo *tq;	/* per worker: its connections' requests */
 	struct fifo eq;		/* emulator work items */
-	int *sleepers;		/* idle workers, most recent on top */
-	int nsleep, woken_noreq;
 	struct counters c;
 	double *lat;
 	Py_ssize_t nlat, latcap;
@@ -800,25 +798,29 @@ static double svc_draw(struct vm *m, struct req *r)
 	return draw(&r->rng, m->svc_kind, m->svc_mean, m->svc_a, m->svc_b);
 }
 
-/* A worker thread takes the next request; 0 if there is none. */
-static int worker_take(struct vm *m, struct gthr *t)
+/* Worker th takes its next request; 0 if there is none. */
+static int worker_take(struct vm *m, int th)
 {
-	if (!m->rq.len)
+	struct gthr *t = &m->gt[th];
+
+	if (!m->tq[th].len)
 		return 0;
-	t->req = fifo_pop(&m->rq);
+	t->req = fifo_pop(&m->tq[th]);
 	t->rem = svc_draw(m, &m->req[t->req]);
 	return 1;
 }
 
+/*
+ * A request reaches the guest.  Its connection belongs to one worker
+ * thread (memcached, nginx and MySQL all work that way), which it wakes.
+ */
 static void deliver(Host *h, struct vm *m, int r)
 {
-	fifo_push(&m->rq, r);
-	if (m->rq.len > m->woken_noreq && m->nsleep) {
-		int th = m->sleepers[--m->nsleep];
+	int th = m->req[r].thr;
 
-		m->woken_noreq++;
+	fifo_push(&m->tq[th], r);
+	if (m->gt[th].state == S_SLEEP)
 		g_wake(h, m, th);
-	}
 }
 
 static void record(struct vm *m, double us)
@@ -902,13 +904,9 @@ static void g_started(Host *h, struct vm *m, int v)
 	struct gvcpu *g = &m->gv[v];
 	struct gthr *t = &m->gt[g->curr];
 
-	if (!m->be && t->req < 0) {
-		m->woken_noreq--;
-		if (!worker_take(m, t)) {
-			m->sleepers[m->nsleep++] = g->curr;
-			g_resched(h, m, v, S_SLEEP);
-			return;
-		}
+	if (!m->be && t->req < 0 && !worker_take(m, g->curr)) {
+		g_resched(h, m, v, S_SLEEP);
+		return;
 	}
 	g->rem = t->rem;
 }
@@ -932,11 +930,10 @@ static void g_work_done(Host *h, struct vm *m, int v)
 	else
 		emu_push(h, m, (t->req << 2) | W_OUT);
 	t->req = -1;
-	if (worker_take(m, t)) {
+	if (worker_take(m, th)) {
 		g->rem = t->rem;
 		return;
 	}
-	m->sleepers[m->nsleep++] = th;
 	g_resched(h, m, v, S_SLEEP);
 }
 
@@ -1060,6 +1057,7 @@ static void arrival(Host *h, struct vm *m)
 		q->arr = h->now;
 		q->round = 0;
 		q->rng = sm64(&m->rng);
+		q->thr = (int)(sm64(&q->rng) % (uint64_t)m->nthr);
 		m->outstanding++;
 		emu_push(h, m, (r << 2) | W_IN);
 	}
@@ -1244,9 +1242,10 @@ static void Host_dealloc(Host *h)
 		PyMem_Free(m->gt);
 		PyMem_Free(m->req);
 		PyMem_Free(m->free);
-		PyMem_Free(m->rq.buf);
+		for (v = 0; m->tq && v < m->nthr; v++)
+			PyMem_Free(m->tq[v].buf);
+		PyMem_Free(m->tq);
 		PyMem_Free(m->eq.buf);
-		PyMem_Free(m->sleepers);
 		PyMem_Free(m->lat);
 	}
 	PyMem_Free(h->vm);
@@ -1352,14 +1351,16 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	h->nvm++;
 	m->gv = PyMem_Calloc(nvcpu, sizeof(*m->gv));
 	m->gt = PyMem_Calloc(nthr, sizeof(*m->gt));
-	m->sleepers = PyMem_Calloc(nthr, sizeof(int));
+	m->tq = PyMem_Calloc(nthr, sizeof(*m->tq));
 	cap = h->p.max_outstanding + 1;
 	m->req = PyMem_Calloc(cap, sizeof(*m->req));
 	m->free = PyMem_Calloc(cap, sizeof(int));
-	if (!m->gv || !m->gt || !m->sleepers || !m->req || !m->free ||
-	    fifo_init(&m->rq, 1024) || fifo_init(&m->eq, 1024) ||
-	    grow_queues(h))
+	if (!m->gv || !m->gt || !m->tq || !m->req || !m->free ||
+	    fifo_init(&m->eq, 1024) || grow_queues(h))
 		return PyErr_NoMemory();
+	for (i = 0; i < nthr; i++)
+		if (fifo_init(&m->tq[i], 64))
+			return PyErr_NoMemory();
 	for (i = cap - 1; i >= 0; i--)
 		m->free[m->nfree++] = i;
 	m->nreq_cap = cap;
@@ -1380,9 +1381,6 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 			m->gt[i].start = h->now;
 			g_wake(h, m, i);
 		}
-	} else {
-		for (i = nthr - 1; i >= 0; i--)
-			m->sleepers[m->nsleep++] = i;
 	}
 	replan(h);
 	return PyLong_FromLong(h->nvm - 1);
