@@ -85,7 +85,7 @@ LC_PROFILES = (MEMCACHED, NGINX, MYSQL)
 def BE(threads=8):
     """CPU-bound batch work: ``threads`` busy threads, rare small I/O."""
     return AppProfile(name='be', kind='be', threads=threads,
-                      be_chunk=scaled(10e-3), be_io=scaled(30e-6))
+                      be_chunk=scaled(2e-3), be_io=scaled(8e-6))
 
 
 def by_name(name):
