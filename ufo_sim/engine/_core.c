@@ -537,13 +537,12 @@ static void cpu_resched(Host *h, int c, int how)
 	int prev = p->curr, next = -1, i;
 
 	touch(h, c);
-	if (how == S_RUNNABLE && p->nq) {
-		i = pick_min(h, p);
-		if (h->task[p->q[i]].vr >= h->task[prev].vr) {
-			p->slice_start = h->now;	/* keeps running */
-			p->resched = 0;
-			return;
-		}
+	if (how == S_RUNNABLE && (!p->nq ||
+	    h->task[p->q[pick_min(h, p)]].vr >= h->task[prev].vr)) {
+		/* nobody better (a waker may have been pulled away) */
+		p->slice_start = h->now;
+		p->resched = 0;
+		return;
 	}
 	if (p->nq) {
 		i = pick_min(h, p);
@@ -1461,9 +1460,8 @@ static PyObject *Host_advance(Host *h, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "time runs forward");
 		return NULL;
 	}
-	Py_BEGIN_ALLOW_THREADS
+	/* keeps the GIL: the object must not change under the loop */
 	run_until(h, h->now + dt);
-	Py_END_ALLOW_THREADS
 	Py_RETURN_NONE;
 }
 
