@@ -1508,6 +1508,77 @@ static PyObject *Host_cpu_time(Host *h, PyObject *noargs)
 	return l;
 }
 
+static PyObject *broken(int id, const char *what)
+{
+	PyErr_Format(PyExc_AssertionError, "%s (%d)", what, id);
+	return NULL;
+}
+
+/* Cross-check the scheduler structures (for tests). */
+static PyObject *Host_check(Host *h, PyObject *noargs)
+{
+	int c, i, k, v, seen[1024];
+	char *where = PyMem_Calloc(h->ntask + 1, 1);
+
+	(void)noargs;
+	if (!where)
+		return PyErr_NoMemory();
+	for (c = 0; c < h->ncpu; c++) {
+		struct cpu *p = &h->cpu[c];
+
+		for (i = -1; i < p->nq; i++) {
+			k = i < 0 ? p->curr : p->q[i];
+			if (k < 0)
+				continue;
+			if (where[k]++) {
+				PyMem_Free(where);
+				return broken(k, "thread on two CPUs");
+			}
+			if (h->task[k].cpu != c ||
+			    h->task[k].state != (i < 0 ? S_RUNNING : S_RUNNABLE) ||
+			    !(h->task[k].mask >> c & 1)) {
+				PyMem_Free(where);
+				return broken(k, "thread state, CPU or affinity");
+			}
+		}
+	}
+	for (k = 0; k < h->ntask; k++) {
+		if ((h->task[k].state != S_SLEEP) != (where[k] != 0)) {
+			PyMem_Free(where);
+			return broken(k, "runnable thread on no CPU");
+		}
+	}
+	PyMem_Free(where);
+	for (i = 0; i < h->nvm; i++) {
+		struct vm *m = &h->vm[i];
+
+		memset(seen, 0, sizeof(seen));
+		for (v = 0; v < m->nvcpu; v++) {
+			struct gvcpu *g = &m->gv[v];
+			int j;
+
+			if (v >= m->online &&
+			    (g->curr >= 0 || g->nq ||
+			     h->task[m->t_vcpu0 + v].state != S_SLEEP))
+				return broken(v, "offline vCPU in use");
+			for (j = -1; j < g->nq; j++) {
+				int th = j < 0 ? g->curr : g->q[j];
+
+				if (th < 0)
+					continue;
+				if (seen[th]++ || m->gt[th].vcpu != v ||
+				    m->gt[th].state !=
+				    (j < 0 ? S_RUNNING : S_RUNNABLE))
+					return broken(th, "guest thread state");
+			}
+		}
+		for (k = 0; k < m->nthr; k++)
+			if ((m->gt[k].state != S_SLEEP) != (seen[k] != 0))
+				return broken(k, "runnable guest thread lost");
+	}
+	Py_RETURN_NONE;
+}
+
 static PyObject *Host_get_now(Host *h, void *closure)
 {
 	(void)closure;
@@ -1532,6 +1603,8 @@ static PyMethodDef Host_methods[] = {
 	 "take_latencies(vm) -> bytes of float64 microseconds"},
 	{"cpu_time", (PyCFunction)Host_cpu_time, METH_NOARGS,
 	 "cpu_time() -> [(busy_ns, overhead_ns, idle_ns)] per CPU"},
+	{"check", (PyCFunction)Host_check, METH_NOARGS,
+	 "check(): raise AssertionError if the run queues are inconsistent"},
 	{NULL, NULL, 0, NULL}
 };
 

@@ -1,5 +1,7 @@
 """The host model: facade, determinism, and conservation of CPU time."""
 
+import random
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,27 @@ def test_busy_sibling_slows_work():
 
     apart, together = chunks([0, 2]), chunks([0, 1])
     assert together / apart == pytest.approx(1 / 1.5, rel=0.15)
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_random_operations_keep_the_model_consistent(seed):
+    rnd = random.Random(seed)
+    host = SimHost(HostSpec(cores=4), seed=seed)
+    vms = [host.add_vm('a', 8, profiles.MEMCACHED, rps=2000),
+           host.add_vm('b', 4, profiles.MYSQL, rps=300),
+           host.add_vm('c', 4, profiles.BE(threads=6))]
+    for _ in range(60):
+        vm, op = rnd.choice(vms), rnd.random()
+        if op < 0.3:
+            host.pin_vcpus(vm, rnd.sample(range(8), rnd.randint(1, 8)))
+        elif op < 0.5:
+            host.pin_emulator(vm, rnd.sample(range(8), rnd.randint(1, 8)))
+        elif op < 0.7:
+            host.set_online(vm, rnd.randint(1, 8))
+        elif op < 0.8:
+            host.set_rps(vm, rnd.uniform(0, 6000))
+        host.advance(rnd.choice([0.0, 0.001, 0.01, 0.05, 0.2]))
+        host.check()
+    elapsed = round(host.now * 1e9)
+    for t in host.cpu_time():
+        assert sum(t.values()) == elapsed
