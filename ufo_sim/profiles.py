@@ -75,7 +75,7 @@ NGINX = AppProfile(
 # longer (updates, scans); 32 client connections. QoS 15 ms.
 MYSQL = AppProfile(
     name='mysql', kind='lc', threads=32,
-    qos_p99_us=scaled(15000.0), max_rps=890.0,
+    qos_p99_us=scaled(15000.0), max_rps=870.0,
     service=scaled(30e-6), dist=BIMODAL, dist_a=0.1, dist_b=10.0,
     rounds=4, emu_in=scaled(4e-6), emu_out=scaled(4e-6))
 

@@ -71,6 +71,8 @@ struct req {
 
 struct gthr {
 	int state, vcpu, req;
+	int hold;		/* request between round trips, -1 none */
+	int cont;		/* its next query has arrived */
 	double rem, vr;
 	tns start;
 };
@@ -797,14 +799,25 @@ static double svc_draw(struct vm *m, struct req *r)
 	return draw(&r->rng, m->svc_kind, m->svc_mean, m->svc_a, m->svc_b);
 }
 
-/* Worker th takes its next request; 0 if there is none. */
+/*
+ * Worker th takes its next piece of work; 0 if there is none.  A
+ * connection has one request in flight: between its round trips the
+ * worker waits for the next query and serves nothing else.
+ */
 static int worker_take(struct vm *m, int th)
 {
 	struct gthr *t = &m->gt[th];
 
-	if (!m->tq[th].len)
+	if (t->hold >= 0) {
+		if (!t->cont)
+			return 0;
+		t->req = t->hold;
+		t->cont = 0;
+	} else if (m->tq[th].len) {
+		t->req = fifo_pop(&m->tq[th]);
+	} else {
 		return 0;
-	t->req = fifo_pop(&m->tq[th]);
+	}
 	t->rem = svc_draw(m, &m->req[t->req]);
 	return 1;
 }
@@ -817,8 +830,12 @@ static void deliver(Host *h, struct vm *m, int r)
 {
 	int th = m->req[r].thr;
 
-	fifo_push(&m->tq[th], r);
-	if (m->gt[th].state == S_SLEEP)
+	if (m->gt[th].hold == r)
+		m->gt[th].cont = 1;
+	else
+		fifo_push(&m->tq[th], r);
+	if (m->gt[th].state == S_SLEEP &&
+	    (m->gt[th].hold < 0 || m->gt[th].cont))
 		g_wake(h, m, th);
 }
 
@@ -924,10 +941,13 @@ static void g_work_done(Host *h, struct vm *m, int v)
 		emu_push(h, m, (th << 2) | W_BEIO);
 		return;
 	}
-	if (m->req[t->req].round + 1 < m->rounds)
+	if (m->req[t->req].round + 1 < m->rounds) {
+		t->hold = t->req;
 		emu_push(h, m, (t->req << 2) | W_MID);
-	else
+	} else {
+		t->hold = -1;
 		emu_push(h, m, (t->req << 2) | W_OUT);
+	}
 	t->req = -1;
 	if (worker_take(m, th)) {
 		g->rem = t->rem;
@@ -1372,6 +1392,7 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	for (i = 0; i < nthr; i++) {
 		m->gt[i].vcpu = i % nvcpu;
 		m->gt[i].req = -1;
+		m->gt[i].hold = -1;
 		m->gt[i].state = S_SLEEP;
 	}
 	if (be) {
