@@ -1127,6 +1127,22 @@ static void run_until(Host *h, tns until)
 
 /* ---- vCPU hot(un)plug and pinning ---- */
 
+/* Take runnable thread k off its CPU's queue; it sleeps until placed. */
+static void dequeue(Host *h, int k)
+{
+	struct task *t = &h->task[k];
+	struct cpu *p = &h->cpu[t->cpu];
+	int i;
+
+	touch(h, t->cpu);
+	for (i = 0; i < p->nq; i++)
+		if (p->q[i] == k)
+			q_del(p->q, &p->nq, i);
+	update_min_vr(h, p);
+	t->vr -= p->min_vr;
+	t->state = S_SLEEP;
+}
+
 static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
 {
 	struct gvcpu *g = &m->gv[v];
@@ -1150,15 +1166,7 @@ static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
 	if (t->state == S_RUNNING) {
 		cpu_resched(h, t->cpu, S_SLEEP);
 	} else if (t->state == S_RUNNABLE) {
-		struct cpu *p = &h->cpu[t->cpu];
-
-		touch(h, t->cpu);
-		for (i = 0; i < p->nq; i++)
-			if (p->q[i] == k)
-				q_del(p->q, &p->nq, i);
-		update_min_vr(h, p);
-		t->vr -= p->min_vr;
-		t->state = S_SLEEP;
+		dequeue(h, k);
 	}
 }
 
@@ -1195,19 +1203,12 @@ static void set_online(Host *h, struct vm *m, int n)
 static void set_mask(Host *h, int k, uint64_t mask)
 {
 	struct task *t = &h->task[k];
-	int i;
 
 	t->mask = mask;
 	if (t->state == S_RUNNING && !(mask >> t->cpu & 1)) {
 		cpu_resched(h, t->cpu, -1);
 	} else if (t->state == S_RUNNABLE && !(mask >> t->cpu & 1)) {
-		struct cpu *p = &h->cpu[t->cpu];
-
-		touch(h, t->cpu);
-		for (i = 0; i < p->nq; i++)
-			if (p->q[i] == k)
-				q_del(p->q, &p->nq, i);
-		t->vr -= p->min_vr;
+		dequeue(h, k);
 		host_place(h, k, 1);
 	}
 }
