@@ -36,6 +36,7 @@ struct params {
 	double sw_vm_out;	/* extra when switching a vCPU out (exit) */
 	double lat, min_gran, wake_gran;	/* host CFS */
 	double g_lat, g_min_gran, g_wake_gran, g_sw;	/* guest CFS */
+	double halt_poll;	/* KVM halt polling window */
 	int max_outstanding;
 };
 
@@ -64,12 +65,14 @@ struct fifo {
 
 struct req {
 	tns arr;
-	int round;
+	int round, thr;
 	uint64_t rng;
 };
 
 struct gthr {
 	int state, vcpu, req;
+	int hold;		/* request between round trips, -1 none */
+	int cont;		/* its next query has arrived */
 	double rem, vr;
 	tns start;
 };
@@ -79,6 +82,7 @@ struct gvcpu {
 	int *q;
 	double rem, min_vr;
 	tns sl_start;
+	tns poll_end;		/* halted, KVM polls until then; 0: no */
 };
 
 struct counters {
@@ -102,10 +106,8 @@ struct vm {
 	struct req *req;
 	int nreq_cap, nfree, outstanding;
 	int *free;
-	struct fifo rq;		/* requests waiting for a guest worker */
+	struct fifo *tq;	/* per worker: its connections' requests */
 	struct fifo eq;		/* emulator work items */
-	int *sleepers;		/* idle workers, most recent on top */
-	int nsleep, woken_noreq;
 	struct counters c;
 	double *lat;
 	Py_ssize_t nlat, latcap;
@@ -337,6 +339,10 @@ static void plan_cpu(Host *h, int c)
 	} else {
 		struct gvcpu *g = &h->vm[k->vm].gv[k->idx];
 
+		if (g->poll_end) {
+			p->next = p->nq ? h->now : g->poll_end;
+			return;
+		}
 		t = after(h, g->rem, p->rate);
 		if (!g->sw && g->curr >= 0 && (g->resched || g->nq)) {
 			e = g->resched ? h->now : g->sl_start + guest_slice(h, g);
@@ -533,13 +539,12 @@ static void cpu_resched(Host *h, int c, int how)
 	int prev = p->curr, next = -1, i;
 
 	touch(h, c);
-	if (how == S_RUNNABLE && p->nq) {
-		i = pick_min(h, p);
-		if (h->task[p->q[i]].vr >= h->task[prev].vr) {
-			p->slice_start = h->now;	/* keeps running */
-			p->resched = 0;
-			return;
-		}
+	if (how == S_RUNNABLE && (!p->nq ||
+	    h->task[p->q[pick_min(h, p)]].vr >= h->task[prev].vr)) {
+		/* nobody better (a waker may have been pulled away) */
+		p->slice_start = h->now;
+		p->resched = 0;
+		return;
 	}
 	if (p->nq) {
 		i = pick_min(h, p);
@@ -655,6 +660,7 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 	}
 	t->vcpu = v;
 	if (g->curr < 0) {
+		g->poll_end = 0;
 		g->curr = th;
 		t->state = S_RUNNING;
 		g->sw = 1;
@@ -793,25 +799,44 @@ static double svc_draw(struct vm *m, struct req *r)
 	return draw(&r->rng, m->svc_kind, m->svc_mean, m->svc_a, m->svc_b);
 }
 
-/* A worker thread takes the next request; 0 if there is none. */
-static int worker_take(struct vm *m, struct gthr *t)
+/*
+ * Worker th takes its next piece of work; 0 if there is none.  A
+ * connection has one request in flight: between its round trips the
+ * worker waits for the next query and serves nothing else.
+ */
+static int worker_take(struct vm *m, int th)
 {
-	if (!m->rq.len)
+	struct gthr *t = &m->gt[th];
+
+	if (t->hold >= 0) {
+		if (!t->cont)
+			return 0;
+		t->req = t->hold;
+		t->cont = 0;
+	} else if (m->tq[th].len) {
+		t->req = fifo_pop(&m->tq[th]);
+	} else {
 		return 0;
-	t->req = fifo_pop(&m->rq);
+	}
 	t->rem = svc_draw(m, &m->req[t->req]);
 	return 1;
 }
 
+/*
+ * A request reaches the guest.  Its connection belongs to one worker
+ * thread (memcached, nginx and MySQL all work that way), which it wakes.
+ */
 static void deliver(Host *h, struct vm *m, int r)
 {
-	fifo_push(&m->rq, r);
-	if (m->rq.len > m->woken_noreq && m->nsleep) {
-		int th = m->sleepers[--m->nsleep];
+	int th = m->req[r].thr;
 
-		m->woken_noreq++;
+	if (m->gt[th].hold == r)
+		m->gt[th].cont = 1;
+	else
+		fifo_push(&m->tq[th], r);
+	if (m->gt[th].state == S_SLEEP &&
+	    (m->gt[th].hold < 0 || m->gt[th].cont))
 		g_wake(h, m, th);
-	}
 }
 
 static void record(struct vm *m, double us)
@@ -895,13 +920,9 @@ static void g_started(Host *h, struct vm *m, int v)
 	struct gvcpu *g = &m->gv[v];
 	struct gthr *t = &m->gt[g->curr];
 
-	if (!m->be && t->req < 0) {
-		m->woken_noreq--;
-		if (!worker_take(m, t)) {
-			m->sleepers[m->nsleep++] = g->curr;
-			g_resched(h, m, v, S_SLEEP);
-			return;
-		}
+	if (!m->be && t->req < 0 && !worker_take(m, g->curr)) {
+		g_resched(h, m, v, S_SLEEP);
+		return;
 	}
 	g->rem = t->rem;
 }
@@ -920,17 +941,32 @@ static void g_work_done(Host *h, struct vm *m, int v)
 		emu_push(h, m, (th << 2) | W_BEIO);
 		return;
 	}
-	if (m->req[t->req].round + 1 < m->rounds)
+	if (m->req[t->req].round + 1 < m->rounds) {
+		t->hold = t->req;
 		emu_push(h, m, (t->req << 2) | W_MID);
-	else
+	} else {
+		t->hold = -1;
 		emu_push(h, m, (t->req << 2) | W_OUT);
+	}
 	t->req = -1;
-	if (worker_take(m, t)) {
+	if (worker_take(m, th)) {
 		g->rem = t->rem;
 		return;
 	}
-	m->sleepers[m->nsleep++] = th;
 	g_resched(h, m, v, S_SLEEP);
+}
+
+/*
+ * The guest idles and executes HLT.  KVM polls for a wake-up first, as
+ * long as nothing else wants this CPU, then the vCPU thread sleeps.
+ */
+static void vcpu_halt(Host *h, int c, struct gvcpu *g)
+{
+	if (h->p.halt_poll > 0 && !h->cpu[c].nq) {
+		g->poll_end = h->now + (tns)h->p.halt_poll;
+		return;
+	}
+	cpu_resched(h, c, S_SLEEP);
 }
 
 static void on_switched_in(Host *h, int c)
@@ -955,7 +991,7 @@ static void on_switched_in(Host *h, int c)
 		int th = g_steal(m, t->idx);
 
 		if (th < 0)
-			cpu_resched(h, c, S_SLEEP);
+			vcpu_halt(h, c, g);
 		else
 			g_switch(h, m, t->idx, th);
 	}
@@ -974,11 +1010,20 @@ static void cpu_event(Host *h, int c)
 	}
 	if (p->curr < 0)
 		return;
+	t = &h->task[p->curr];
+	if (t->kind == K_VCPU && h->vm[t->vm].gv[t->idx].poll_end) {
+		struct gvcpu *g = &h->vm[t->vm].gv[t->idx];
+
+		if (p->nq || h->now >= g->poll_end) {
+			g->poll_end = 0;
+			cpu_resched(h, c, S_SLEEP);
+		}
+		return;
+	}
 	if (p->resched) {
 		cpu_resched(h, c, S_RUNNABLE);
 		return;
 	}
-	t = &h->task[p->curr];
 	if (t->kind == K_EMU) {
 		if (t->item < 0 || t->rem <= EPS) {
 			int it = t->item, k = p->curr;
@@ -994,6 +1039,7 @@ static void cpu_event(Host *h, int c)
 		struct gvcpu *g = &m->gv[t->idx];
 
 		if (g->curr < 0 && !g->sw) {
+			g->poll_end = 0;
 			cpu_resched(h, c, S_SLEEP);
 			return;
 		}
@@ -1001,7 +1047,7 @@ static void cpu_event(Host *h, int c)
 			if (g->sw) {
 				g->sw = 0;
 				if (g->curr < 0)
-					cpu_resched(h, c, S_SLEEP);
+					vcpu_halt(h, c, g);
 				else
 					g_started(h, m, t->idx);
 			} else {
@@ -1030,6 +1076,7 @@ static void arrival(Host *h, struct vm *m)
 		q->arr = h->now;
 		q->round = 0;
 		q->rng = sm64(&m->rng);
+		q->thr = (int)(sm64(&q->rng) % (uint64_t)m->nthr);
 		m->outstanding++;
 		emu_push(h, m, (r << 2) | W_IN);
 	}
@@ -1080,6 +1127,22 @@ static void run_until(Host *h, tns until)
 
 /* ---- vCPU hot(un)plug and pinning ---- */
 
+/* Take runnable thread k off its CPU's queue; it sleeps until placed. */
+static void dequeue(Host *h, int k)
+{
+	struct task *t = &h->task[k];
+	struct cpu *p = &h->cpu[t->cpu];
+	int i;
+
+	touch(h, t->cpu);
+	for (i = 0; i < p->nq; i++)
+		if (p->q[i] == k)
+			q_del(p->q, &p->nq, i);
+	update_min_vr(h, p);
+	t->vr -= p->min_vr;
+	t->state = S_SLEEP;
+}
+
 static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
 {
 	struct gvcpu *g = &m->gv[v];
@@ -1099,18 +1162,11 @@ static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
 	g->sw = 0;
 	g->resched = 0;
 	g->rem = 0;
+	g->poll_end = 0;
 	if (t->state == S_RUNNING) {
 		cpu_resched(h, t->cpu, S_SLEEP);
 	} else if (t->state == S_RUNNABLE) {
-		struct cpu *p = &h->cpu[t->cpu];
-
-		touch(h, t->cpu);
-		for (i = 0; i < p->nq; i++)
-			if (p->q[i] == k)
-				q_del(p->q, &p->nq, i);
-		update_min_vr(h, p);
-		t->vr -= p->min_vr;
-		t->state = S_SLEEP;
+		dequeue(h, k);
 	}
 }
 
@@ -1147,19 +1203,12 @@ static void set_online(Host *h, struct vm *m, int n)
 static void set_mask(Host *h, int k, uint64_t mask)
 {
 	struct task *t = &h->task[k];
-	int i;
 
 	t->mask = mask;
 	if (t->state == S_RUNNING && !(mask >> t->cpu & 1)) {
 		cpu_resched(h, t->cpu, -1);
 	} else if (t->state == S_RUNNABLE && !(mask >> t->cpu & 1)) {
-		struct cpu *p = &h->cpu[t->cpu];
-
-		touch(h, t->cpu);
-		for (i = 0; i < p->nq; i++)
-			if (p->q[i] == k)
-				q_del(p->q, &p->nq, i);
-		t->vr -= p->min_vr;
+		dequeue(h, k);
 		host_place(h, k, 1);
 	}
 }
@@ -1213,9 +1262,10 @@ static void Host_dealloc(Host *h)
 		PyMem_Free(m->gt);
 		PyMem_Free(m->req);
 		PyMem_Free(m->free);
-		PyMem_Free(m->rq.buf);
+		for (v = 0; m->tq && v < m->nthr; v++)
+			PyMem_Free(m->tq[v].buf);
+		PyMem_Free(m->tq);
 		PyMem_Free(m->eq.buf);
-		PyMem_Free(m->sleepers);
 		PyMem_Free(m->lat);
 	}
 	PyMem_Free(h->vm);
@@ -1230,11 +1280,11 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(dddddddddddi)", &sibs, &p->smt_slow,
+	if (!PyArg_ParseTuple(args, "O(ddddddddddddi)", &sibs, &p->smt_slow,
 			      &p->sw_base, &p->sw_vm_in, &p->sw_vm_out,
 			      &p->lat, &p->min_gran, &p->wake_gran,
 			      &p->g_lat, &p->g_min_gran, &p->g_wake_gran,
-			      &p->g_sw, &p->max_outstanding))
+			      &p->g_sw, &p->halt_poll, &p->max_outstanding))
 		return -1;
 	if (!PySequence_Check(sibs)) {
 		PyErr_SetString(PyExc_TypeError, "siblings: sequence");
@@ -1321,14 +1371,16 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	h->nvm++;
 	m->gv = PyMem_Calloc(nvcpu, sizeof(*m->gv));
 	m->gt = PyMem_Calloc(nthr, sizeof(*m->gt));
-	m->sleepers = PyMem_Calloc(nthr, sizeof(int));
+	m->tq = PyMem_Calloc(nthr, sizeof(*m->tq));
 	cap = h->p.max_outstanding + 1;
 	m->req = PyMem_Calloc(cap, sizeof(*m->req));
 	m->free = PyMem_Calloc(cap, sizeof(int));
-	if (!m->gv || !m->gt || !m->sleepers || !m->req || !m->free ||
-	    fifo_init(&m->rq, 1024) || fifo_init(&m->eq, 1024) ||
-	    grow_queues(h))
+	if (!m->gv || !m->gt || !m->tq || !m->req || !m->free ||
+	    fifo_init(&m->eq, 1024) || grow_queues(h))
 		return PyErr_NoMemory();
+	for (i = 0; i < nthr; i++)
+		if (fifo_init(&m->tq[i], 64))
+			return PyErr_NoMemory();
 	for (i = cap - 1; i >= 0; i--)
 		m->free[m->nfree++] = i;
 	m->nreq_cap = cap;
@@ -1341,6 +1393,7 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	for (i = 0; i < nthr; i++) {
 		m->gt[i].vcpu = i % nvcpu;
 		m->gt[i].req = -1;
+		m->gt[i].hold = -1;
 		m->gt[i].state = S_SLEEP;
 	}
 	if (be) {
@@ -1349,9 +1402,6 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 			m->gt[i].start = h->now;
 			g_wake(h, m, i);
 		}
-	} else {
-		for (i = nthr - 1; i >= 0; i--)
-			m->sleepers[m->nsleep++] = i;
 	}
 	replan(h);
 	return PyLong_FromLong(h->nvm - 1);
@@ -1432,9 +1482,8 @@ static PyObject *Host_advance(Host *h, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "time runs forward");
 		return NULL;
 	}
-	Py_BEGIN_ALLOW_THREADS
+	/* keeps the GIL: the object must not change under the loop */
 	run_until(h, h->now + dt);
-	Py_END_ALLOW_THREADS
 	Py_RETURN_NONE;
 }
 
@@ -1481,6 +1530,77 @@ static PyObject *Host_cpu_time(Host *h, PyObject *noargs)
 	return l;
 }
 
+static PyObject *broken(int id, const char *what)
+{
+	PyErr_Format(PyExc_AssertionError, "%s (%d)", what, id);
+	return NULL;
+}
+
+/* Cross-check the scheduler structures (for tests). */
+static PyObject *Host_check(Host *h, PyObject *noargs)
+{
+	int c, i, k, v, seen[1024];
+	char *where = PyMem_Calloc(h->ntask + 1, 1);
+
+	(void)noargs;
+	if (!where)
+		return PyErr_NoMemory();
+	for (c = 0; c < h->ncpu; c++) {
+		struct cpu *p = &h->cpu[c];
+
+		for (i = -1; i < p->nq; i++) {
+			k = i < 0 ? p->curr : p->q[i];
+			if (k < 0)
+				continue;
+			if (where[k]++) {
+				PyMem_Free(where);
+				return broken(k, "thread on two CPUs");
+			}
+			if (h->task[k].cpu != c ||
+			    h->task[k].state != (i < 0 ? S_RUNNING : S_RUNNABLE) ||
+			    !(h->task[k].mask >> c & 1)) {
+				PyMem_Free(where);
+				return broken(k, "thread state, CPU or affinity");
+			}
+		}
+	}
+	for (k = 0; k < h->ntask; k++) {
+		if ((h->task[k].state != S_SLEEP) != (where[k] != 0)) {
+			PyMem_Free(where);
+			return broken(k, "runnable thread on no CPU");
+		}
+	}
+	PyMem_Free(where);
+	for (i = 0; i < h->nvm; i++) {
+		struct vm *m = &h->vm[i];
+
+		memset(seen, 0, sizeof(seen));
+		for (v = 0; v < m->nvcpu; v++) {
+			struct gvcpu *g = &m->gv[v];
+			int j;
+
+			if (v >= m->online &&
+			    (g->curr >= 0 || g->nq ||
+			     h->task[m->t_vcpu0 + v].state != S_SLEEP))
+				return broken(v, "offline vCPU in use");
+			for (j = -1; j < g->nq; j++) {
+				int th = j < 0 ? g->curr : g->q[j];
+
+				if (th < 0)
+					continue;
+				if (seen[th]++ || m->gt[th].vcpu != v ||
+				    m->gt[th].state !=
+				    (j < 0 ? S_RUNNING : S_RUNNABLE))
+					return broken(th, "guest thread state");
+			}
+		}
+		for (k = 0; k < m->nthr; k++)
+			if ((m->gt[k].state != S_SLEEP) != (seen[k] != 0))
+				return broken(k, "runnable guest thread lost");
+	}
+	Py_RETURN_NONE;
+}
+
 static PyObject *Host_get_now(Host *h, void *closure)
 {
 	(void)closure;
@@ -1505,6 +1625,8 @@ static PyMethodDef Host_methods[] = {
 	 "take_latencies(vm) -> bytes of float64 microseconds"},
 	{"cpu_time", (PyCFunction)Host_cpu_time, METH_NOARGS,
 	 "cpu_time() -> [(busy_ns, overhead_ns, idle_ns)] per CPU"},
+	{"check", (PyCFunction)Host_check, METH_NOARGS,
+	 "check(): raise AssertionError if the run queues are inconsistent"},
 	{NULL, NULL, 0, NULL}
 };
 

@@ -124,6 +124,10 @@ class SimHost:
         raw = self._core.take_latencies(self._vm(vm))
         return np.frombuffer(raw, dtype=np.float64).copy()
 
+    def check(self):
+        """Raise AssertionError if the model's run queues disagree."""
+        self._core.check()
+
     def cpu_time(self):
         """Per logical CPU: dict(busy_ns, overhead_ns, idle_ns)."""
         return [dict(busy_ns=b, overhead_ns=o, idle_ns=i)

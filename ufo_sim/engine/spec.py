@@ -42,6 +42,9 @@ class HostSpec:
     guest_sched_min_granularity: float = scaled(3e-3)
     guest_sched_wakeup_granularity: float = scaled(4e-3)
     guest_ctxsw: float = scaled(1.5e-6)
+    # KVM halt polling (halt_poll_ns): a halting vCPU keeps its CPU this
+    # long waiting for a wake-up, unless another thread wants the CPU.
+    halt_poll: float = scaled(200e-6)
     # Requests in flight per VM beyond which arrivals are dropped.
     max_outstanding: int = 20000
 
@@ -82,4 +85,5 @@ class HostSpec:
                 self.guest_sched_latency * ns,
                 self.guest_sched_min_granularity * ns,
                 self.guest_sched_wakeup_granularity * ns,
-                self.guest_ctxsw * ns, self.max_outstanding)
+                self.guest_ctxsw * ns, self.halt_poll * ns,
+                self.max_outstanding)
