@@ -113,9 +113,10 @@ def test_sampler_accepts_the_guest_report():
     for _ in range(3):
         host.advance(engine.TIME_SCALE)
         rates = sampler.rates(vm, d.observe(vm))
-        # Guest mode: the guest's utilization agrees with its threads.
+        # Guest mode: the guest claims no more than its threads ran
+        # (less, by the time KVM halt-polls on behalf of idle vCPUs).
         assert rates.mode == sampler_mod.MODE_GUEST, rates.reason
-        assert rates.sample.util == pytest.approx(rates.vcpu_pct, rel=0.1)
+        assert 0.5 * rates.vcpu_pct < rates.sample.util <= rates.vcpu_pct
         assert rates.emulator_pct > 0
 
 
