@@ -12,6 +12,7 @@ Everything is written under ``--out`` (default ``ufo-sim-out``).
 """
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -21,8 +22,25 @@ import time
 from ufo_sim.managers import cell as cell_mod
 
 
+def _option(text):
+    """``name=value`` of a ControllerConfig field, value parsed as JSON."""
+    from ufo_agent.controller import config
+    name, sep, raw = text.partition('=')
+    fields = {f.name for f in dataclasses.fields(config.ControllerConfig)}
+    if not sep or name not in fields:
+        raise argparse.ArgumentTypeError(
+            '%r: expected NAME=VALUE with NAME one of %s'
+            % (text, ', '.join(sorted(fields))))
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r: bad value' % text)
+    return name, value
+
+
 def _settings(args, **quick):
-    values = {'seed': args.seed}
+    values = {'seed': args.seed,
+              'ufo_config': tuple(getattr(args, 'ufo_option', None) or ())}
     for name in ('warmup', 'measure', 'converge', 'judge'):
         given = getattr(args, name, None)
         if given is not None:
@@ -141,6 +159,10 @@ def parser():
                               'feedback managers get to settle')
         cmd.add_argument('--judge', type=int,
                          help='control intervals judged after settling')
+        cmd.add_argument('--ufo-option', type=_option, action='append',
+                         metavar='NAME=VALUE',
+                         help='what-if: override a [controller] option of '
+                              'UFO (repeatable), e.g. sf_threshold=0.2')
 
     g = sub.add_parser('grid', help='2-VM co-location grids (Fig. 12/13)')
     common(g)

@@ -88,7 +88,7 @@ def _simulate(manager, settings, scale, replay=None):
     emu_cores = scene.cores[settings.cores:]
     n = len(scene.vms)
     if manager == 'ufo':
-        ctl = ufo_mod.UfoAgent(scene)
+        ctl = ufo_mod.UfoAgent(scene, ufo_mod.config_of(settings))
     elif manager == 'dyniso':
         ctl = dyniso_mod.DynIso(scene, settings.cores, settings.smt,
                                 scenario.cpus_of(emu_cores))

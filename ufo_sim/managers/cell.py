@@ -55,6 +55,7 @@ class Settings:
     converge: int = 30
     judge: int = 10
     seed: int = 1
+    ufo_config: tuple = ()      # (name, value) ControllerConfig overrides
 
 
 @dataclasses.dataclass(frozen=True)

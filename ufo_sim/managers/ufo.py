@@ -47,9 +47,14 @@ class UfoAgent:
         return self.agent.tick()
 
 
+def config_of(settings):
+    """The controller's configuration: defaults plus what-if overrides."""
+    return controller_config.ControllerConfig(**dict(settings.ufo_config))
+
+
 def evaluate(cell, settings):
     scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME))
-    ufo = UfoAgent(scene)
+    ufo = UfoAgent(scene, config_of(settings))
     host = scene.host
     judged, held, overloaded = [[] for _ in scene.vms], 0, False
     total = settings.converge + settings.judge
