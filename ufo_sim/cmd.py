@@ -107,32 +107,30 @@ def _mal(args):
     return 0
 
 
-def _dynamic(args):
-    from ufo_sim.experiments import dynamic
-    settings = _settings(args)
-    out = dynamic.run(settings, scale=args.scale,
-                      managers=args.managers.split(','),
-                      processes=args.processes)
+def _finish(args, module, out, name):
+    """Figures, JSON and the table of one experiment's output."""
     os.makedirs(args.out, exist_ok=True)
     if not args.no_plots:
-        dynamic.plot(out, args.out)
-    write_json(os.path.join(args.out, 'dynamic.json'), out)
-    print(dynamic.table(out))
+        module.plot(out, args.out)
+    write_json(os.path.join(args.out, name + '.json'), out)
+    print(module.table(out))
     return 0
+
+
+def _dynamic(args):
+    from ufo_sim.experiments import dynamic
+    out = dynamic.run(_settings(args), scale=args.scale,
+                      managers=args.managers.split(','),
+                      processes=args.processes)
+    return _finish(args, dynamic, out, 'dynamic')
 
 
 def _decompose(args):
     from ufo_sim.experiments import decompose
-    settings = _settings(args)
-    out = decompose.run(settings, apps=args.apps.split(','),
+    out = decompose.run(_settings(args), apps=args.apps.split(','),
                         cpu_counts=[int(x) for x in args.cpus.split(',')],
                         vcpus=args.vcpus, processes=args.processes)
-    os.makedirs(args.out, exist_ok=True)
-    if not args.no_plots:
-        decompose.plot(out, args.out)
-    write_json(os.path.join(args.out, 'decompose.json'), out)
-    print(decompose.table(out))
-    return 0
+    return _finish(args, decompose, out, 'decompose')
 
 
 def parser():

@@ -71,21 +71,11 @@ class DynIso:
 def evaluate(cell, settings):
     scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME))
     manager = DynIso(scene, settings.cores, settings.smt)
-    host = scene.host
-    judged, held = [[] for _ in scene.vms], 0
-    total = settings.converge + settings.judge
-    for second in range(total):
-        host.advance(settings.tick)
-        lat = [host.take_latencies(vm) for vm in scene.vms]
-        if second >= settings.converge:
-            for i, values in enumerate(lat):
-                judged[i].append(values)
-            held = max(held, sum(manager.counts()))
-        manager.step(second + 1.0, lat)
-    window = scenario.judge(
-        scene, [scenario.concat(parts) for parts in judged],
-        settings.judge * settings.tick)
+    window, held = scenario.run_feedback(
+        scene, settings, lambda: sum(manager.counts()) * settings.smt,
+        manager.step)
     return cell_mod.CellResult(
-        NAME, cell.key, held * settings.smt, window.all_ok, window.p99_us,
+        NAME, cell.key, held, window.all_ok, window.p99_us,
         {'vm_cores': manager.counts(),
-         'sim_seconds': total * settings.tick})
+         'sim_seconds': (settings.converge + settings.judge) *
+         settings.tick})

@@ -162,3 +162,26 @@ def apply_isolated(scene, counts, emulator, coordinate=True):
         emu = vcpu_cores
     online = [len(cpus_of(c)) if coordinate else None for c in vcpu_cores]
     apply_static(scene, vcpu_cores, emu, online)
+
+
+def run_feedback(scene, settings, held_cpus, control):
+    """Run a feedback manager, then judge it as it keeps running.
+
+    Each control interval the host runs ``settings.tick`` simulated
+    seconds, then ``control(interval number, latencies per VM)`` acts.
+    After ``converge`` intervals, ``judge`` more are judged together.
+    ``held_cpus()`` is read at the start of each judged interval (what
+    the manager held during it). Returns (:class:`Window`, most CPUs).
+    """
+    judged, held = [[] for _ in scene.vms], 0
+    for interval in range(settings.converge + settings.judge):
+        scene.host.advance(settings.tick)
+        lat = [scene.host.take_latencies(vm) for vm in scene.vms]
+        if interval >= settings.converge:
+            for parts, values in zip(judged, lat):
+                parts.append(values)
+            held = max(held, held_cpus())
+        control(interval + 1.0, lat)
+    window = judge(scene, [concat(parts) for parts in judged],
+                   settings.judge * settings.tick)
+    return window, held

@@ -55,27 +55,14 @@ def config_of(settings):
 def evaluate(cell, settings):
     scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME))
     ufo = UfoAgent(scene, config_of(settings))
-    host = scene.host
-    judged, held, overloaded = [[] for _ in scene.vms], 0, False
-    total = settings.converge + settings.judge
-    for second in range(total):
-        host.advance(settings.tick)
-        lat = [host.take_latencies(vm) for vm in scene.vms]
-        if second >= settings.converge:
-            for i, values in enumerate(lat):
-                judged[i].append(values)
-            held = max(held, ufo.held_cpus())
-            overloaded |= bool(ufo.agent.last_plan and
-                               ufo.agent.last_plan.overloaded)
-        ufo.tick()
-    window = scenario.judge(
-        scene, [scenario.concat(parts) for parts in judged],
-        settings.judge * settings.tick)
+    window, held = scenario.run_feedback(
+        scene, settings, ufo.held_cpus, lambda now, lat: ufo.tick())
     plan = ufo.agent.last_plan
     return cell_mod.CellResult(
         NAME, cell.key, held, window.all_ok, window.p99_us,
         {'vm_cores': [len(plan.vms[vm].cores) for vm in scene.vms],
          'emulator_cores': len(plan.emulator_cores),
          'online': [plan.vms[vm].online_vcpus for vm in scene.vms],
-         'overloaded': overloaded,
-         'sim_seconds': total * settings.tick})
+         'overloaded': plan.overloaded,
+         'sim_seconds': (settings.converge + settings.judge) *
+         settings.tick})
