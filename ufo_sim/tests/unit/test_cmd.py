@@ -4,7 +4,10 @@ import json
 import os
 import re
 
+import pytest
+
 from ufo_sim import cmd
+from ufo_sim.managers import ufo
 
 RESULT = re.compile(
     r'^RESULT ufo_vs_dyniso_core_saving_avg=(-?[0-9.]+|nan) '
@@ -67,3 +70,15 @@ def test_mal_reads_a_grid(tmp_path, capsys):
     # MAL never drops as CPUs are added.
     assert values == sorted(values)
     assert os.path.exists(os.path.join(out, 'mal-memcached+memcached.png'))
+
+
+def test_ufo_options_reach_the_controller(capsys):
+    args = cmd.parser().parse_args(
+        ['grid', '--ufo-option', 'sf_threshold=0.2', '--ufo-option',
+         'emulator_util_low=0.4'])
+    settings = cmd._settings(args)
+    config = ufo.config_of(settings)
+    assert (config.sf_threshold, config.emulator_util_low) == (0.2, 0.4)
+    with pytest.raises(SystemExit):
+        cmd.parser().parse_args(['grid', '--ufo-option', 'nope=1'])
+    assert 'NAME=VALUE' in capsys.readouterr().err
