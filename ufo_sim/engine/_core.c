@@ -83,6 +83,8 @@ struct gvcpu {
 	double rem, min_vr;
 	tns sl_start;
 	tns poll_end;		/* halted, KVM polls until then; 0: no */
+	tns halted_at;		/* -1: not halted */
+	double poll_ns;		/* KVM's adaptive halt-poll window */
 };
 
 struct counters {
@@ -643,6 +645,27 @@ static void g_update_min_vr(struct vm *m, struct gvcpu *g)
 		g->min_vr = x;
 }
 
+/*
+ * A halted vCPU gets work: KVM's adaptive halt polling (5.10 defaults:
+ * grow x2 from a twentieth of the maximum, shrink to 0) learns from how
+ * long the vCPU was blocked.
+ */
+static void adapt_poll(Host *h, struct gvcpu *g)
+{
+	double block = (double)(h->now - g->halted_at), max = h->p.halt_poll;
+
+	g->halted_at = -1;
+	if (block <= g->poll_ns)
+		return;
+	if (g->poll_ns > 0 && block > max) {
+		g->poll_ns = 0;
+	} else if (g->poll_ns < max && block < max) {
+		g->poll_ns = g->poll_ns * 2 > max / 20 ? g->poll_ns * 2 : max / 20;
+		if (g->poll_ns > max)
+			g->poll_ns = max;
+	}
+}
+
 /* Guest thread th becomes runnable on a vCPU; wake: it was asleep. */
 static void g_place(Host *h, struct vm *m, int th, int wake)
 {
@@ -660,6 +683,8 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 	}
 	t->vcpu = v;
 	if (g->curr < 0) {
+		if (g->halted_at >= 0)
+			adapt_poll(h, g);
 		g->poll_end = 0;
 		g->curr = th;
 		t->state = S_RUNNING;
@@ -962,8 +987,10 @@ static void g_work_done(Host *h, struct vm *m, int v)
  */
 static void vcpu_halt(Host *h, int c, struct gvcpu *g)
 {
-	if (h->p.halt_poll > 0 && !h->cpu[c].nq) {
-		g->poll_end = h->now + (tns)h->p.halt_poll;
+	if (g->halted_at < 0)
+		g->halted_at = h->now;
+	if (g->poll_ns >= 1 && !h->cpu[c].nq) {
+		g->poll_end = h->now + (tns)g->poll_ns;
 		return;
 	}
 	cpu_resched(h, c, S_SLEEP);
@@ -1163,6 +1190,7 @@ static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
 	g->resched = 0;
 	g->rem = 0;
 	g->poll_end = 0;
+	g->halted_at = -1;
 	if (t->state == S_RUNNING) {
 		cpu_resched(h, t->cpu, S_SLEEP);
 	} else if (t->state == S_RUNNABLE) {
@@ -1386,6 +1414,7 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	m->nreq_cap = cap;
 	for (i = 0; i < nvcpu; i++) {
 		m->gv[i].curr = -1;
+		m->gv[i].halted_at = -1;
 		m->gv[i].q = PyMem_Calloc(nthr, sizeof(int));
 		if (!m->gv[i].q)
 			return PyErr_NoMemory();

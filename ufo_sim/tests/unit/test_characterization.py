@@ -29,7 +29,9 @@ def test_sched_frequency_peaks_before_the_latency_knee():
 def test_runtime_scales_with_load():
     lo = scenarios.dedicated(MC, 8, MC.max_rps * 0.2, seconds=2)
     hi = scenarios.dedicated(MC, 8, MC.max_rps * 0.6, seconds=2)
-    assert hi.guest_util / lo.guest_util == pytest.approx(3, rel=0.2)
+    # linear, up to the SMT slowdown as siblings get busier
+    smt = scenarios.HostSpec().smt_slowdown
+    assert 0.9 * 3 < hi.guest_util / lo.guest_util < 3 * smt
     assert hi.emulator_util / lo.emulator_util == pytest.approx(3, rel=0.2)
 
 
