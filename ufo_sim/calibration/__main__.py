@@ -24,6 +24,12 @@ def _summary(res):
         for n, c in sorted(r['sf'].items()):
             lines.append('%-9s sf  %d pCPUs: knee %3.0f%%  SF peak %3.0f%%'
                          % (p.name, n, c['knee'] * 100, c['sf_peak'] * 100))
+        for g in report.sf_gaps(r['sf']):
+            lines.append('%-9s sf  %d->%d pCPUs: gap > 30%% from load %3.0f%%,'
+                         ' knee %3.0f%%, gap at knee %4.0f%%'
+                         % ((p.name,) + g['pcpus'] +
+                            (g['first_load'] * 100, g['knee'] * 100,
+                             g['gap_at_knee'] * 100)))
         iso = r['isolation']
         for mode in scenarios.MODES:
             m = iso[mode]

@@ -41,6 +41,27 @@ def sf_curves(profile, seconds=4.0, loads=LOADS, pcpus=PCPUS):
     return out
 
 
+def sf_gaps(curves, threshold=0.3):
+    """UFO's rule (§4.5) on the curves: where SF(n+2) exceeds SF(n) by 30%.
+
+    For each adjacent pair of CPU counts: the first swept load at which
+    the gap passes ``threshold``, the knee of the smaller count, and the
+    gap at that knee (the paper measures 27-30% there).
+    """
+    out = []
+    counts = sorted(curves)
+    for a, b in zip(counts, counts[1:]):
+        ca, cb = curves[a], curves[b]
+        gaps = [sb / sa - 1 if sa else 0.0
+                for sa, sb in zip(ca['guest_sf'], cb['guest_sf'])]
+        first = next((f for f, g in zip(ca['loads'], gaps) if g > threshold),
+                     None)
+        at_knee = gaps[ca['loads'].index(ca['knee'])] if ca['knee'] else None
+        out.append(dict(pcpus=(a, b), first_load=first, knee=ca['knee'],
+                        gap_at_knee=at_knee))
+    return out
+
+
 def isolation_modes(profile, seconds=4.0, loads=LOADS):
     """Fig. 2 / 3: four VMs under default, isolation, host-aware."""
     paper_load = PAPER_DEFAULT_LOAD[profile.name]

@@ -83,6 +83,10 @@ struct gvcpu {
 	double rem, min_vr;
 	tns sl_start;
 	tns poll_end;		/* halted, KVM polls until then; 0: no */
+	tns halted_at;		/* -1: not halted */
+	double poll_ns;		/* KVM's adaptive halt-poll window */
+	int in_irq;		/* running the virtio-net RX interrupt */
+	struct fifo irq;	/* requests whose interrupt is pending */
 };
 
 struct counters {
@@ -98,6 +102,7 @@ struct vm {
 	/* profile */
 	int svc_kind, rounds;
 	double svc_mean, svc_a, svc_b, emu_in, emu_out, be_chunk, be_io;
+	double irq_cost;	/* guest RX interrupt work per request */
 	/* load */
 	double rps;
 	tns next_arr;
@@ -271,11 +276,10 @@ static void sync_cpu(Host *h, int c)
 
 		m->c.vcpu_cpu += dt;
 		g->rem -= prog;
-		if (g->curr >= 0) {
+		if (g->curr >= 0 || g->in_irq)
 			m->c.guest_busy += dt;
-			if (!g->sw)
-				m->gt[g->curr].vr += dt;
-		}
+		if (g->curr >= 0 && !g->sw && !g->in_irq)
+			m->gt[g->curr].vr += dt;
 	}
 }
 
@@ -344,7 +348,8 @@ static void plan_cpu(Host *h, int c)
 			return;
 		}
 		t = after(h, g->rem, p->rate);
-		if (!g->sw && g->curr >= 0 && (g->resched || g->nq)) {
+		if (!g->sw && !g->in_irq && g->curr >= 0 &&
+		    (g->resched || g->nq)) {
 			e = g->resched ? h->now : g->sl_start + guest_slice(h, g);
 			if (e < t)
 				t = e < h->now ? h->now : e;
@@ -643,6 +648,27 @@ static void g_update_min_vr(struct vm *m, struct gvcpu *g)
 		g->min_vr = x;
 }
 
+/*
+ * A halted vCPU gets work: KVM's adaptive halt polling (5.10 defaults:
+ * grow x2 from a twentieth of the maximum, shrink to 0) learns from how
+ * long the vCPU was blocked.
+ */
+static void adapt_poll(Host *h, struct gvcpu *g)
+{
+	double block = (double)(h->now - g->halted_at), max = h->p.halt_poll;
+
+	g->halted_at = -1;
+	if (block <= g->poll_ns)
+		return;
+	if (g->poll_ns > 0 && block > max) {
+		g->poll_ns = 0;
+	} else if (g->poll_ns < max && block < max) {
+		g->poll_ns = g->poll_ns * 2 > max / 20 ? g->poll_ns * 2 : max / 20;
+		if (g->poll_ns > max)
+			g->poll_ns = max;
+	}
+}
+
 /* Guest thread th becomes runnable on a vCPU; wake: it was asleep. */
 static void g_place(Host *h, struct vm *m, int th, int wake)
 {
@@ -659,7 +685,9 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 		t->vr = g->min_vr + (t->vr > credit ? t->vr : credit);
 	}
 	t->vcpu = v;
-	if (g->curr < 0) {
+	if (g->curr < 0 && !g->in_irq) {
+		if (g->halted_at >= 0)
+			adapt_poll(h, g);
 		g->poll_end = 0;
 		g->curr = th;
 		t->state = S_RUNNING;
@@ -673,8 +701,44 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 	}
 	t->state = S_RUNNABLE;
 	g->q[g->nq++] = th;
-	if (m->gt[g->curr].vr - t->vr > h->p.g_wake_gran && !g->sw)
+	if (g->curr >= 0 && !g->sw &&
+	    m->gt[g->curr].vr - t->vr > h->p.g_wake_gran)
 		g->resched = 1;
+}
+
+/* The vCPU (not mid-switch) enters the RX interrupt handler. */
+static void irq_start(Host *h, struct vm *m, int v)
+{
+	struct gvcpu *g = &m->gv[v];
+
+	if (g->curr >= 0)
+		m->gt[g->curr].rem = g->rem;
+	g->in_irq = 1;
+	g->rem = m->irq_cost;
+	(void)h;
+}
+
+/*
+ * Request r's packet raises the RX interrupt of vCPU v (its virtio-net
+ * queue's vCPU); the guest kernel hands it to the worker from there, so
+ * a vCPU preempted on the host holds up its whole queue.
+ */
+static void g_irq(Host *h, struct vm *m, int v, int r)
+{
+	struct gvcpu *g = &m->gv[v];
+	int k = vcpu_task(m, v);
+
+	g_touch(h, m, v);
+	fifo_push(&g->irq, r);
+	if (g->in_irq)
+		return;
+	if (g->halted_at >= 0)
+		adapt_poll(h, g);
+	g->poll_end = 0;
+	if (!g->sw)
+		irq_start(h, m, v);
+	if (h->task[k].state == S_SLEEP)
+		host_wake(h, k);	/* the interrupt wakes a halted vCPU */
 }
 
 static void g_wake(Host *h, struct vm *m, int th)
@@ -853,18 +917,20 @@ static void record(struct vm *m, double us)
 	m->lat[m->nlat++] = us;
 }
 
-static void emu_done(Host *h, struct vm *m, int item)
+static void emu_done(Host *h, struct vm *m, int item, int e)
 {
 	int r = item >> 2, th;
 	struct req *q;
 
 	switch (item & 3) {
-	case W_IN:
-		deliver(h, m, r);
-		break;
 	case W_MID:
 		m->req[r].round++;
-		deliver(h, m, r);
+		/* fall through */
+	case W_IN:
+		if (m->irq_cost > 0)
+			g_irq(h, m, e % m->online, r);
+		else
+			deliver(h, m, r);
 		break;
 	case W_OUT:
 		q = &m->req[r];
@@ -962,8 +1028,10 @@ static void g_work_done(Host *h, struct vm *m, int v)
  */
 static void vcpu_halt(Host *h, int c, struct gvcpu *g)
 {
-	if (h->p.halt_poll > 0 && !h->cpu[c].nq) {
-		g->poll_end = h->now + (tns)h->p.halt_poll;
+	if (g->halted_at < 0)
+		g->halted_at = h->now;
+	if (g->poll_ns >= 1 && !h->cpu[c].nq) {
+		g->poll_end = h->now + (tns)g->poll_ns;
 		return;
 	}
 	cpu_resched(h, c, S_SLEEP);
@@ -987,7 +1055,7 @@ static void on_switched_in(Host *h, int c)
 		return;
 	}
 	g = &m->gv[t->idx];
-	if (g->curr < 0 && !g->sw) {
+	if (g->curr < 0 && !g->sw && !g->in_irq) {
 		int th = g_steal(m, t->idx);
 
 		if (th < 0)
@@ -995,6 +1063,25 @@ static void on_switched_in(Host *h, int c)
 		else
 			g_switch(h, m, t->idx, th);
 	}
+}
+
+/* The RX interrupt handler on vCPU v has passed one request on. */
+static void irq_done(Host *h, int c, struct vm *m, int v)
+{
+	struct gvcpu *g = &m->gv[v];
+
+	deliver(h, m, fifo_pop(&g->irq));
+	if (g->irq.len) {
+		g->rem = m->irq_cost;
+		return;
+	}
+	g->in_irq = 0;
+	if (g->curr >= 0)
+		g->rem = m->gt[g->curr].rem;
+	else if (g->nq)
+		g_resched(h, m, v, S_SLEEP);	/* idle: run what it woke */
+	else
+		vcpu_halt(h, c, g);
 }
 
 /* Handle what is due on CPU c at h->now. */
@@ -1030,7 +1117,7 @@ static void cpu_event(Host *h, int c)
 
 			t->item = -1;
 			if (it >= 0)	/* wakes elsewhere never replace curr */
-				emu_done(h, &h->vm[t->vm], it);
+				emu_done(h, &h->vm[t->vm], it, t->idx);
 			emu_next(h, c, k);
 			return;
 		}
@@ -1038,24 +1125,28 @@ static void cpu_event(Host *h, int c)
 		struct vm *m = &h->vm[t->vm];
 		struct gvcpu *g = &m->gv[t->idx];
 
-		if (g->curr < 0 && !g->sw) {
+		if (g->curr < 0 && !g->sw && !g->in_irq) {
 			g->poll_end = 0;
 			cpu_resched(h, c, S_SLEEP);
 			return;
 		}
 		if (g->rem <= EPS) {
-			if (g->sw) {
+			if (g->in_irq) {
+				irq_done(h, c, m, t->idx);
+			} else if (g->sw) {
 				g->sw = 0;
-				if (g->curr < 0)
-					vcpu_halt(h, c, g);
-				else
+				if (g->curr >= 0)
 					g_started(h, m, t->idx);
+				if (!g->sw && g->irq.len)
+					irq_start(h, m, t->idx);
+				else if (g->curr < 0 && !g->sw)
+					vcpu_halt(h, c, g);
 			} else {
 				g_work_done(h, m, t->idx);
 			}
 			return;
 		}
-		if (!g->sw && g->curr >= 0 && (g->resched ||
+		if (!g->sw && !g->in_irq && g->curr >= 0 && (g->resched ||
 		    (g->nq && h->now >= g->sl_start + guest_slice(h, g)))) {
 			g_resched(h, m, t->idx, S_RUNNABLE);
 			return;
@@ -1151,7 +1242,7 @@ static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
 
 	g_touch(h, m, v);
 	if (g->curr >= 0) {
-		if (!g->sw)
+		if (!g->sw && !g->in_irq)
 			m->gt[g->curr].rem = g->rem;
 		moved[(*n)++] = g->curr;
 	}
@@ -1163,6 +1254,8 @@ static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
 	g->resched = 0;
 	g->rem = 0;
 	g->poll_end = 0;
+	g->halted_at = -1;
+	g->in_irq = 0;
 	if (t->state == S_RUNNING) {
 		cpu_resched(h, t->cpu, S_SLEEP);
 	} else if (t->state == S_RUNNABLE) {
@@ -1181,6 +1274,9 @@ static void set_online(Host *h, struct vm *m, int n)
 	for (v = n; v < m->online; v++)
 		vcpu_offline(h, m, v, moved, &nm);
 	m->online = n;
+	for (v = n; v < m->nvcpu; v++)	/* their queues' interrupts move */
+		while (m->gv[v].irq.len)
+			g_irq(h, m, v % n, fifo_pop(&m->gv[v].irq));
 	for (i = 0; i < nm; i++) {
 		m->gt[moved[i]].state = S_RUNNABLE;
 		m->gt[moved[i]].vr -= m->gv[m->gt[moved[i]].vcpu].min_vr;
@@ -1256,8 +1352,10 @@ static void Host_dealloc(Host *h)
 		struct vm *m = &h->vm[i];
 		int v;
 
-		for (v = 0; v < m->nvcpu; v++)
+		for (v = 0; v < m->nvcpu; v++) {
 			PyMem_Free(m->gv[v].q);
+			PyMem_Free(m->gv[v].irq.buf);
+		}
 		PyMem_Free(m->gv);
 		PyMem_Free(m->gt);
 		PyMem_Free(m->req);
@@ -1313,14 +1411,14 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 static PyObject *Host_add_vm(Host *h, PyObject *args)
 {
 	int nvcpu, nthr, nemu, be, kind, rounds, i, cap;
-	double mean, a, b, ein, eout, chunk, io;
+	double mean, a, b, ein, eout, chunk, io, irq;
 	unsigned long long seed;
 	struct vm *m, *nv;
 	struct task *nt;
 
-	if (!PyArg_ParseTuple(args, "iiiiidddiddddK", &nvcpu, &nthr, &nemu,
+	if (!PyArg_ParseTuple(args, "iiiiidddidddddK", &nvcpu, &nthr, &nemu,
 			      &be, &kind, &mean, &a, &b, &rounds, &ein, &eout,
-			      &chunk, &io, &seed))
+			      &chunk, &io, &irq, &seed))
 		return NULL;
 	if (nvcpu < 1 || nvcpu > 64 || nthr < 1 || nthr > 1024 || nemu < 1 ||
 	    nemu > 16 || rounds < 1) {
@@ -1351,6 +1449,7 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	m->emu_out = eout;
 	m->be_chunk = chunk;
 	m->be_io = io;
+	m->irq_cost = irq;
 	m->rng = seed;
 	m->next_arr = T_INF;
 	m->t_vcpu0 = h->ntask;
@@ -1386,8 +1485,9 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	m->nreq_cap = cap;
 	for (i = 0; i < nvcpu; i++) {
 		m->gv[i].curr = -1;
+		m->gv[i].halted_at = -1;
 		m->gv[i].q = PyMem_Calloc(nthr, sizeof(int));
-		if (!m->gv[i].q)
+		if (!m->gv[i].q || fifo_init(&m->gv[i].irq, 64))
 			return PyErr_NoMemory();
 	}
 	for (i = 0; i < nthr; i++) {
@@ -1610,7 +1710,8 @@ static PyObject *Host_get_now(Host *h, void *closure)
 static PyMethodDef Host_methods[] = {
 	{"add_vm", (PyCFunction)Host_add_vm, METH_VARARGS,
 	 "add_vm(vcpus, threads, emu_threads, be, svc_kind, svc_mean, a, b, "
-	 "rounds, emu_in_ns, emu_out_ns, be_chunk_ns, be_io_ns, seed) -> id"},
+	 "rounds, emu_in_ns, emu_out_ns, be_chunk_ns, be_io_ns, irq_ns, seed)"
+	 " -> id"},
 	{"set_rps", (PyCFunction)Host_set_rps, METH_VARARGS,
 	 "set_rps(vm, rps)"},
 	{"pin", (PyCFunction)Host_pin, METH_VARARGS,

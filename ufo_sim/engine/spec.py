@@ -42,8 +42,9 @@ class HostSpec:
     guest_sched_min_granularity: float = scaled(3e-3)
     guest_sched_wakeup_granularity: float = scaled(4e-3)
     guest_ctxsw: float = scaled(1.5e-6)
-    # KVM halt polling (halt_poll_ns): a halting vCPU keeps its CPU this
-    # long waiting for a wake-up, unless another thread wants the CPU.
+    # KVM halt polling (halt_poll_ns): a halting vCPU keeps its CPU up to
+    # this long waiting for a wake-up, unless another thread wants the
+    # CPU; the window adapts per vCPU as in Linux.
     halt_poll: float = scaled(200e-6)
     # Requests in flight per VM beyond which arrivals are dropped.
     max_outstanding: int = 20000

@@ -10,7 +10,7 @@ MC = profiles.MEMCACHED
 
 def test_guest_sched_frequency_is_concave_in_load():
     sf = [scenarios.dedicated(MC, 4, MC.max_rps * f, seconds=2).guest_sf
-          for f in (0.1, 0.35, 0.7)]
+          for f in (0.1, 0.45, 0.9)]
     assert sf[1] > 1.5 * sf[0]
     assert sf[1] > 3 * sf[2]
 
@@ -29,13 +29,15 @@ def test_sched_frequency_peaks_before_the_latency_knee():
 def test_runtime_scales_with_load():
     lo = scenarios.dedicated(MC, 8, MC.max_rps * 0.2, seconds=2)
     hi = scenarios.dedicated(MC, 8, MC.max_rps * 0.6, seconds=2)
-    assert hi.guest_util / lo.guest_util == pytest.approx(3, rel=0.2)
+    # linear, up to the SMT slowdown as siblings get busier
+    smt = scenarios.HostSpec().smt_slowdown
+    assert 0.9 * 3 < hi.guest_util / lo.guest_util < 3 * smt
     assert hi.emulator_util / lo.emulator_util == pytest.approx(3, rel=0.2)
 
 
 @pytest.fixture(scope='module')
 def modes():
-    load = MC.max_rps * 0.3
+    load = MC.max_rps * 0.4
     return {m: scenarios.four_vms(MC, load, m, seconds=2)
             for m in scenarios.MODES}
 
@@ -77,7 +79,7 @@ def test_lc_emulator_works_be_emulator_idles():
 
 
 def test_isolating_emulator_threads_helps_memcached():
-    load = MC.max_rps * 0.6
+    load = MC.max_rps * 0.8
     shared = scenarios.emulator_placement(MC, load, isolated=False,
                                           seconds=2)
     isolated = scenarios.emulator_placement(MC, load, isolated=True,
