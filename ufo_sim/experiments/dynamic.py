@@ -15,8 +15,10 @@ budget. UFO manages the 8 budget cores itself (its emulator pool comes
 out of them). Default gets, each second, as many shared cores as UFO's
 VM pools held (the paper's "same #pCPUs"); DynIso runs its own loop.
 
-Per VM and manager: *violation seconds* (seconds whose p99 exceeds QoS
-or whose load was not served) and, per load rise, the *reaction time*
+Time is counted in control intervals of one real second (``tick``
+simulated seconds, see :mod:`ufo_sim.managers.cell`). Per VM and
+manager: *violation seconds* (seconds whose p99 exceeds QoS or whose
+load was not served) and, per load rise, the *reaction time*
 (seconds until the VM's cores grew) and the *recovery time* (seconds
 until a second met QoS again).
 """
@@ -115,9 +117,9 @@ def _simulate(manager, settings, scale, replay=None):
             vm_cpus = [len(plan.vms[vm].cpus) if plan and
                        plan.vms[vm].cores else 0 for vm in scene.vms]
             held = ctl.held_cpus()
-        host.advance(1.0)
+        host.advance(settings.tick)
         lat = [host.take_latencies(vm) for vm in scene.vms]
-        window = scenario.judge(scene, lat, 1.0)
+        window = scenario.judge(scene, lat, settings.tick)
         for i in range(n):
             trace['load'][i].append(load_at(PATTERNS[i][1], second, scale))
             trace['p99_us'][i].append(window.p99_us[i])
@@ -125,7 +127,7 @@ def _simulate(manager, settings, scale, replay=None):
             trace['vm_cpus'][i].append(vm_cpus[i])
         trace['held_cpus'].append(held)
         if manager == 'dyniso':
-            ctl.step(host.now, lat)
+            ctl.step(second + 1.0, lat)
         elif manager == 'ufo':
             ctl.tick()
     return _metrics(manager, scene, trace, scale, seconds, settings)

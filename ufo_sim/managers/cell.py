@@ -50,7 +50,7 @@ class Settings:
     cores: int = 8
     smt: int = 2
     warmup: float = 5.0
-    measure: float = 20.0
+    measure: float = 60.0
     tick: float = engine.TIME_SCALE
     converge: int = 30
     judge: int = 10
