@@ -86,7 +86,8 @@ def _grid(args):
     managers = args.managers.split(',')
     started = time.monotonic()
     grid = grid_mod.run(settings, loads, managers, mix_list,
-                        processes=args.processes, progress=sys.stderr)
+                        processes=args.processes, progress=sys.stderr,
+                        timeout=args.task_timeout)
     os.makedirs(args.out, exist_ok=True)
     data = report.grid_report(grid, args.out, plots=not args.no_plots)
     write_json(os.path.join(args.out, 'grid.json'), data)
@@ -121,7 +122,7 @@ def _dynamic(args):
     from ufo_sim.experiments import dynamic
     out = dynamic.run(_settings(args), scale=args.scale,
                       managers=args.managers.split(','),
-                      processes=args.processes)
+                      processes=args.processes, timeout=args.task_timeout)
     return _finish(args, dynamic, out, 'dynamic')
 
 
@@ -129,7 +130,8 @@ def _decompose(args):
     from ufo_sim.experiments import decompose
     out = decompose.run(_settings(args), apps=args.apps.split(','),
                         cpu_counts=[int(x) for x in args.cpus.split(',')],
-                        vcpus=args.vcpus, processes=args.processes)
+                        vcpus=args.vcpus, processes=args.processes,
+                        timeout=args.task_timeout)
     return _finish(args, decompose, out, 'decompose')
 
 
@@ -148,6 +150,9 @@ def parser():
         if processes:
             cmd.add_argument('--processes', type=int, default=2,
                              help='worker processes (default 2)')
+            cmd.add_argument('--task-timeout', type=float, default=300.0,
+                             help='seconds one simulation task may take '
+                                  'before it is killed and reported')
         cmd.add_argument('--warmup', type=float,
                          help='simulated seconds before measuring')
         cmd.add_argument('--measure', type=float,

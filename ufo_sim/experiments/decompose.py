@@ -13,8 +13,8 @@ The emulator pool is 1 or 2 cores, whichever serves more load. Load is
 searched in 5 % steps of the profile's max load, up to 200 %.
 """
 
-import multiprocessing
 
+from ufo_sim.experiments import parallel
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import scenario
 from ufo_sim.managers import search
@@ -61,16 +61,15 @@ def _task(args):
     return args[:3], max_load(app, cpus, variant, 0, settings, vcpus)
 
 
-def run(settings, apps, cpu_counts, vcpus=16, processes=2):
+def run(settings, apps, cpu_counts, vcpus=16, processes=2, timeout=600.0):
     tasks = [(app, cpus, variant, settings, vcpus)
              for app in apps for cpus in cpu_counts for variant in VARIANTS]
-    if processes > 1:
-        with multiprocessing.get_context('fork').Pool(processes) as pool:
-            found = pool.map(_task, tasks)
-    else:
-        found = [_task(t) for t in tasks]
     loads = {}
-    for (app, cpus, variant), load in found:
+    outcomes = parallel.run(_task, tasks, processes, timeout)
+    for task, (status, value) in zip(tasks, outcomes):
+        app, cpus, variant = task[:3]
+        # A search that gave no answer counts as no load served.
+        load = value[1] if status == parallel.OK else 0.0
         loads.setdefault(app, {}).setdefault(variant, {})[str(cpus)] = load
     gains = {}
     for variant in ('vcpu', 'emulator', 'combined'):

@@ -24,9 +24,9 @@ until a second met QoS again).
 """
 
 import math
-import multiprocessing
 import os
 
+from ufo_sim.experiments import parallel
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import dyniso as dyniso_mod
 from ufo_sim.managers import scenario
@@ -176,23 +176,32 @@ def replay_of(ufo_result, smt):
 
 
 def run(settings, scale=1.0, managers=('default', 'dyniso', 'ufo'),
-        processes=2):
+        processes=2, timeout=3600.0):
     first = [m for m in managers if m != 'default']
     if 'default' in managers and 'ufo' not in first:
         first.append('ufo')
     jobs = [(m, settings, scale) for m in first]
-    if processes > 1 and len(jobs) > 1:
-        with multiprocessing.get_context('fork').Pool(processes) as pool:
-            done = pool.map(_job, jobs)
-    else:
-        done = [_job(j) for j in jobs]
-    results = {r['manager']: r for r in done}
+    results = {}
+    outcomes = parallel.run(_job, jobs, processes, timeout)
+    for job, (status, value) in zip(jobs, outcomes):
+        results[job[0]] = value if status == parallel.OK else {
+            'manager': job[0], 'error': '%s: %s' % (status, value)}
     if 'default' in managers:
-        results['default'] = _simulate(
-            'default', settings, scale,
-            replay_of(results['ufo'], settings.smt))
+        if 'error' in results['ufo']:
+            results['default'] = {'manager': 'default',
+                                  'error': 'no UFO run to replay'}
+        else:
+            (status, value), = parallel.run(
+                _job, [('default', settings, scale,
+                        replay_of(results['ufo'], settings.smt))], 1,
+                timeout)
+            results['default'] = value if status == parallel.OK else {
+                'manager': 'default', 'error': '%s: %s' % (status, value)}
     return {'scale': scale, 'managers': [m for m in managers],
-            'results': {m: results[m] for m in managers}}
+            'results': {m: results[m] for m in managers
+                        if 'error' not in results[m]},
+            'errors': {m: results[m]['error'] for m in managers
+                       if 'error' in results[m]}}
 
 
 def plot(out, directory):
@@ -228,6 +237,8 @@ def table(out):
                 app, m, v['violation_seconds'],
                 _fmt(v['reaction_s_mean']), _fmt(v['recovery_s_mean']),
                 r['mean_held_cpus']))
+    for m, why in out['errors'].items():
+        lines.append('%s: no result (%s)' % (m, why))
     return '\n'.join(lines)
 
 

@@ -10,9 +10,10 @@ VMs renamed, so only one of the two is simulated.
 
 import dataclasses
 import itertools
-import multiprocessing
+import math
 import time
 
+from ufo_sim.experiments import parallel
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import registry
 
@@ -89,11 +90,19 @@ class Grid:
                 'results': self.results}
 
 
+def _failed(name, cell, status, why):
+    """The result of a run that gave none: QoS not shown to be met."""
+    return cell_mod.CellResult(name, cell.key, None, False,
+                               (math.inf,) * len(cell.vms),
+                               {'error': '%s: %s' % (status, why)}).to_json()
+
+
 def run(settings, loads, managers, mix_list=None, processes=2,
-        progress=None):
+        progress=None, timeout=600.0):
     """Run the grid; returns a :class:`Grid`.
 
-    ``progress`` is a stream for a progress line every ten runs.
+    ``progress`` is a stream for a progress line every ten runs; a run
+    past ``timeout`` seconds is killed and counted as an error.
     """
     mix_list = mix_list or mixes()
     tasks, mirrors = [], []
@@ -110,20 +119,18 @@ def run(settings, loads, managers, mix_list=None, processes=2,
     started = time.monotonic()
     results, timing = [], {name: [0, 0.0] for name in managers}
 
-    def collect(i, outcome):
-        result, seconds = outcome
+    def collect(index, status, value):
+        name, cell, _ = tasks[index]
+        if status == parallel.OK:
+            result, seconds = value
+        else:
+            result, seconds = _failed(name, cell, status, value), 0.0
         results.append(result)
-        timing[result['manager']][0] += 1
-        timing[result['manager']][1] += seconds
-        _report(progress, i + 1, len(tasks), started)
+        timing[name][0] += 1
+        timing[name][1] += seconds
+        _report(progress, len(results), len(tasks), started)
 
-    if processes > 1:
-        with multiprocessing.get_context('fork').Pool(processes) as pool:
-            for i, outcome in enumerate(pool.imap_unordered(_run, tasks)):
-                collect(i, outcome)
-    else:
-        for i, task in enumerate(tasks):
-            collect(i, _run(task))
+    parallel.run(_run, tasks, processes, timeout, collect)
     by_key = {(r['manager'], r['cell']): r for r in results}
     for cell in mirrors:
         for name in managers:

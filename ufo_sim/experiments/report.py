@@ -72,6 +72,9 @@ def grid_table(data):
             _fmt(per['ufo_over_oracle_cores'], '%.2f')))
     lines.append('(columns: %% of cells meeting QoS within %d CPUs)'
                  % _budget(data['settings']))
+    if data['summary']['errors']:
+        lines.append('%d runs gave no result (see "error" in grid.json)'
+                     % data['summary']['errors'])
     return '\n'.join(lines)
 
 

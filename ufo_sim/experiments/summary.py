@@ -77,6 +77,8 @@ def figures(results, budget_cpus, cells=None):
         'cells': len(cells),
         'cells_compared_with_dyniso': len(savings),
         'cells_compared_with_oracle': len(excess),
+        'errors': sum(1 for r in results if r['cell'] in set(cells) and
+                      'error' in r['detail']),
     }
 
 
