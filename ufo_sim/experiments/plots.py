@@ -28,7 +28,7 @@ def heatmaps(path, title, loads, managers, value, budget_cpus):
     from matplotlib import colors
     n = len(loads)
     fig, axes = plt.subplots(1, len(managers),
-                             figsize=(3.0 * len(managers) + 1, 3.4),
+                             figsize=(3.0 * len(managers) + 1, 3.9),
                              squeeze=False)
     cmap = plt.get_cmap('Blues')
     norm = colors.Normalize(vmin=0, vmax=budget_cpus + 4)

@@ -28,15 +28,17 @@ def grid_report(grid, out, plots=True):
             for m in grid.managers}
         data['per_mix'][name] = per
         if plots:
-            _heatmap(grid, mix, table, budget,
-                     os.path.join(out, 'grid-%s.png' % name))
+            heatmap(data, mix, os.path.join(out, 'grid-%s.png' % name))
     data['result_line'] = summary.result_line(data['summary'])
     return data
 
 
-def _heatmap(grid, mix, table, budget, path):
+def heatmap(data, mix, path):
+    """Draw one pair's heatmaps from grid.json content."""
     from ufo_sim.experiments import plots
     from ufo_sim.managers import cell as cell_mod
+    budget = _budget(data['settings'])
+    table = summary.index(data['results'])
 
     def value(manager, a, b):
         key = cell_mod.Cell((cell_mod.VmLoad(mix[0], a),
@@ -49,7 +51,7 @@ def _heatmap(grid, mix, table, budget, path):
 
     plots.heatmaps(path, '%s: host CPUs to meet QoS (budget %d)'
                    % (grid_mod.mix_name(mix), budget),
-                   grid.loads, grid.managers, value, budget)
+                   data['loads'], data['managers'], value, budget)
 
 
 def _fmt(x, spec='%.1f'):
