@@ -40,13 +40,25 @@ def _feasible(app, cpus, variant, emulator, load, settings, vcpus):
 
 
 def max_load(app, cpus, variant, emulator, settings, vcpus):
-    """The highest load (fraction of max) meeting QoS, 0 if none."""
+    """The highest load (fraction of max) meeting QoS, 0 if none.
+
+    The search doubles the load from 5 % until QoS fails, then bisects
+    below: no trial runs far past the saturation point, where a
+    simulation spends its time on requests that will never finish.
+    """
+    seen = {}
+
     def fails(step):
-        return not _feasible(app, cpus, variant, emulator, step * STEP,
-                             settings, vcpus)
-    first_fail = search.min_feasible(1, STEPS, fails)
-    if first_fail is None:
-        return STEPS * STEP
+        if step not in seen:
+            seen[step] = not _feasible(app, cpus, variant, emulator,
+                                       step * STEP, settings, vcpus)
+        return seen[step]
+    lo, hi = 1, 1
+    while not fails(hi):
+        if hi == STEPS:
+            return STEPS * STEP
+        lo, hi = hi + 1, min(STEPS, 2 * hi)
+    first_fail = search.min_feasible(lo, hi, fails)
     return round((first_fail - 1) * STEP, 2)
 
 
@@ -68,8 +80,8 @@ def run(settings, apps, cpu_counts, vcpus=16, processes=2, timeout=600.0):
     outcomes = parallel.run(_task, tasks, processes, timeout)
     for task, (status, value) in zip(tasks, outcomes):
         app, cpus, variant = task[:3]
-        # A search that gave no answer counts as no load served.
-        load = value[1] if status == parallel.OK else 0.0
+        # A search that gave no answer (engine stuck) has no value.
+        load = value[1] if status == parallel.OK else None
         loads.setdefault(app, {}).setdefault(variant, {})[str(cpus)] = load
     gains = {}
     for variant in ('vcpu', 'emulator', 'combined'):
@@ -77,7 +89,8 @@ def run(settings, apps, cpu_counts, vcpus=16, processes=2, timeout=600.0):
                            loads[a]['default'][str(p)]) /
                   loads[a]['default'][str(p)]
                   for a in apps for p in cpu_counts
-                  if loads[a]['default'][str(p)] > 0]
+                  if loads[a]['default'][str(p)] and
+                  loads[a][variant][str(p)] is not None]
         gains[variant] = sum(ratios) / len(ratios) if ratios else None
     return {'vcpus': vcpus, 'cpu_counts': list(cpu_counts), 'apps': apps,
             'max_load': loads, 'gain_over_default_pct': gains}
@@ -102,7 +115,9 @@ def table(out):
     for app, by_variant in out['max_load'].items():
         for v in VARIANTS:
             lines.append('%-10s %-9s %s' % (app, v, ' '.join(
-                '%5.2f' % by_variant[v][str(p)] for p in out['cpu_counts'])))
+                '%5s' % ('-' if by_variant[v][str(p)] is None else
+                         '%.2f' % by_variant[v][str(p)])
+                for p in out['cpu_counts'])))
     for v, g in out['gain_over_default_pct'].items():
         lines.append('mean gain of %s over default: %s' % (
             v, '-' if g is None else '%.1f%%' % g))
