@@ -9,7 +9,9 @@ follow PARTIES (ASPLOS'19), reduced to one resource (cores):
 * when every VM meets QoS, the VM with the most slack (p99 under
   ``(1 - slack) x target``) gives one core back, one VM per interval;
 * a downsize that breaks QoS is reverted, and that VM is not shrunk below
-  the reverted count again for ``backoff`` seconds;
+  the reverted count again for ``backoff`` seconds (120 by default:
+  longer than a grid run, so under constant load the ideal DynIso never
+  repeats a probe that failed, and under changing load it tries again);
 * a VM is left alone for ``settle`` seconds after a change, because the
   latency measured across a change describes neither allocation.
 """
@@ -32,7 +34,7 @@ class _VmState:
 class PartiesLoop:
     """Core counts for a set of isolated VMs sharing ``budget`` cores."""
 
-    def __init__(self, budget, vms, slack=0.2, settle=2.0, backoff=30.0):
+    def __init__(self, budget, vms, slack=0.2, settle=2.0, backoff=120.0):
         """Set up the loop.
 
         ``vms`` maps a name to (initial cores, max cores, QoS target).
