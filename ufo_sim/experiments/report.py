@@ -13,22 +13,31 @@ def _budget(settings):
 
 def grid_report(grid, out, plots=True):
     """The grid.json content; writes one heatmap PNG per mix."""
-    data = grid.to_json()
+    data = summarize(grid.to_json())
+    if plots:
+        for mix in grid.mixes:
+            heatmap(data, mix, os.path.join(
+                out, 'grid-%s.png' % grid_mod.mix_name(mix)))
+    return data
+
+
+def summarize(data):
+    """Add the summaries and the RESULT line to grid.json content."""
     budget = _budget(data['settings'])
-    data['summary'] = summary.figures(grid.results, budget,
-                                      grid.cells())
+    table = summary.index(data['results'])
+    cells = {}
+    for name in data['mixes']:
+        mix = tuple(name.split('+'))
+        cells[name] = [c.key for c in grid_mod.cells_of(mix, data['loads'])]
+    everything = [key for name in data['mixes'] for key in cells[name]]
+    data['summary'] = summary.figures(data['results'], budget, everything)
     data['per_mix'] = {}
-    table = summary.index(grid.results)
-    for mix in grid.mixes:
-        name = grid_mod.mix_name(mix)
-        cells = grid.cells(mix)
-        per = summary.figures(grid.results, budget, cells)
+    for name in data['mixes']:
+        per = summary.figures(data['results'], budget, cells[name])
         per['feasible_pct'] = {
-            m: summary.feasible_pct(table, m, cells, budget)
-            for m in grid.managers}
+            m: summary.feasible_pct(table, m, cells[name], budget)
+            for m in data['managers']}
         data['per_mix'][name] = per
-        if plots:
-            heatmap(data, mix, os.path.join(out, 'grid-%s.png' % name))
     data['result_line'] = summary.result_line(data['summary'])
     return data
 

@@ -40,7 +40,7 @@ def _mean(values):
 
 def feasible_pct(table, manager, cells, budget_cpus):
     rows = table.get(manager, {})
-    if not cells:
+    if not cells or not rows:
         return float('nan')
     ok = sum(1 for c in cells if c in rows and
              feasible(rows[c], budget_cpus))
