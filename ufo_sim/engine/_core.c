@@ -23,6 +23,12 @@ typedef long long tns;
 #define T_INF	LLONG_MAX
 #define MAXCPU	64
 #define EPS	0.5
+/*
+ * Livelock guard: this many events in a row at one instant means the
+ * model plans something at h->now forever (a bug); advance() raises
+ * instead of spinning.  Legitimate runs see at most a few dozen.
+ */
+#define STUCK_EVENTS	2000000
 
 enum { K_VCPU, K_EMU };
 enum { S_SLEEP, S_RUNNABLE, S_RUNNING };
@@ -130,6 +136,7 @@ typedef struct {
 	int nvm;
 	tns now;
 	uint64_t dirty;
+	long long stuck_limit;	/* events at one instant before giving up */
 } Host;
 
 /* ---- random numbers: splitmix64, one stream per VM and per request ---- */
@@ -344,7 +351,8 @@ static void plan_cpu(Host *h, int c)
 		struct gvcpu *g = &h->vm[k->vm].gv[k->idx];
 
 		if (g->poll_end) {
-			p->next = p->nq ? h->now : g->poll_end;
+			p->next = p->nq || g->poll_end < h->now ?
+				h->now : g->poll_end;
 			return;
 		}
 		t = after(h, g->rem, p->rate);
@@ -570,6 +578,13 @@ static void cpu_resched(Host *h, int c, int how)
 			t->state = S_RUNNABLE;
 			t->since = h->now;
 		}
+		/*
+		 * A polling vCPU that loses its CPU stops polling; it halts
+		 * anew when it runs again (on_switched_in).  A stale window
+		 * would make a vCPU that has found work go to sleep.
+		 */
+		if (t->kind == K_VCPU)
+			h->vm[t->vm].gv[t->idx].poll_end = 0;
 	}
 	switch_to(h, c, next);
 	if (prev >= 0 && how != S_SLEEP) {
@@ -783,6 +798,7 @@ static void g_switch(Host *h, struct vm *m, int v, int next)
 	g->rem = h->p.g_sw;
 	g->sl_start = h->now;
 	g->resched = 0;
+	g->poll_end = 0;
 	m->c.guest_ctxsw++;
 	if (next >= 0) {
 		m->gt[next].state = S_RUNNING;
@@ -1104,6 +1120,15 @@ static void cpu_event(Host *h, int c)
 		if (p->nq || h->now >= g->poll_end) {
 			g->poll_end = 0;
 			cpu_resched(h, c, S_SLEEP);
+		} else if (p->resched) {
+			/*
+			 * The waker that asked for the CPU has been pulled
+			 * away (steal, new affinity): nobody to yield to, as
+			 * in cpu_resched.  Left set, plan_cpu would plan
+			 * this CPU at h->now forever.
+			 */
+			p->slice_start = h->now;
+			p->resched = 0;
 		}
 		return;
 	}
@@ -1184,9 +1209,54 @@ static void replan(Host *h)
 	}
 }
 
-static void run_until(Host *h, tns until)
+/* Describe what CPU c (or VM arrival) is doing, for the livelock error. */
+static void stuck_error(Host *h, int who, long long n)
+{
+	char buf[512] = "";
+	struct cpu *p;
+	struct task *k;
+
+	if (who >= h->ncpu) {
+		PyErr_Format(PyExc_RuntimeError,
+			     "ufo_sim engine livelock: %lld events at now=%lld ns "
+			     "without time advancing (VM %d arrivals)",
+			     n, h->now, who - h->ncpu);
+		return;
+	}
+	p = &h->cpu[who];
+	if (p->curr >= 0) {
+		k = &h->task[p->curr];
+		if (k->kind == K_VCPU) {
+			struct gvcpu *g = &h->vm[k->vm].gv[k->idx];
+
+			PyOS_snprintf(buf, sizeof(buf),
+				      "vCPU %d of VM %d: gcurr=%d gnq=%d sw=%d "
+				      "in_irq=%d irq=%d resched=%d rem=%g "
+				      "poll_end=%lld sl_start=%lld online=%d",
+				      k->idx, k->vm, g->curr, g->nq, g->sw,
+				      g->in_irq, g->irq.len, g->resched,
+				      g->rem, g->poll_end, g->sl_start,
+				      h->vm[k->vm].online);
+		} else {
+			PyOS_snprintf(buf, sizeof(buf),
+				      "emulator %d of VM %d: item=%d rem=%g",
+				      k->idx, k->vm, k->item, k->rem);
+		}
+	}
+	PyErr_Format(PyExc_RuntimeError,
+		     "ufo_sim engine livelock: %lld events at now=%lld ns "
+		     "without time advancing; CPU %d: curr=%d nq=%d "
+		     "resched=%d sw_pending=%d sw_end=%lld slice_start=%lld "
+		     "next=%lld; %s", n, h->now, who, p->curr, p->nq,
+		     p->resched, p->sw_pending, p->sw_end, p->slice_start,
+		     p->next, buf);
+}
+
+/* Run events up to until; -1 with an exception set on a livelock. */
+static int run_until(Host *h, tns until)
 {
 	int c;
+	long long same = 0;
 
 	for (;;) {
 		tns t = T_INF;
@@ -1204,6 +1274,12 @@ static void run_until(Host *h, tns until)
 			}
 		if (t > until)
 			break;
+		if (t != h->now) {
+			same = 0;
+		} else if (++same > h->stuck_limit) {
+			stuck_error(h, who, same);
+			return -1;
+		}
 		h->now = t;
 		if (who < h->ncpu)
 			cpu_event(h, who);
@@ -1214,6 +1290,7 @@ static void run_until(Host *h, tns until)
 	h->now = until;
 	for (c = 0; c < h->ncpu; c++)
 		sync_cpu(h, c);
+	return 0;
 }
 
 /* ---- vCPU hot(un)plug and pinning ---- */
@@ -1403,6 +1480,7 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 		h->cpu[c].next = T_INF;
 		h->cpu[c].rate = 1.0;
 	}
+	h->stuck_limit = STUCK_EVENTS;
 	if (PyErr_Occurred())
 		return -1;
 	return 0;
@@ -1583,7 +1661,8 @@ static PyObject *Host_advance(Host *h, PyObject *args)
 		return NULL;
 	}
 	/* keeps the GIL: the object must not change under the loop */
-	run_until(h, h->now + dt);
+	if (run_until(h, h->now + dt) < 0)
+		return NULL;
 	Py_RETURN_NONE;
 }
 
@@ -1683,6 +1762,10 @@ static PyObject *Host_check(Host *h, PyObject *noargs)
 			    (g->curr >= 0 || g->nq ||
 			     h->task[m->t_vcpu0 + v].state != S_SLEEP))
 				return broken(v, "offline vCPU in use");
+			if (h->task[m->t_vcpu0 + v].state == S_SLEEP &&
+			    (g->curr >= 0 || g->nq || g->in_irq ||
+			     g->irq.len || g->poll_end))
+				return broken(v, "halted vCPU has guest work");
 			for (j = -1; j < g->nq; j++) {
 				int th = j < 0 ? g->curr : g->q[j];
 
@@ -1731,8 +1814,31 @@ static PyMethodDef Host_methods[] = {
 	{NULL, NULL, 0, NULL}
 };
 
+static PyObject *Host_get_stuck(Host *h, void *closure)
+{
+	(void)closure;
+	return PyLong_FromLongLong(h->stuck_limit);
+}
+
+static int Host_set_stuck(Host *h, PyObject *v, void *closure)
+{
+	long long n = v ? PyLong_AsLongLong(v) : -1;
+
+	(void)closure;
+	if (n < 0) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_ValueError, "a count >= 0");
+		return -1;
+	}
+	h->stuck_limit = n;
+	return 0;
+}
+
 static PyGetSetDef Host_getset[] = {
 	{"now", (getter)Host_get_now, NULL, "simulated ns", NULL},
+	{"stuck_limit", (getter)Host_get_stuck, (setter)Host_set_stuck,
+	 "events in a row at one instant before advance() raises "
+	 "RuntimeError (livelock guard)", NULL},
 	{NULL, NULL, NULL, NULL, NULL}
 };
 

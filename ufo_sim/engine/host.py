@@ -112,7 +112,12 @@ class SimHost:
         return self.counters(vm).online_vcpus
 
     def advance(self, seconds):
-        """Run simulated time forward."""
+        """Run simulated time forward.
+
+        Raises RuntimeError (naming the stuck CPU's state) if the model
+        stops advancing time: millions of events at one instant are a
+        livelock in the engine, not a busy host.
+        """
         self._core.advance(int(round(seconds * 1e9)))
 
     def counters(self, vm):
