@@ -89,7 +89,7 @@ def _grid(args):
                         processes=args.processes, progress=sys.stderr,
                         timeout=args.task_timeout)
     os.makedirs(args.out, exist_ok=True)
-    data = report.grid_report(grid, args.out, plots=not args.no_plots)
+    data = report.grid_report(grid, args.out, plots=_plots_wanted(args))
     write_json(os.path.join(args.out, 'grid.json'), data)
     print(report.grid_table(data))
     print('grid wall time: %.1f s' % (time.monotonic() - started))
@@ -102,16 +102,29 @@ def _mal(args):
     with open(args.grid) as f:
         data = json.load(f)
     os.makedirs(args.out, exist_ok=True)
-    out = report.mal_report(data, args.out, plots=not args.no_plots)
+    out = report.mal_report(data, args.out, plots=_plots_wanted(args))
     write_json(os.path.join(args.out, 'mal.json'), out)
     print(report.mal_table(out))
     return 0
 
 
+def _plots_wanted(args):
+    """False with --no-plots, or (with a warning) without matplotlib."""
+    if args.no_plots:
+        return False
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        sys.stderr.write('ufo-sim: matplotlib is not installed (pip install '
+                         'ufo-nova[plot]): no figures\n')
+        return False
+    return True
+
+
 def _finish(args, module, out, name):
     """Figures, JSON and the table of one experiment's output."""
     os.makedirs(args.out, exist_ok=True)
-    if not args.no_plots:
+    if _plots_wanted(args):
         module.plot(out, args.out)
     write_json(os.path.join(args.out, name + '.json'), out)
     print(module.table(out))
