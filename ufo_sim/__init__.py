@@ -1,0 +1,1 @@
+"""ufo_sim: a discrete-event simulator of one oversubscribed KVM host."""

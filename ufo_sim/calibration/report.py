@@ -1,0 +1,131 @@
+"""Sweeps over the §3 scenarios, reduced to the numbers the doc quotes."""
+
+import numpy as np
+
+from ufo_sim.calibration import scenarios
+from ufo_sim import profiles
+
+# Fractions of max_rps swept for the load curves.
+LOADS = tuple(round(x, 2) for x in np.arange(0.05, 1.21, 0.05))
+PCPUS = (2, 4, 6, 8)
+# §3.2 ran each application at its Default max load: 60k/350k, 50k/120k
+# and 20k/50k of the max load.
+PAPER_DEFAULT_LOAD = {'memcached': 60 / 350, 'nginx': 50 / 120,
+                      'mysql': 20 / 50}
+
+
+def _knee(loads, p99, qos):
+    """Highest swept load before p99 first exceeds qos."""
+    best = 0.0
+    for load, value in zip(loads, p99):
+        if value > qos:
+            break
+        best = load
+    return best
+
+
+def sf_curves(profile, seconds=4.0, loads=LOADS, pcpus=PCPUS):
+    """Fig. 4 / 18: host-aware isolation on 2-8 CPUs, load swept."""
+    out = {}
+    for n in pcpus:
+        ws = [scenarios.dedicated(profile, n, profile.max_rps * f, seconds)
+              for f in loads]
+        p99 = [w.p99_us for w in ws]
+        sf = [w.guest_sf for w in ws]
+        out[n] = dict(
+            loads=list(loads), p99_us=p99, guest_sf=sf,
+            guest_util=[w.guest_util for w in ws],
+            runtime_per_schedule_us=[w.runtime_per_schedule_us for w in ws],
+            knee=_knee(loads, p99, profile.qos_p99_us),
+            sf_peak=loads[int(np.argmax(sf))])
+    return out
+
+
+def sf_gaps(curves, threshold=0.3):
+    """UFO's rule (§4.5) on the curves: where SF(n+2) exceeds SF(n) by 30%.
+
+    For each adjacent pair of CPU counts: the first swept load at which
+    the gap passes ``threshold``, the knee of the smaller count, and the
+    gap at that knee (the paper measures 27-30% there).
+    """
+    out = []
+    counts = sorted(curves)
+    for a, b in zip(counts, counts[1:]):
+        ca, cb = curves[a], curves[b]
+        gaps = [sb / sa - 1 if sa else 0.0
+                for sa, sb in zip(ca['guest_sf'], cb['guest_sf'])]
+        first = next((f for f, g in zip(ca['loads'], gaps) if g > threshold),
+                     None)
+        at_knee = gaps[ca['loads'].index(ca['knee'])] if ca['knee'] else None
+        out.append(dict(pcpus=(a, b), first_load=first, knee=ca['knee'],
+                        gap_at_knee=at_knee))
+    return out
+
+
+def isolation_modes(profile, seconds=4.0, loads=LOADS):
+    """Fig. 2 / 3: four VMs under default, isolation, host-aware."""
+    paper_load = PAPER_DEFAULT_LOAD[profile.name]
+    out = {}
+    for mode in scenarios.MODES:
+        p99 = []
+        for f in loads:
+            ws = scenarios.four_vms(profile, profile.max_rps * f, mode,
+                                    seconds)
+            p99.append(scenarios.geomean([w.p99_us for w in ws]))
+        ws = scenarios.four_vms(profile, profile.max_rps * paper_load,
+                                mode, seconds)
+        out[mode] = dict(
+            loads=list(loads), p99_us=p99,
+            max_load=_knee(loads, p99, profile.qos_p99_us),
+            at_load=paper_load,
+            vcpu_switches=float(np.mean([w.vcpu_switches for w in ws])),
+            host_ctxsw=float(np.mean([w.host_ctxsw for w in ws])),
+            vcpu_wait_ms=float(np.mean([w.vcpu_wait_ms for w in ws])),
+            guest_sf=float(np.mean([w.guest_sf for w in ws])))
+    return out
+
+
+def emulator_modes(profile, seconds=4.0, loads=LOADS):
+    """Fig. 5 and 7: emulator threads shared with vCPUs or isolated."""
+    out = {}
+    for name, isolated in (('shared', False), ('isolated', True)):
+        ws = [scenarios.emulator_placement(profile, profile.max_rps * f,
+                                           isolated, seconds)
+              for f in loads]
+        p99 = [w.p99_us for w in ws]
+        out[name] = dict(loads=list(loads), p99_us=p99,
+                         max_load=_knee(loads, p99, profile.qos_p99_us))
+    share = []
+    for f in (0.2, 0.5, 0.8):
+        w = scenarios.dedicated(profile, 8, profile.max_rps * f, seconds)
+        share.append(dict(load=f, emulator_per_vcpu=w.emulator_util /
+                          w.vcpu_util,
+                          emulator_per_guest=w.emulator_util / w.guest_util))
+    out['share'] = share
+    return out
+
+
+def be_modes(seconds=10.0):
+    """§3.5 and Fig. 7b: BE throughput per mode, emulator share."""
+    res = scenarios.be_modes(seconds)
+    base = sum(w.done for w in res['default'])
+    out = {}
+    for mode, ws in res.items():
+        out[mode] = dict(
+            throughput=sum(w.done for w in ws) / base,
+            emulator_per_vcpu=sum(w.emulator_util for w in ws) /
+            sum(w.vcpu_util for w in ws),
+            vcpu_switches=float(np.mean([w.vcpu_switches for w in ws])),
+            guest_sf=float(np.mean([w.guest_sf for w in ws])))
+    return out
+
+
+def all_results(seconds=4.0):
+    """Every sweep, keyed by profile name (and 'be')."""
+    res = {}
+    for p in profiles.LC_PROFILES:
+        res[p.name] = dict(sf=sf_curves(p, seconds),
+                           isolation=isolation_modes(p, seconds),
+                           emulator=emulator_modes(p, seconds))
+    res['be'] = be_modes()
+    return res

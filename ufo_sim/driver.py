@@ -1,0 +1,197 @@
+"""The agent's hypervisor driver over a simulated host.
+
+:class:`SimDriver` lets the real ``ufo_agent.agent.loop.Agent`` (and so the
+real controller) run unmodified against :class:`ufo_sim.engine.SimHost`.
+The host counters map one to one onto :class:`~ufo_agent.driver.base.
+Observation`. The guest report is what the guest module would write: the
+rates over the interval since the previous read, in the units and bounds
+the host channel validates (utilization in 1/100 percent, never above
+100 % per online vCPU).
+
+The engine dilates time (:data:`ufo_sim.engine.TIME_SCALE`: every
+duration is stretched, every rate divided by the same factor). The driver
+undoes it, so the agent sees a real host: its clock, the Observation
+times and every nanosecond counter are simulated values divided by the
+scale. One agent tick a second then spans ``TIME_SCALE`` simulated
+seconds, and the controller's settle time, thresholds and rates keep
+their real-world meaning.
+
+The simulated guest kernel applies an online target at once, so every
+target is acknowledged as soon as it is sent: the enforcer never waits,
+which matters because the agent's clock is the simulated one.
+"""
+
+import dataclasses
+
+from ufo_agent.channel import host_channel
+from ufo_agent.channel import layout
+from ufo_agent.driver import base
+from ufo_sim import engine
+
+
+@dataclasses.dataclass
+class _SimGuest:
+    guest: base.Guest
+    vcpu_pins: frozenset
+    emulator_pins: frozenset
+    seq: int = 0
+    sample_count: int = 0
+    last_time: float = None
+    last_busy_ns: int = 0
+    last_ctxsw: int = 0
+    report: object = None
+
+
+class SimDriver(base.HypervisorDriver):
+    """Drives one :class:`SimHost`; guests are added with :meth:`add`."""
+
+    def __init__(self, host, time_scale=engine.TIME_SCALE):
+        self.host = host
+        self.time_scale = float(time_scale)
+        self.all_cpus = frozenset(c for group in host.siblings
+                                  for c in group)
+        self._guests = {}
+        self._events = []
+
+    def add(self, vm, vcpus, name=None, vm_class='lc', channel=True):
+        """Manage simulated VM ``vm`` (the id ``SimHost.add_vm`` returned).
+
+        It starts the way Nova boots it on a shared host: every vCPU and
+        emulator thread floats over all host CPUs, all vCPUs online.
+        """
+        guest = base.Guest(
+            uuid=vm, name=name or vm, vcpus=vcpus, vm_class=vm_class,
+            restore_vcpu_cpus=self.all_cpus,
+            restore_emulator_cpus=self.all_cpus, has_channel=channel)
+        self._guests[vm] = _SimGuest(guest, self.all_cpus, self.all_cpus)
+        self.host.pin_vcpus(vm, sorted(self.all_cpus))
+        self.host.pin_emulator(vm, sorted(self.all_cpus))
+        self._events.append((vm, base.GuestEvent.STARTED))
+        return guest
+
+    # -- inventory -------------------------------------------------------
+    def host_cpus(self):
+        return base.HostCpus(siblings=tuple(tuple(g)
+                                            for g in self.host.siblings),
+                             numa_of_cpu=dict(self.host.numa_of_cpu),
+                             online=self.all_cpus)
+
+    def guests(self):
+        return [g.guest for _, g in sorted(self._guests.items())]
+
+    def events(self):
+        events, self._events = self._events, []
+        return events
+
+    # -- samples ---------------------------------------------------------
+    def now(self):
+        """The agent's clock: simulated time in real-world seconds."""
+        return self.host.now / self.time_scale
+
+    def observe(self, uuid):
+        g = self._get(uuid)
+        c = self.host.counters(uuid)
+        now = self.now()
+        report = None
+        if g.guest.has_channel:
+            report = self._guest_report(g, c, now)
+        scale = self.time_scale
+        return base.Observation(
+            time=now, vcpu_cpu_ns=int(c.vcpu_cpu_ns / scale),
+            vcpu_wait_ns=int(c.vcpu_wait_ns / scale),
+            vcpu_slices=int(c.vcpu_slices),
+            emulator_cpu_ns=int(c.emulator_cpu_ns / scale), guest=report)
+
+    def _guest_report(self, g, c, now):
+        """The guest module's latest sample, as the host channel reads it.
+
+        The module writes a new sample once per interval; reading twice
+        within one simulated instant returns the same sample again.
+        """
+        if g.last_time is not None and now <= g.last_time:
+            return g.report
+        online = max(1, min(g.guest.vcpus, int(c.online_vcpus)))
+        util = ctxsw = 0
+        interval_ns = 0
+        if g.last_time is not None:
+            span = now - g.last_time
+            interval_ns = int(round(span * 1e9))
+            busy = max(0, c.guest_busy_ns - g.last_busy_ns) / \
+                self.time_scale
+            # The page holds 1/100 percent as an integer, capped at what
+            # the online vCPUs can run (the channel rejects more).
+            util = min(int(busy / span / 1e5), 10000 * online)
+            ctxsw = int(max(0, c.guest_ctxsw - g.last_ctxsw) / span)
+            g.sample_count += 1
+        g.last_time = now
+        g.last_busy_ns, g.last_ctxsw = c.guest_busy_ns, c.guest_ctxsw
+        sample = host_channel.GuestSample(
+            flags=layout.GUEST_FLAG_HOST_VALID,
+            ack_target_seq=g.seq, applied_target=online if g.seq else 0,
+            online_vcpus=online, present_vcpus=g.guest.vcpus,
+            online_cpus=tuple(range(online)),
+            sample_count=g.sample_count, timestamp_ns=int(now * 1e9),
+            interval_ns=interval_ns, util=util / 100.0, steal=0.0,
+            ctxsw_per_sec=ctxsw, own_ctxsw_per_sec=0, host_errors=0,
+            watchdog_fires=0)
+        g.report = host_channel.GuestReport(host_channel.STATUS_OK, '',
+                                            sample)
+        return g.report
+
+    # -- actions ---------------------------------------------------------
+    def pin_vcpus(self, uuid, cpus):
+        g = self._get(uuid)
+        cpus = self._check_cpus(cpus)
+        self.host.pin_vcpus(uuid, sorted(cpus))
+        g.vcpu_pins = cpus
+
+    def pin_emulator(self, uuid, cpus):
+        g = self._get(uuid)
+        cpus = self._check_cpus(cpus)
+        self.host.pin_emulator(uuid, sorted(cpus))
+        g.emulator_pins = cpus
+
+    def set_vcpu_target(self, uuid, vcpus):
+        g = self._get(uuid)
+        if not g.guest.has_channel:
+            return None
+        if not 1 <= vcpus <= g.guest.vcpus:
+            raise base.DriverError('target %d outside 1..%d'
+                                   % (vcpus, g.guest.vcpus))
+        self.host.set_online(uuid, vcpus)
+        g.seq += 1
+        return g.seq
+
+    def acknowledged(self, uuid, seq):
+        g = self._get(uuid)
+        return seq is not None and seq <= g.seq and \
+            self.host.online(uuid) >= 1
+
+    def heartbeat(self):
+        """Nothing to refresh: a simulated guest's watchdog never fires."""
+
+    def read_pins(self, uuid):
+        g = self._get(uuid)
+        return {g.vcpu_pins}, g.emulator_pins
+
+    def release(self, uuid):
+        g = self._get(uuid)
+        self.host.set_online(uuid, g.guest.vcpus)
+        self.pin_vcpus(uuid, g.guest.restore_vcpu_cpus)
+        self.pin_emulator(uuid, g.guest.restore_emulator_cpus)
+
+    def forget(self, uuid):
+        self._guests.pop(uuid, None)
+
+    def _get(self, uuid):
+        try:
+            return self._guests[uuid]
+        except KeyError:
+            raise base.DriverError('no simulated guest %s' % uuid)
+
+    def _check_cpus(self, cpus):
+        cpus = frozenset(cpus)
+        if not cpus or not cpus <= self.all_cpus:
+            raise base.DriverError('CPUs %s are not a non-empty subset of '
+                                   'the host' % sorted(cpus))
+        return cpus

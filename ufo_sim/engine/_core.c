@@ -1,0 +1,1880 @@
+/*
+ * Discrete-event core of the ufo_sim host model.
+ *
+ * One host: logical CPUs (SMT pairs), a CFS-like host scheduler over host
+ * threads (vCPU and emulator threads), and per VM a CFS-like guest
+ * scheduler over guest threads on the online vCPUs.  A guest thread only
+ * progresses while its vCPU thread runs on a host CPU, so every double
+ * scheduling effect comes out of the two schedulers, not out of a formula.
+ *
+ * Time is integer nanoseconds; remaining work is double nanoseconds of
+ * full-speed execution.  The "event queue" is the next-event time of every
+ * CPU and every VM's next arrival, scanned linearly: there are few of
+ * them and they change on every event, which a heap would not like.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef long long tns;
+
+#define T_INF	LLONG_MAX
+#define MAXCPU	64
+#define EPS	0.5
+/*
+ * Livelock guard: this many events in a row at one instant means the
+ * model plans something at h->now forever (a bug); advance() raises
+ * instead of spinning.  Legitimate runs see at most a few dozen.
+ */
+#define STUCK_EVENTS	2000000
+
+enum { K_VCPU, K_EMU };
+enum { S_SLEEP, S_RUNNABLE, S_RUNNING };
+enum { W_IN, W_MID, W_OUT, W_BEIO };
+enum { D_EXP, D_LOGNORMAL, D_BIMODAL, D_FIXED };
+
+struct params {
+	double smt_slow;	/* work time factor when the sibling is busy */
+	double sw_base;		/* host context switch */
+	double sw_vm_in;	/* extra when switching a vCPU in (entry, VMCS) */
+	double sw_vm_out;	/* extra when switching a vCPU out (exit) */
+	double lat, min_gran, wake_gran;	/* host CFS */
+	double g_lat, g_min_gran, g_wake_gran, g_sw;	/* guest CFS */
+	double halt_poll;	/* KVM halt polling window */
+	int max_outstanding;
+};
+
+struct task {			/* host thread */
+	int kind, vm, idx, state, cpu;
+	uint64_t mask;
+	double vr;		/* vruntime; relative to min_vr while asleep */
+	tns since;		/* became runnable */
+	int item;		/* emulator: current work item, -1 none */
+	double rem;		/* emulator: remaining work */
+	int fresh;		/* emulator: woken, has not looked for work */
+};
+
+struct cpu {
+	int curr, sib, nq, sw_pending, resched;
+	int *q;
+	tns last, sw_end, slice_start, next;
+	double rate, min_vr;
+	tns busy, ovh, idle;
+};
+
+struct fifo {
+	int *buf;
+	int cap, head, len;
+};
+
+struct req {
+	tns arr;
+	int round, thr;
+	uint64_t rng;
+};
+
+struct gthr {
+	int state, vcpu, req;
+	int hold;		/* request between round trips, -1 none */
+	int cont;		/* its next query has arrived */
+	double rem, vr;
+	tns start;
+};
+
+struct gvcpu {
+	int curr, nq, sw, resched;
+	int *q;
+	double rem, min_vr;
+	tns sl_start;
+	tns poll_end;		/* halted, KVM polls until then; 0: no */
+	tns halted_at;		/* -1: not halted */
+	double poll_ns;		/* KVM's adaptive halt-poll window */
+	int in_irq;		/* running the virtio-net RX interrupt */
+	struct fifo irq;	/* requests whose interrupt is pending */
+};
+
+struct counters {
+	tns vcpu_cpu, vcpu_wait, emu_cpu, emu_wait, guest_busy;
+	long long vcpu_slices, host_ctxsw, guest_ctxsw, done, dropped;
+};
+
+struct vm {
+	int nvcpu, online, nemu, nthr, be;
+	int t_vcpu0, t_emu0;
+	struct gvcpu *gv;
+	struct gthr *gt;
+	/* profile */
+	int svc_kind, rounds;
+	double svc_mean, svc_a, svc_b, emu_in, emu_out, be_chunk, be_io;
+	double irq_cost;	/* guest RX interrupt work per request */
+	/* load */
+	double rps;
+	tns next_arr;
+	uint64_t rng;
+	/* requests */
+	struct req *req;
+	int nreq_cap, nfree, outstanding;
+	int *free;
+	struct fifo *tq;	/* per worker: its connections' requests */
+	struct fifo eq;		/* emulator work items */
+	struct counters c;
+	double *lat;
+	Py_ssize_t nlat, latcap;
+};
+
+typedef struct {
+	PyObject_HEAD
+	struct params p;
+	int ncpu;
+	struct cpu cpu[MAXCPU];
+	uint64_t all_mask;
+	struct task *task;
+	int ntask;
+	struct vm *vm;
+	int nvm;
+	tns now;
+	uint64_t dirty;
+	long long stuck_limit;	/* events at one instant before giving up */
+} Host;
+
+/* ---- random numbers: splitmix64, one stream per VM and per request ---- */
+
+static uint64_t sm64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+static double unif(uint64_t *s)
+{
+	return ((sm64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static double rexp(uint64_t *s, double mean)
+{
+	return -mean * log(unif(s));
+}
+
+static double rnorm(uint64_t *s)
+{
+	double u = unif(s), v = unif(s);
+
+	return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+static double draw(uint64_t *s, int kind, double mean, double a, double b)
+{
+	double sig2, x;
+
+	switch (kind) {
+	case D_LOGNORMAL:	/* a: coefficient of variation */
+		sig2 = log(1.0 + a * a);
+		x = log(mean) - sig2 / 2 + sqrt(sig2) * rnorm(s);
+		return exp(x);
+	case D_BIMODAL:		/* a: share of long ones, b: long/short */
+		x = mean / (1.0 - a + a * b);
+		return rexp(s, unif(s) < a ? x * b : x);
+	case D_FIXED:
+		return mean;
+	default:
+		return rexp(s, mean);
+	}
+}
+
+/* ---- small containers ---- */
+
+static int fifo_init(struct fifo *f, int cap)
+{
+	f->buf = PyMem_Calloc(cap, sizeof(int));
+	f->cap = cap;
+	f->head = 0;
+	f->len = 0;
+	return f->buf ? 0 : -1;
+}
+
+static void fifo_push(struct fifo *f, int v)
+{
+	if (f->len == f->cap) {
+		int *nb = PyMem_Calloc(f->cap * 2, sizeof(int));
+		int i;
+
+		if (!nb)
+			return;	/* cannot happen below max_outstanding */
+		for (i = 0; i < f->len; i++)
+			nb[i] = f->buf[(f->head + i) % f->cap];
+		PyMem_Free(f->buf);
+		f->buf = nb;
+		f->head = 0;
+		f->cap *= 2;
+	}
+	f->buf[(f->head + f->len) % f->cap] = v;
+	f->len++;
+}
+
+static int fifo_pop(struct fifo *f)
+{
+	int v = f->buf[f->head];
+
+	f->head = (f->head + 1) % f->cap;
+	f->len--;
+	return v;
+}
+
+static void q_del(int *q, int *n, int i)
+{
+	memmove(q + i, q + i + 1, (size_t)(*n - i - 1) * sizeof(int));
+	(*n)--;
+}
+
+/* ---- host CPU state ---- */
+
+static int cpu_active(Host *h, int c)
+{
+	struct cpu *p = &h->cpu[c];
+
+	return p->curr >= 0 || p->sw_end > h->now;
+}
+
+static struct vm *vm_of(Host *h, int k)
+{
+	return &h->vm[h->task[k].vm];
+}
+
+/* Account [last, now] on CPU c and let its thread progress. */
+static void sync_cpu(Host *h, int c)
+{
+	struct cpu *p = &h->cpu[c];
+	tns t0 = p->last, dt;
+	double prog;
+	struct task *k;
+	struct vm *m;
+
+	if (h->now <= t0)
+		return;
+	if (p->sw_end > t0) {
+		tns e = p->sw_end < h->now ? p->sw_end : h->now;
+
+		p->ovh += e - t0;
+		t0 = e;
+	}
+	p->last = h->now;
+	if (t0 >= h->now)
+		return;
+	dt = h->now - t0;
+	if (p->curr < 0) {
+		p->idle += dt;
+		return;
+	}
+	p->busy += dt;
+	prog = dt * p->rate;
+	k = &h->task[p->curr];
+	k->vr += dt;
+	m = &h->vm[k->vm];
+	if (k->kind == K_EMU) {
+		m->c.emu_cpu += dt;
+		k->rem -= prog;
+	} else {
+		struct gvcpu *g = &m->gv[k->idx];
+
+		m->c.vcpu_cpu += dt;
+		g->rem -= prog;
+		if (g->curr >= 0 || g->in_irq)
+			m->c.guest_busy += dt;
+		if (g->curr >= 0 && !g->sw && !g->in_irq)
+			m->gt[g->curr].vr += dt;
+	}
+}
+
+/* Bring CPU c and its sibling to now before c's state changes. */
+static void touch(Host *h, int c)
+{
+	int s = h->cpu[c].sib;
+
+	sync_cpu(h, c);
+	h->dirty |= 1ULL << c;
+	if (s >= 0) {
+		sync_cpu(h, s);
+		h->dirty |= 1ULL << s;
+	}
+}
+
+static tns host_slice(Host *h, struct cpu *p)
+{
+	double s = h->p.lat / (p->nq + 1);
+
+	return (tns)(s > h->p.min_gran ? s : h->p.min_gran);
+}
+
+static tns guest_slice(Host *h, struct gvcpu *g)
+{
+	double s = h->p.g_lat / (g->nq + 1);
+
+	return (tns)(s > h->p.g_min_gran ? s : h->p.g_min_gran);
+}
+
+static tns after(Host *h, double rem, double rate)
+{
+	if (rem <= EPS)
+		return h->now;
+	return h->now + (tns)ceil(rem / rate);
+}
+
+static void plan_cpu(Host *h, int c)
+{
+	struct cpu *p = &h->cpu[c];
+	struct task *k;
+	tns t, e;
+
+	p->rate = (p->sib >= 0 && cpu_active(h, p->sib)) ?
+		1.0 / h->p.smt_slow : 1.0;
+	if (p->sw_end > h->now || p->sw_pending) {
+		p->next = p->sw_end > h->now ? p->sw_end : h->now;
+		return;
+	}
+	if (p->curr < 0) {
+		p->next = T_INF;
+		return;
+	}
+	if (p->resched) {
+		p->next = h->now;
+		return;
+	}
+	k = &h->task[p->curr];
+	if (k->kind == K_EMU) {
+		t = k->item >= 0 ? after(h, k->rem, p->rate) : h->now;
+	} else {
+		struct gvcpu *g = &h->vm[k->vm].gv[k->idx];
+
+		if (g->poll_end) {
+			p->next = p->nq || g->poll_end < h->now ?
+				h->now : g->poll_end;
+			return;
+		}
+		t = after(h, g->rem, p->rate);
+		if (!g->sw && !g->in_irq && g->curr >= 0 &&
+		    (g->resched || g->nq)) {
+			e = g->resched ? h->now : g->sl_start + guest_slice(h, g);
+			if (e < t)
+				t = e < h->now ? h->now : e;
+		}
+	}
+	if (p->nq) {
+		e = p->slice_start + host_slice(h, p);
+		if (e < t)
+			t = e < h->now ? h->now : e;
+	}
+	p->next = t;
+}
+
+static void update_min_vr(Host *h, struct cpu *p)
+{
+	double m = p->curr >= 0 ? h->task[p->curr].vr : 1e300;
+	int i;
+
+	for (i = 0; i < p->nq; i++)
+		if (h->task[p->q[i]].vr < m)
+			m = h->task[p->q[i]].vr;
+	if (m < 1e300 && m > p->min_vr)
+		p->min_vr = m;
+}
+
+/* ---- host scheduler ---- */
+
+static void on_switched_in(Host *h, int c);
+
+/* Start switching CPU c from its current thread to k (-1: idle). */
+static void switch_to(Host *h, int c, int k)
+{
+	struct cpu *p = &h->cpu[c];
+	int prev = p->curr;
+	double cost = h->p.sw_base;
+	tns start = p->sw_end > h->now ? p->sw_end : h->now;
+	struct vm *pm = NULL;
+
+	if (prev >= 0) {
+		pm = vm_of(h, prev);
+		pm->c.host_ctxsw++;
+		if (h->task[prev].kind == K_VCPU)
+			cost += h->p.sw_vm_out;
+	}
+	if (k >= 0) {
+		struct task *t = &h->task[k];
+		struct vm *m = &h->vm[t->vm];
+
+		if (m != pm)
+			m->c.host_ctxsw++;
+		if (t->kind == K_VCPU) {
+			cost += h->p.sw_vm_in;
+			m->c.vcpu_slices++;
+			m->c.vcpu_wait += h->now - t->since;
+		} else {
+			m->c.emu_wait += h->now - t->since;
+		}
+		t->state = S_RUNNING;
+		t->cpu = c;
+	}
+	p->curr = k;
+	p->sw_end = start + (tns)cost;
+	p->slice_start = p->sw_end;
+	p->sw_pending = 1;
+	p->resched = 0;
+}
+
+static int is_idle(Host *h, int c)
+{
+	return h->cpu[c].curr < 0 && h->cpu[c].nq == 0;
+}
+
+static int select_cpu(Host *h, int k)
+{
+	struct task *t = &h->task[k];
+	uint64_t allowed = t->mask & h->all_mask;
+	int prev = t->cpu, i, c, best = -1, best_load = 1 << 30;
+	int any_idle = -1;
+
+	if (!allowed)
+		allowed = h->all_mask;
+	if (prev >= 0 && (allowed >> prev & 1) && is_idle(h, prev) &&
+	    (h->cpu[prev].sib < 0 || is_idle(h, h->cpu[prev].sib)))
+		return prev;
+	for (i = 1; i <= h->ncpu; i++) {
+		c = (prev + i + h->ncpu) % h->ncpu;
+		if (!(allowed >> c & 1) || !is_idle(h, c))
+			continue;
+		if (h->cpu[c].sib < 0 || is_idle(h, h->cpu[c].sib))
+			return c;	/* a whole idle core */
+		if (any_idle < 0)
+			any_idle = c;
+	}
+	if (prev >= 0 && (allowed >> prev & 1) && is_idle(h, prev))
+		return prev;
+	if (any_idle >= 0)
+		return any_idle;
+	if (prev >= 0 && (allowed >> prev & 1))
+		return prev;
+	for (c = 0; c < h->ncpu; c++) {
+		int load = h->cpu[c].nq + (h->cpu[c].curr >= 0);
+
+		if ((allowed >> c & 1) && load < best_load) {
+			best = c;
+			best_load = load;
+		}
+	}
+	return best;
+}
+
+/* Put runnable thread k on a CPU; wake: it was asleep (sleeper credit). */
+static void host_place(Host *h, int k, int wake)
+{
+	struct task *t = &h->task[k];
+	int c = select_cpu(h, k);
+	struct cpu *p = &h->cpu[c];
+
+	touch(h, c);
+	update_min_vr(h, p);
+	if (wake) {
+		double credit = -h->p.lat / 2;
+
+		t->vr = p->min_vr + (t->vr > credit ? t->vr : credit);
+	}
+	t->since = h->now;
+	t->cpu = c;
+	if (p->curr < 0) {
+		switch_to(h, c, k);
+		return;
+	}
+	t->state = S_RUNNABLE;
+	p->q[p->nq++] = k;
+	if (h->task[p->curr].vr - t->vr > h->p.wake_gran)
+		p->resched = 1;
+}
+
+static void host_wake(Host *h, int k)
+{
+	h->task[k].state = S_RUNNABLE;
+	host_place(h, k, 1);
+}
+
+/* An idle CPU pulls the longest-waiting thread it may run. */
+static int steal(Host *h, int c)
+{
+	int d, i, bd = -1, bi = -1, bn = 0;
+
+	for (d = 0; d < h->ncpu; d++) {
+		struct cpu *p = &h->cpu[d];
+
+		if (d == c || p->nq <= bn)
+			continue;
+		for (i = 0; i < p->nq; i++)
+			if (h->task[p->q[i]].mask >> c & 1)
+				break;
+		if (i < p->nq) {
+			bd = d;
+			bi = i;
+			bn = p->nq;
+		}
+	}
+	if (bd < 0)
+		return -1;
+	{
+		struct cpu *p = &h->cpu[bd];
+		int k = p->q[bi];
+
+		touch(h, bd);
+		q_del(p->q, &p->nq, bi);
+		h->task[k].vr += h->cpu[c].min_vr - p->min_vr;
+		return k;
+	}
+}
+
+static int pick_min(Host *h, struct cpu *p)
+{
+	int i, b = 0;
+
+	for (i = 1; i < p->nq; i++)
+		if (h->task[p->q[i]].vr < h->task[p->q[b]].vr)
+			b = i;
+	return b;
+}
+
+/*
+ * The current thread of CPU c stops running: it sleeps (how = S_SLEEP),
+ * is preempted (S_RUNNABLE) or must move elsewhere (-1, new affinity).
+ */
+static void cpu_resched(Host *h, int c, int how)
+{
+	struct cpu *p = &h->cpu[c];
+	int prev = p->curr, next = -1, i;
+
+	touch(h, c);
+	if (how == S_RUNNABLE && (!p->nq ||
+	    h->task[p->q[pick_min(h, p)]].vr >= h->task[prev].vr)) {
+		/* nobody better (a waker may have been pulled away) */
+		p->slice_start = h->now;
+		p->resched = 0;
+		return;
+	}
+	if (p->nq) {
+		i = pick_min(h, p);
+		next = p->q[i];
+		q_del(p->q, &p->nq, i);
+	} else {
+		update_min_vr(h, p);
+		next = steal(h, c);
+	}
+	if (prev >= 0) {
+		struct task *t = &h->task[prev];
+
+		if (how == S_SLEEP) {
+			update_min_vr(h, p);
+			t->state = S_SLEEP;
+			t->vr -= p->min_vr;
+		} else {
+			t->state = S_RUNNABLE;
+			t->since = h->now;
+		}
+		/*
+		 * A polling vCPU that loses its CPU stops polling; it halts
+		 * anew when it runs again (on_switched_in).  A stale window
+		 * would make a vCPU that has found work go to sleep.
+		 */
+		if (t->kind == K_VCPU)
+			h->vm[t->vm].gv[t->idx].poll_end = 0;
+	}
+	switch_to(h, c, next);
+	if (prev >= 0 && how != S_SLEEP) {
+		uint64_t idle = 0;
+		int d;
+
+		for (d = 0; d < h->ncpu; d++)
+			if (is_idle(h, d))
+				idle |= 1ULL << d;
+		if ((h->task[prev].mask & idle) || how < 0) {
+			h->task[prev].vr -= p->min_vr;
+			host_place(h, prev, 1);
+		} else {
+			p->q[p->nq++] = prev;
+		}
+	}
+}
+
+/* ---- guest scheduler ---- */
+
+static void g_resched(Host *h, struct vm *m, int v, int prev_state);
+
+static int vcpu_task(struct vm *m, int v)
+{
+	return m->t_vcpu0 + v;
+}
+
+/* Sync the host CPU running vCPU v, if any, before guest state changes. */
+static void g_touch(Host *h, struct vm *m, int v)
+{
+	struct task *t = &h->task[vcpu_task(m, v)];
+
+	if (t->state == S_RUNNING)
+		touch(h, t->cpu);
+}
+
+static int g_idle(struct vm *m, int v)
+{
+	return m->gv[v].curr < 0 && m->gv[v].nq == 0;
+}
+
+static int g_select(struct vm *m, int th)
+{
+	int orig = m->gt[th].vcpu, prev, i, v, best = 0, bl = 1 << 30;
+
+	prev = orig < m->online ? orig : 0;
+	if (g_idle(m, prev))
+		return prev;
+	for (i = 1; i < m->online; i++) {
+		v = (prev + i) % m->online;
+		if (g_idle(m, v))
+			return v;
+	}
+	if (orig < m->online)
+		return orig;
+	for (v = 0; v < m->online; v++) {
+		int l = m->gv[v].nq + (m->gv[v].curr >= 0);
+
+		if (l < bl) {
+			bl = l;
+			best = v;
+		}
+	}
+	return best;
+}
+
+static void g_update_min_vr(struct vm *m, struct gvcpu *g)
+{
+	double x = g->curr >= 0 ? m->gt[g->curr].vr : 1e300;
+	int i;
+
+	for (i = 0; i < g->nq; i++)
+		if (m->gt[g->q[i]].vr < x)
+			x = m->gt[g->q[i]].vr;
+	if (x < 1e300 && x > g->min_vr)
+		g->min_vr = x;
+}
+
+/*
+ * A halted vCPU gets work: KVM's adaptive halt polling (5.10 defaults:
+ * grow x2 from a twentieth of the maximum, shrink to 0) learns from how
+ * long the vCPU was blocked.
+ */
+static void adapt_poll(Host *h, struct gvcpu *g)
+{
+	double block = (double)(h->now - g->halted_at), max = h->p.halt_poll;
+
+	g->halted_at = -1;
+	if (block <= g->poll_ns)
+		return;
+	if (g->poll_ns > 0 && block > max) {
+		g->poll_ns = 0;
+	} else if (g->poll_ns < max && block < max) {
+		g->poll_ns = g->poll_ns * 2 > max / 20 ? g->poll_ns * 2 : max / 20;
+		if (g->poll_ns > max)
+			g->poll_ns = max;
+	}
+}
+
+/* Guest thread th becomes runnable on a vCPU; wake: it was asleep. */
+static void g_place(Host *h, struct vm *m, int th, int wake)
+{
+	int v = g_select(m, th);
+	struct gvcpu *g = &m->gv[v];
+	struct gthr *t = &m->gt[th];
+	int k = vcpu_task(m, v);
+
+	g_touch(h, m, v);
+	g_update_min_vr(m, g);
+	if (wake) {
+		double credit = -h->p.g_lat / 2;
+
+		t->vr = g->min_vr + (t->vr > credit ? t->vr : credit);
+	}
+	t->vcpu = v;
+	if (g->curr < 0 && !g->in_irq) {
+		if (g->halted_at >= 0)
+			adapt_poll(h, g);
+		g->poll_end = 0;
+		g->curr = th;
+		t->state = S_RUNNING;
+		g->sw = 1;
+		g->rem = h->p.g_sw;
+		g->sl_start = h->now;
+		m->c.guest_ctxsw++;
+		if (h->task[k].state == S_SLEEP)
+			host_wake(h, k);	/* IPI to a halted vCPU */
+		return;
+	}
+	t->state = S_RUNNABLE;
+	g->q[g->nq++] = th;
+	if (g->curr >= 0 && !g->sw &&
+	    m->gt[g->curr].vr - t->vr > h->p.g_wake_gran)
+		g->resched = 1;
+}
+
+/* The vCPU (not mid-switch) enters the RX interrupt handler. */
+static void irq_start(Host *h, struct vm *m, int v)
+{
+	struct gvcpu *g = &m->gv[v];
+
+	if (g->curr >= 0)
+		m->gt[g->curr].rem = g->rem;
+	g->in_irq = 1;
+	g->rem = m->irq_cost;
+	(void)h;
+}
+
+/*
+ * Request r's packet raises the RX interrupt of vCPU v (its virtio-net
+ * queue's vCPU); the guest kernel hands it to the worker from there, so
+ * a vCPU preempted on the host holds up its whole queue.
+ */
+static void g_irq(Host *h, struct vm *m, int v, int r)
+{
+	struct gvcpu *g = &m->gv[v];
+	int k = vcpu_task(m, v);
+
+	g_touch(h, m, v);
+	fifo_push(&g->irq, r);
+	if (g->in_irq)
+		return;
+	if (g->halted_at >= 0)
+		adapt_poll(h, g);
+	g->poll_end = 0;
+	if (!g->sw)
+		irq_start(h, m, v);
+	if (h->task[k].state == S_SLEEP)
+		host_wake(h, k);	/* the interrupt wakes a halted vCPU */
+}
+
+static void g_wake(Host *h, struct vm *m, int th)
+{
+	m->gt[th].state = S_RUNNABLE;
+	g_place(h, m, th, 1);
+}
+
+static int g_steal(struct vm *m, int v)
+{
+	int u, bu = -1, bn = 0, th;
+
+	for (u = 0; u < m->online; u++)
+		if (u != v && m->gv[u].nq > bn) {
+			bn = m->gv[u].nq;
+			bu = u;
+		}
+	if (bu < 0)
+		return -1;
+	th = m->gv[bu].q[0];
+	q_del(m->gv[bu].q, &m->gv[bu].nq, 0);
+	m->gt[th].vr += m->gv[v].min_vr - m->gv[bu].min_vr;
+	return th;
+}
+
+static int g_pick_min(struct vm *m, struct gvcpu *g)
+{
+	int i, b = 0;
+
+	for (i = 1; i < g->nq; i++)
+		if (m->gt[g->q[i]].vr < m->gt[g->q[b]].vr)
+			b = i;
+	return b;
+}
+
+static void g_switch(Host *h, struct vm *m, int v, int next)
+{
+	struct gvcpu *g = &m->gv[v];
+
+	g->curr = next;
+	g->sw = 1;
+	g->rem = h->p.g_sw;
+	g->sl_start = h->now;
+	g->resched = 0;
+	g->poll_end = 0;
+	m->c.guest_ctxsw++;
+	if (next >= 0) {
+		m->gt[next].state = S_RUNNING;
+		m->gt[next].vcpu = v;
+	}
+}
+
+/*
+ * The current guest thread of vCPU v (running on its host CPU, already
+ * touched) stops: it sleeps (S_SLEEP) or is preempted (S_RUNNABLE).
+ */
+static void g_resched(Host *h, struct vm *m, int v, int how)
+{
+	struct gvcpu *g = &m->gv[v];
+	int prev = g->curr, next = -1, i, u;
+
+	if (how == S_RUNNABLE) {
+		if (!g->nq || m->gt[g->q[g_pick_min(m, g)]].vr >=
+		    m->gt[prev].vr) {
+			g->sl_start = h->now;
+			g->resched = 0;
+			return;
+		}
+		m->gt[prev].rem = g->rem;
+	}
+	if (g->nq) {
+		i = g_pick_min(m, g);
+		next = g->q[i];
+		q_del(g->q, &g->nq, i);
+	} else {
+		g_update_min_vr(m, g);
+		next = g_steal(m, v);
+	}
+	if (prev >= 0 && how == S_SLEEP) {
+		g_update_min_vr(m, g);
+		m->gt[prev].state = S_SLEEP;
+		m->gt[prev].vr -= g->min_vr;
+	}
+	g_switch(h, m, v, next);
+	if (prev >= 0 && how == S_RUNNABLE) {
+		m->gt[prev].state = S_RUNNABLE;
+		for (u = 0; u < m->online; u++)
+			if (g_idle(m, u))
+				break;
+		if (u < m->online) {
+			m->gt[prev].vr -= g->min_vr;
+			g_place(h, m, prev, 1);
+		} else {
+			g->q[g->nq++] = prev;
+		}
+	}
+}
+
+/* ---- workload ---- */
+
+static void emu_push(Host *h, struct vm *m, int item)
+{
+	int e, fresh = 0;
+
+	fifo_push(&m->eq, item);
+	for (e = 0; e < m->nemu; e++)
+		fresh += h->task[m->t_emu0 + e].fresh;
+	if (m->eq.len <= fresh)
+		return;
+	for (e = 0; e < m->nemu; e++) {
+		struct task *t = &h->task[m->t_emu0 + e];
+
+		if (t->state == S_SLEEP) {
+			t->fresh = 1;
+			host_wake(h, m->t_emu0 + e);
+			return;
+		}
+	}
+}
+
+static double svc_draw(struct vm *m, struct req *r)
+{
+	return draw(&r->rng, m->svc_kind, m->svc_mean, m->svc_a, m->svc_b);
+}
+
+/*
+ * Worker th takes its next piece of work; 0 if there is none.  A
+ * connection has one request in flight: between its round trips the
+ * worker waits for the next query and serves nothing else.
+ */
+static int worker_take(struct vm *m, int th)
+{
+	struct gthr *t = &m->gt[th];
+
+	if (t->hold >= 0) {
+		if (!t->cont)
+			return 0;
+		t->req = t->hold;
+		t->cont = 0;
+	} else if (m->tq[th].len) {
+		t->req = fifo_pop(&m->tq[th]);
+	} else {
+		return 0;
+	}
+	t->rem = svc_draw(m, &m->req[t->req]);
+	return 1;
+}
+
+/*
+ * A request reaches the guest.  Its connection belongs to one worker
+ * thread (memcached, nginx and MySQL all work that way), which it wakes.
+ */
+static void deliver(Host *h, struct vm *m, int r)
+{
+	int th = m->req[r].thr;
+
+	if (m->gt[th].hold == r)
+		m->gt[th].cont = 1;
+	else
+		fifo_push(&m->tq[th], r);
+	if (m->gt[th].state == S_SLEEP &&
+	    (m->gt[th].hold < 0 || m->gt[th].cont))
+		g_wake(h, m, th);
+}
+
+static void record(struct vm *m, double us)
+{
+	if (m->nlat == m->latcap) {
+		Py_ssize_t nc = m->latcap ? m->latcap * 2 : 4096;
+		double *nb = PyMem_Realloc(m->lat, nc * sizeof(double));
+
+		if (!nb)
+			return;
+		m->lat = nb;
+		m->latcap = nc;
+	}
+	m->lat[m->nlat++] = us;
+}
+
+static void emu_done(Host *h, struct vm *m, int item, int e)
+{
+	int r = item >> 2, th;
+	struct req *q;
+
+	switch (item & 3) {
+	case W_MID:
+		m->req[r].round++;
+		/* fall through */
+	case W_IN:
+		if (m->irq_cost > 0)
+			g_irq(h, m, e % m->online, r);
+		else
+			deliver(h, m, r);
+		break;
+	case W_OUT:
+		q = &m->req[r];
+		record(m, (h->now - q->arr) / 1000.0);
+		m->c.done++;
+		m->outstanding--;
+		m->free[m->nfree++] = r;
+		break;
+	case W_BEIO:
+		th = r;
+		m->gt[th].rem = draw(&m->rng, D_EXP, m->be_chunk, 0, 0);
+		m->gt[th].start = h->now;
+		g_wake(h, m, th);
+		break;
+	}
+}
+
+static double emu_cost(struct vm *m, int item)
+{
+	struct req *r = &m->req[item >> 2];
+
+	switch (item & 3) {
+	case W_IN:
+		return rexp(&r->rng, m->emu_in);
+	case W_MID:
+		return rexp(&r->rng, m->emu_in) + rexp(&r->rng, m->emu_out);
+	case W_OUT:
+		return rexp(&r->rng, m->emu_out);
+	default:
+		return rexp(&m->rng, m->be_io);
+	}
+}
+
+/* Emulator thread k on CPU c looks for work or goes to sleep. */
+static void emu_next(Host *h, int c, int k)
+{
+	struct task *t = &h->task[k];
+	struct vm *m = &h->vm[t->vm];
+
+	t->fresh = 0;
+	if (m->eq.len) {
+		t->item = fifo_pop(&m->eq);
+		t->rem = emu_cost(m, t->item);
+	} else {
+		t->item = -1;
+		cpu_resched(h, c, S_SLEEP);
+	}
+}
+
+/* The guest thread on vCPU v has finished its switch-in. */
+static void g_started(Host *h, struct vm *m, int v)
+{
+	struct gvcpu *g = &m->gv[v];
+	struct gthr *t = &m->gt[g->curr];
+
+	if (!m->be && t->req < 0 && !worker_take(m, g->curr)) {
+		g_resched(h, m, v, S_SLEEP);
+		return;
+	}
+	g->rem = t->rem;
+}
+
+/* The guest thread on vCPU v has done its piece of work. */
+static void g_work_done(Host *h, struct vm *m, int v)
+{
+	struct gvcpu *g = &m->gv[v];
+	int th = g->curr;
+	struct gthr *t = &m->gt[th];
+
+	if (m->be) {
+		record(m, (h->now - t->start) / 1000.0);
+		m->c.done++;
+		g_resched(h, m, v, S_SLEEP);
+		emu_push(h, m, (th << 2) | W_BEIO);
+		return;
+	}
+	if (m->req[t->req].round + 1 < m->rounds) {
+		t->hold = t->req;
+		emu_push(h, m, (t->req << 2) | W_MID);
+	} else {
+		t->hold = -1;
+		emu_push(h, m, (t->req << 2) | W_OUT);
+	}
+	t->req = -1;
+	if (worker_take(m, th)) {
+		g->rem = t->rem;
+		return;
+	}
+	g_resched(h, m, v, S_SLEEP);
+}
+
+/*
+ * The guest idles and executes HLT.  KVM polls for a wake-up first, as
+ * long as nothing else wants this CPU, then the vCPU thread sleeps.
+ */
+static void vcpu_halt(Host *h, int c, struct gvcpu *g)
+{
+	if (g->halted_at < 0)
+		g->halted_at = h->now;
+	if (g->poll_ns >= 1 && !h->cpu[c].nq) {
+		g->poll_end = h->now + (tns)g->poll_ns;
+		return;
+	}
+	cpu_resched(h, c, S_SLEEP);
+}
+
+static void on_switched_in(Host *h, int c)
+{
+	struct cpu *p = &h->cpu[c];
+	struct task *t;
+	struct vm *m;
+	struct gvcpu *g;
+
+	p->sw_pending = 0;
+	if (p->curr < 0)
+		return;
+	t = &h->task[p->curr];
+	m = &h->vm[t->vm];
+	if (t->kind == K_EMU) {
+		if (t->item < 0)
+			emu_next(h, c, p->curr);
+		return;
+	}
+	g = &m->gv[t->idx];
+	if (g->curr < 0 && !g->sw && !g->in_irq) {
+		int th = g_steal(m, t->idx);
+
+		if (th < 0)
+			vcpu_halt(h, c, g);
+		else
+			g_switch(h, m, t->idx, th);
+	}
+}
+
+/* The RX interrupt handler on vCPU v has passed one request on. */
+static void irq_done(Host *h, int c, struct vm *m, int v)
+{
+	struct gvcpu *g = &m->gv[v];
+
+	deliver(h, m, fifo_pop(&g->irq));
+	if (g->irq.len) {
+		g->rem = m->irq_cost;
+		return;
+	}
+	g->in_irq = 0;
+	if (g->curr >= 0)
+		g->rem = m->gt[g->curr].rem;
+	else if (g->nq)
+		g_resched(h, m, v, S_SLEEP);	/* idle: run what it woke */
+	else
+		vcpu_halt(h, c, g);
+}
+
+/* Handle what is due on CPU c at h->now. */
+static void cpu_event(Host *h, int c)
+{
+	struct cpu *p = &h->cpu[c];
+	struct task *t;
+
+	touch(h, c);
+	if (p->sw_pending && p->sw_end <= h->now) {
+		on_switched_in(h, c);
+		return;
+	}
+	if (p->curr < 0)
+		return;
+	t = &h->task[p->curr];
+	if (t->kind == K_VCPU && h->vm[t->vm].gv[t->idx].poll_end) {
+		struct gvcpu *g = &h->vm[t->vm].gv[t->idx];
+
+		if (p->nq || h->now >= g->poll_end) {
+			g->poll_end = 0;
+			cpu_resched(h, c, S_SLEEP);
+		} else if (p->resched) {
+			/*
+			 * The waker that asked for the CPU has been pulled
+			 * away (steal, new affinity): nobody to yield to, as
+			 * in cpu_resched.  Left set, plan_cpu would plan
+			 * this CPU at h->now forever.
+			 */
+			p->slice_start = h->now;
+			p->resched = 0;
+		}
+		return;
+	}
+	if (p->resched) {
+		cpu_resched(h, c, S_RUNNABLE);
+		return;
+	}
+	if (t->kind == K_EMU) {
+		if (t->item < 0 || t->rem <= EPS) {
+			int it = t->item, k = p->curr;
+
+			t->item = -1;
+			if (it >= 0)	/* wakes elsewhere never replace curr */
+				emu_done(h, &h->vm[t->vm], it, t->idx);
+			emu_next(h, c, k);
+			return;
+		}
+	} else {
+		struct vm *m = &h->vm[t->vm];
+		struct gvcpu *g = &m->gv[t->idx];
+
+		if (g->curr < 0 && !g->sw && !g->in_irq) {
+			g->poll_end = 0;
+			cpu_resched(h, c, S_SLEEP);
+			return;
+		}
+		if (g->rem <= EPS) {
+			if (g->in_irq) {
+				irq_done(h, c, m, t->idx);
+			} else if (g->sw) {
+				g->sw = 0;
+				if (g->curr >= 0)
+					g_started(h, m, t->idx);
+				if (!g->sw && g->irq.len)
+					irq_start(h, m, t->idx);
+				else if (g->curr < 0 && !g->sw)
+					vcpu_halt(h, c, g);
+			} else {
+				g_work_done(h, m, t->idx);
+			}
+			return;
+		}
+		if (!g->sw && !g->in_irq && g->curr >= 0 && (g->resched ||
+		    (g->nq && h->now >= g->sl_start + guest_slice(h, g)))) {
+			g_resched(h, m, t->idx, S_RUNNABLE);
+			return;
+		}
+	}
+	if (p->nq && h->now >= p->slice_start + host_slice(h, p))
+		cpu_resched(h, c, S_RUNNABLE);
+}
+
+static void arrival(Host *h, struct vm *m)
+{
+	if (m->outstanding >= h->p.max_outstanding || !m->nfree) {
+		m->c.dropped++;
+	} else {
+		int r = m->free[--m->nfree];
+		struct req *q = &m->req[r];
+
+		q->arr = h->now;
+		q->round = 0;
+		q->rng = sm64(&m->rng);
+		q->thr = (int)(sm64(&q->rng) % (uint64_t)m->nthr);
+		m->outstanding++;
+		emu_push(h, m, (r << 2) | W_IN);
+	}
+	m->next_arr = h->now + (tns)ceil(rexp(&m->rng, 1e9 / m->rps));
+}
+
+static void replan(Host *h)
+{
+	while (h->dirty) {
+		int c = __builtin_ctzll(h->dirty);
+
+		h->dirty &= h->dirty - 1;
+		plan_cpu(h, c);
+	}
+}
+
+/* Describe what CPU c (or VM arrival) is doing, for the livelock error. */
+static void stuck_error(Host *h, int who, long long n)
+{
+	char buf[512] = "";
+	struct cpu *p;
+	struct task *k;
+
+	if (who >= h->ncpu) {
+		PyErr_Format(PyExc_RuntimeError,
+			     "ufo_sim engine livelock: %lld events at now=%lld ns "
+			     "without time advancing (VM %d arrivals)",
+			     n, h->now, who - h->ncpu);
+		return;
+	}
+	p = &h->cpu[who];
+	if (p->curr >= 0) {
+		k = &h->task[p->curr];
+		if (k->kind == K_VCPU) {
+			struct gvcpu *g = &h->vm[k->vm].gv[k->idx];
+
+			PyOS_snprintf(buf, sizeof(buf),
+				      "vCPU %d of VM %d: gcurr=%d gnq=%d sw=%d "
+				      "in_irq=%d irq=%d resched=%d rem=%g "
+				      "poll_end=%lld sl_start=%lld online=%d",
+				      k->idx, k->vm, g->curr, g->nq, g->sw,
+				      g->in_irq, g->irq.len, g->resched,
+				      g->rem, g->poll_end, g->sl_start,
+				      h->vm[k->vm].online);
+		} else {
+			PyOS_snprintf(buf, sizeof(buf),
+				      "emulator %d of VM %d: item=%d rem=%g",
+				      k->idx, k->vm, k->item, k->rem);
+		}
+	}
+	PyErr_Format(PyExc_RuntimeError,
+		     "ufo_sim engine livelock: %lld events at now=%lld ns "
+		     "without time advancing; CPU %d: curr=%d nq=%d "
+		     "resched=%d sw_pending=%d sw_end=%lld slice_start=%lld "
+		     "next=%lld; %s", n, h->now, who, p->curr, p->nq,
+		     p->resched, p->sw_pending, p->sw_end, p->slice_start,
+		     p->next, buf);
+}
+
+/* Run events up to until; -1 with an exception set on a livelock. */
+static int run_until(Host *h, tns until)
+{
+	int c;
+	long long same = 0;
+
+	for (;;) {
+		tns t = T_INF;
+		int who = -1, i;
+
+		for (i = 0; i < h->ncpu; i++)
+			if (h->cpu[i].next < t) {
+				t = h->cpu[i].next;
+				who = i;
+			}
+		for (i = 0; i < h->nvm; i++)
+			if (h->vm[i].next_arr < t) {
+				t = h->vm[i].next_arr;
+				who = h->ncpu + i;
+			}
+		if (t > until)
+			break;
+		if (t != h->now) {
+			same = 0;
+		} else if (++same > h->stuck_limit) {
+			stuck_error(h, who, same);
+			return -1;
+		}
+		h->now = t;
+		if (who < h->ncpu)
+			cpu_event(h, who);
+		else
+			arrival(h, &h->vm[who - h->ncpu]);
+		replan(h);
+	}
+	h->now = until;
+	for (c = 0; c < h->ncpu; c++)
+		sync_cpu(h, c);
+	return 0;
+}
+
+/* ---- vCPU hot(un)plug and pinning ---- */
+
+/* Take runnable thread k off its CPU's queue; it sleeps until placed. */
+static void dequeue(Host *h, int k)
+{
+	struct task *t = &h->task[k];
+	struct cpu *p = &h->cpu[t->cpu];
+	int i;
+
+	touch(h, t->cpu);
+	for (i = 0; i < p->nq; i++)
+		if (p->q[i] == k)
+			q_del(p->q, &p->nq, i);
+	update_min_vr(h, p);
+	t->vr -= p->min_vr;
+	t->state = S_SLEEP;
+}
+
+static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
+{
+	struct gvcpu *g = &m->gv[v];
+	int k = vcpu_task(m, v), i;
+	struct task *t = &h->task[k];
+
+	g_touch(h, m, v);
+	if (g->curr >= 0) {
+		if (!g->sw && !g->in_irq)
+			m->gt[g->curr].rem = g->rem;
+		moved[(*n)++] = g->curr;
+	}
+	for (i = 0; i < g->nq; i++)
+		moved[(*n)++] = g->q[i];
+	g->curr = -1;
+	g->nq = 0;
+	g->sw = 0;
+	g->resched = 0;
+	g->rem = 0;
+	g->poll_end = 0;
+	g->halted_at = -1;
+	g->in_irq = 0;
+	if (t->state == S_RUNNING) {
+		cpu_resched(h, t->cpu, S_SLEEP);
+	} else if (t->state == S_RUNNABLE) {
+		dequeue(h, k);
+	}
+}
+
+static void set_online(Host *h, struct vm *m, int n)
+{
+	int moved[1024], nm = 0, v, i;
+
+	if (n < 1)
+		n = 1;
+	if (n > m->nvcpu)
+		n = m->nvcpu;
+	for (v = n; v < m->online; v++)
+		vcpu_offline(h, m, v, moved, &nm);
+	m->online = n;
+	for (v = n; v < m->nvcpu; v++)	/* their queues' interrupts move */
+		while (m->gv[v].irq.len)
+			g_irq(h, m, v % n, fifo_pop(&m->gv[v].irq));
+	for (i = 0; i < nm; i++) {
+		m->gt[moved[i]].state = S_RUNNABLE;
+		m->gt[moved[i]].vr -= m->gv[m->gt[moved[i]].vcpu].min_vr;
+		g_place(h, m, moved[i], 1);
+	}
+	/* newly onlined vCPUs pull queued threads */
+	for (v = 0; v < m->online; v++) {
+		if (g_idle(m, v)) {
+			int th = g_steal(m, v);
+
+			if (th >= 0) {
+				m->gt[th].vcpu = v;
+				m->gt[th].vr -= m->gv[v].min_vr;
+				g_place(h, m, th, 1);
+			}
+		}
+	}
+}
+
+static void set_mask(Host *h, int k, uint64_t mask)
+{
+	struct task *t = &h->task[k];
+
+	t->mask = mask;
+	if (t->state == S_RUNNING && !(mask >> t->cpu & 1)) {
+		cpu_resched(h, t->cpu, -1);
+	} else if (t->state == S_RUNNABLE && !(mask >> t->cpu & 1)) {
+		dequeue(h, k);
+		host_place(h, k, 1);
+	}
+}
+
+/* After affinity changes, idle CPUs pull what they may now run. */
+static void pull_idle(Host *h)
+{
+	int c;
+
+	for (c = 0; c < h->ncpu; c++) {
+		if (is_idle(h, c)) {
+			int k = steal(h, c);
+
+			if (k >= 0) {
+				touch(h, c);
+				switch_to(h, c, k);
+			}
+		}
+	}
+}
+
+/* ---- Python glue ---- */
+
+static int grow_queues(Host *h)
+{
+	int c;
+
+	for (c = 0; c < h->ncpu; c++) {
+		int *nq = PyMem_Realloc(h->cpu[c].q, h->ntask * sizeof(int));
+
+		if (!nq)
+			return -1;
+		h->cpu[c].q = nq;
+	}
+	return 0;
+}
+
+static void Host_dealloc(Host *h)
+{
+	int c, i;
+
+	for (c = 0; c < h->ncpu; c++)
+		PyMem_Free(h->cpu[c].q);
+	for (i = 0; i < h->nvm; i++) {
+		struct vm *m = &h->vm[i];
+		int v;
+
+		for (v = 0; v < m->nvcpu; v++) {
+			PyMem_Free(m->gv[v].q);
+			PyMem_Free(m->gv[v].irq.buf);
+		}
+		PyMem_Free(m->gv);
+		PyMem_Free(m->gt);
+		PyMem_Free(m->req);
+		PyMem_Free(m->free);
+		for (v = 0; m->tq && v < m->nthr; v++)
+			PyMem_Free(m->tq[v].buf);
+		PyMem_Free(m->tq);
+		PyMem_Free(m->eq.buf);
+		PyMem_Free(m->lat);
+	}
+	PyMem_Free(h->vm);
+	PyMem_Free(h->task);
+	Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+static int Host_init(Host *h, PyObject *args, PyObject *kw)
+{
+	PyObject *sibs;
+	struct params *p = &h->p;
+	int c;
+
+	(void)kw;
+	if (!PyArg_ParseTuple(args, "O(ddddddddddddi)", &sibs, &p->smt_slow,
+			      &p->sw_base, &p->sw_vm_in, &p->sw_vm_out,
+			      &p->lat, &p->min_gran, &p->wake_gran,
+			      &p->g_lat, &p->g_min_gran, &p->g_wake_gran,
+			      &p->g_sw, &p->halt_poll, &p->max_outstanding))
+		return -1;
+	if (!PySequence_Check(sibs)) {
+		PyErr_SetString(PyExc_TypeError, "siblings: sequence");
+		return -1;
+	}
+	h->ncpu = (int)PySequence_Size(sibs);
+	if (h->ncpu < 1 || h->ncpu > MAXCPU) {
+		PyErr_SetString(PyExc_ValueError, "1..64 logical CPUs");
+		return -1;
+	}
+	h->all_mask = h->ncpu == 64 ? ~0ULL : (1ULL << h->ncpu) - 1;
+	for (c = 0; c < h->ncpu; c++) {
+		PyObject *o = PySequence_GetItem(sibs, c);
+
+		h->cpu[c].sib = o ? (int)PyLong_AsLong(o) : -1;
+		Py_XDECREF(o);
+		h->cpu[c].curr = -1;
+		h->cpu[c].next = T_INF;
+		h->cpu[c].rate = 1.0;
+	}
+	h->stuck_limit = STUCK_EVENTS;
+	if (PyErr_Occurred())
+		return -1;
+	return 0;
+}
+
+static PyObject *Host_add_vm(Host *h, PyObject *args)
+{
+	int nvcpu, nthr, nemu, be, kind, rounds, i, cap;
+	double mean, a, b, ein, eout, chunk, io, irq;
+	unsigned long long seed;
+	struct vm *m, *nv;
+	struct task *nt;
+
+	if (!PyArg_ParseTuple(args, "iiiiidddidddddK", &nvcpu, &nthr, &nemu,
+			      &be, &kind, &mean, &a, &b, &rounds, &ein, &eout,
+			      &chunk, &io, &irq, &seed))
+		return NULL;
+	if (nvcpu < 1 || nvcpu > 64 || nthr < 1 || nthr > 1024 || nemu < 1 ||
+	    nemu > 16 || rounds < 1) {
+		PyErr_SetString(PyExc_ValueError, "bad VM shape");
+		return NULL;
+	}
+	nv = PyMem_Realloc(h->vm, (h->nvm + 1) * sizeof(*nv));
+	if (!nv)
+		return PyErr_NoMemory();
+	h->vm = nv;
+	nt = PyMem_Realloc(h->task, (h->ntask + nvcpu + nemu) * sizeof(*nt));
+	if (!nt)
+		return PyErr_NoMemory();
+	h->task = nt;
+	m = &h->vm[h->nvm];
+	memset(m, 0, sizeof(*m));
+	m->nvcpu = nvcpu;
+	m->online = nvcpu;
+	m->nemu = nemu;
+	m->nthr = nthr;
+	m->be = be;
+	m->svc_kind = kind;
+	m->svc_mean = mean;
+	m->svc_a = a;
+	m->svc_b = b;
+	m->rounds = rounds;
+	m->emu_in = ein;
+	m->emu_out = eout;
+	m->be_chunk = chunk;
+	m->be_io = io;
+	m->irq_cost = irq;
+	m->rng = seed;
+	m->next_arr = T_INF;
+	m->t_vcpu0 = h->ntask;
+	m->t_emu0 = h->ntask + nvcpu;
+	for (i = 0; i < nvcpu + nemu; i++) {
+		struct task *t = &h->task[h->ntask + i];
+
+		memset(t, 0, sizeof(*t));
+		t->kind = i < nvcpu ? K_VCPU : K_EMU;
+		t->vm = h->nvm;
+		t->idx = i < nvcpu ? i : i - nvcpu;
+		t->state = S_SLEEP;
+		t->cpu = (h->ntask + i) % h->ncpu;
+		t->mask = h->all_mask;
+		t->item = -1;
+	}
+	h->ntask += nvcpu + nemu;
+	h->nvm++;
+	m->gv = PyMem_Calloc(nvcpu, sizeof(*m->gv));
+	m->gt = PyMem_Calloc(nthr, sizeof(*m->gt));
+	m->tq = PyMem_Calloc(nthr, sizeof(*m->tq));
+	cap = h->p.max_outstanding + 1;
+	m->req = PyMem_Calloc(cap, sizeof(*m->req));
+	m->free = PyMem_Calloc(cap, sizeof(int));
+	if (!m->gv || !m->gt || !m->tq || !m->req || !m->free ||
+	    fifo_init(&m->eq, 1024) || grow_queues(h))
+		return PyErr_NoMemory();
+	for (i = 0; i < nthr; i++)
+		if (fifo_init(&m->tq[i], 64))
+			return PyErr_NoMemory();
+	for (i = cap - 1; i >= 0; i--)
+		m->free[m->nfree++] = i;
+	m->nreq_cap = cap;
+	for (i = 0; i < nvcpu; i++) {
+		m->gv[i].curr = -1;
+		m->gv[i].halted_at = -1;
+		m->gv[i].q = PyMem_Calloc(nthr, sizeof(int));
+		if (!m->gv[i].q || fifo_init(&m->gv[i].irq, 64))
+			return PyErr_NoMemory();
+	}
+	for (i = 0; i < nthr; i++) {
+		m->gt[i].vcpu = i % nvcpu;
+		m->gt[i].req = -1;
+		m->gt[i].hold = -1;
+		m->gt[i].state = S_SLEEP;
+	}
+	if (be) {
+		for (i = 0; i < nthr; i++) {
+			m->gt[i].rem = draw(&m->rng, D_EXP, chunk, 0, 0);
+			m->gt[i].start = h->now;
+			g_wake(h, m, i);
+		}
+	}
+	replan(h);
+	return PyLong_FromLong(h->nvm - 1);
+}
+
+static struct vm *get_vm(Host *h, int i)
+{
+	if (i < 0 || i >= h->nvm) {
+		PyErr_SetString(PyExc_IndexError, "no such VM");
+		return NULL;
+	}
+	return &h->vm[i];
+}
+
+static PyObject *Host_set_rps(Host *h, PyObject *args)
+{
+	int i;
+	double rps;
+	struct vm *m;
+
+	if (!PyArg_ParseTuple(args, "id", &i, &rps) || !(m = get_vm(h, i)))
+		return NULL;
+	if (m->be) {
+		PyErr_SetString(PyExc_ValueError, "a BE VM has no request rate");
+		return NULL;
+	}
+	m->rps = rps;
+	m->next_arr = rps > 0 ?
+		h->now + (tns)ceil(rexp(&m->rng, 1e9 / rps)) : T_INF;
+	Py_RETURN_NONE;
+}
+
+static PyObject *Host_pin(Host *h, PyObject *args)
+{
+	int i, emu, j;
+	unsigned long long mask;
+	struct vm *m;
+
+	if (!PyArg_ParseTuple(args, "iiK", &i, &emu, &mask) ||
+	    !(m = get_vm(h, i)))
+		return NULL;
+	mask &= h->all_mask;
+	if (!mask) {
+		PyErr_SetString(PyExc_ValueError, "empty CPU set");
+		return NULL;
+	}
+	if (emu) {
+		for (j = 0; j < m->nemu; j++)
+			set_mask(h, m->t_emu0 + j, mask);
+	} else {
+		for (j = 0; j < m->nvcpu; j++)
+			set_mask(h, m->t_vcpu0 + j, mask);
+	}
+	pull_idle(h);
+	replan(h);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Host_set_online(Host *h, PyObject *args)
+{
+	int i, n;
+	struct vm *m;
+
+	if (!PyArg_ParseTuple(args, "ii", &i, &n) || !(m = get_vm(h, i)))
+		return NULL;
+	set_online(h, m, n);
+	replan(h);
+	return PyLong_FromLong(m->online);
+}
+
+static PyObject *Host_advance(Host *h, PyObject *args)
+{
+	long long dt;
+
+	if (!PyArg_ParseTuple(args, "L", &dt))
+		return NULL;
+	if (dt < 0) {
+		PyErr_SetString(PyExc_ValueError, "time runs forward");
+		return NULL;
+	}
+	/* keeps the GIL: the object must not change under the loop */
+	if (run_until(h, h->now + dt) < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *Host_counters(Host *h, PyObject *args)
+{
+	int i;
+	struct vm *m;
+
+	if (!PyArg_ParseTuple(args, "i", &i) || !(m = get_vm(h, i)))
+		return NULL;
+	return Py_BuildValue("(LLLLLLLLiLLL)", m->c.vcpu_cpu, m->c.vcpu_wait,
+			     m->c.vcpu_slices, m->c.host_ctxsw,
+			     m->c.emu_cpu, m->c.guest_busy, m->c.guest_ctxsw,
+			     m->c.done, m->online, m->c.dropped,
+			     m->c.emu_wait, (long long)m->outstanding);
+}
+
+static PyObject *Host_take_latencies(Host *h, PyObject *args)
+{
+	int i;
+	struct vm *m;
+	PyObject *r;
+
+	if (!PyArg_ParseTuple(args, "i", &i) || !(m = get_vm(h, i)))
+		return NULL;
+	r = PyBytes_FromStringAndSize((const char *)m->lat,
+				      m->nlat * (Py_ssize_t)sizeof(double));
+	m->nlat = 0;
+	return r;
+}
+
+static PyObject *Host_cpu_time(Host *h, PyObject *noargs)
+{
+	PyObject *l = PyList_New(h->ncpu);
+	int c;
+
+	(void)noargs;
+	if (!l)
+		return NULL;
+	for (c = 0; c < h->ncpu; c++)
+		PyList_SET_ITEM(l, c, Py_BuildValue("(LLL)", h->cpu[c].busy,
+						    h->cpu[c].ovh,
+						    h->cpu[c].idle));
+	return l;
+}
+
+static PyObject *broken(int id, const char *what)
+{
+	PyErr_Format(PyExc_AssertionError, "%s (%d)", what, id);
+	return NULL;
+}
+
+/* Cross-check the scheduler structures (for tests). */
+static PyObject *Host_check(Host *h, PyObject *noargs)
+{
+	int c, i, k, v, seen[1024];
+	char *where = PyMem_Calloc(h->ntask + 1, 1);
+
+	(void)noargs;
+	if (!where)
+		return PyErr_NoMemory();
+	for (c = 0; c < h->ncpu; c++) {
+		struct cpu *p = &h->cpu[c];
+
+		for (i = -1; i < p->nq; i++) {
+			k = i < 0 ? p->curr : p->q[i];
+			if (k < 0)
+				continue;
+			if (where[k]++) {
+				PyMem_Free(where);
+				return broken(k, "thread on two CPUs");
+			}
+			if (h->task[k].cpu != c ||
+			    h->task[k].state != (i < 0 ? S_RUNNING : S_RUNNABLE) ||
+			    !(h->task[k].mask >> c & 1)) {
+				PyMem_Free(where);
+				return broken(k, "thread state, CPU or affinity");
+			}
+		}
+	}
+	for (k = 0; k < h->ntask; k++) {
+		if ((h->task[k].state != S_SLEEP) != (where[k] != 0)) {
+			PyMem_Free(where);
+			return broken(k, "runnable thread on no CPU");
+		}
+	}
+	PyMem_Free(where);
+	for (i = 0; i < h->nvm; i++) {
+		struct vm *m = &h->vm[i];
+
+		memset(seen, 0, sizeof(seen));
+		for (v = 0; v < m->nvcpu; v++) {
+			struct gvcpu *g = &m->gv[v];
+			int j;
+
+			if (v >= m->online &&
+			    (g->curr >= 0 || g->nq ||
+			     h->task[m->t_vcpu0 + v].state != S_SLEEP))
+				return broken(v, "offline vCPU in use");
+			if (h->task[m->t_vcpu0 + v].state == S_SLEEP &&
+			    (g->curr >= 0 || g->nq || g->in_irq ||
+			     g->irq.len || g->poll_end))
+				return broken(v, "halted vCPU has guest work");
+			for (j = -1; j < g->nq; j++) {
+				int th = j < 0 ? g->curr : g->q[j];
+
+				if (th < 0)
+					continue;
+				if (seen[th]++ || m->gt[th].vcpu != v ||
+				    m->gt[th].state !=
+				    (j < 0 ? S_RUNNING : S_RUNNABLE))
+					return broken(th, "guest thread state");
+			}
+		}
+		for (k = 0; k < m->nthr; k++)
+			if ((m->gt[k].state != S_SLEEP) != (seen[k] != 0))
+				return broken(k, "runnable guest thread lost");
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *Host_get_now(Host *h, void *closure)
+{
+	(void)closure;
+	return PyLong_FromLongLong(h->now);
+}
+
+static PyMethodDef Host_methods[] = {
+	{"add_vm", (PyCFunction)Host_add_vm, METH_VARARGS,
+	 "add_vm(vcpus, threads, emu_threads, be, svc_kind, svc_mean, a, b, "
+	 "rounds, emu_in_ns, emu_out_ns, be_chunk_ns, be_io_ns, irq_ns, seed)"
+	 " -> id"},
+	{"set_rps", (PyCFunction)Host_set_rps, METH_VARARGS,
+	 "set_rps(vm, rps)"},
+	{"pin", (PyCFunction)Host_pin, METH_VARARGS,
+	 "pin(vm, emulator, cpu_mask)"},
+	{"set_online", (PyCFunction)Host_set_online, METH_VARARGS,
+	 "set_online(vm, n) -> online vCPUs"},
+	{"advance", (PyCFunction)Host_advance, METH_VARARGS,
+	 "advance(ns)"},
+	{"counters", (PyCFunction)Host_counters, METH_VARARGS,
+	 "counters(vm) -> tuple of cumulative counters"},
+	{"take_latencies", (PyCFunction)Host_take_latencies, METH_VARARGS,
+	 "take_latencies(vm) -> bytes of float64 microseconds"},
+	{"cpu_time", (PyCFunction)Host_cpu_time, METH_NOARGS,
+	 "cpu_time() -> [(busy_ns, overhead_ns, idle_ns)] per CPU"},
+	{"check", (PyCFunction)Host_check, METH_NOARGS,
+	 "check(): raise AssertionError if the run queues are inconsistent"},
+	{NULL, NULL, 0, NULL}
+};
+
+static PyObject *Host_get_stuck(Host *h, void *closure)
+{
+	(void)closure;
+	return PyLong_FromLongLong(h->stuck_limit);
+}
+
+static int Host_set_stuck(Host *h, PyObject *v, void *closure)
+{
+	long long n = v ? PyLong_AsLongLong(v) : -1;
+
+	(void)closure;
+	if (n < 0) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_ValueError, "a count >= 0");
+		return -1;
+	}
+	h->stuck_limit = n;
+	return 0;
+}
+
+static PyGetSetDef Host_getset[] = {
+	{"now", (getter)Host_get_now, NULL, "simulated ns", NULL},
+	{"stuck_limit", (getter)Host_get_stuck, (setter)Host_set_stuck,
+	 "events in a row at one instant before advance() raises "
+	 "RuntimeError (livelock guard)", NULL},
+	{NULL, NULL, NULL, NULL, NULL}
+};
+
+static PyTypeObject HostType = {
+	PyVarObject_HEAD_INIT(NULL, 0)
+	.tp_name = "ufo_sim.engine._core.Host",
+	.tp_basicsize = sizeof(Host),
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "Host(siblings, params): the discrete-event host model",
+	.tp_new = PyType_GenericNew,
+	.tp_init = (initproc)Host_init,
+	.tp_dealloc = (destructor)Host_dealloc,
+	.tp_methods = Host_methods,
+	.tp_getset = Host_getset,
+};
+
+static struct PyModuleDef coremod = {
+	PyModuleDef_HEAD_INIT, "_core",
+	"Hot loop of the ufo_sim host model.", -1, NULL,
+	NULL, NULL, NULL, NULL
+};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+	PyObject *mod;
+
+	if (PyType_Ready(&HostType) < 0)
+		return NULL;
+	mod = PyModule_Create(&coremod);
+	if (!mod)
+		return NULL;
+	Py_INCREF(&HostType);
+	if (PyModule_AddObject(mod, "Host", (PyObject *)&HostType) < 0) {
+		Py_DECREF(&HostType);
+		Py_DECREF(mod);
+		return NULL;
+	}
+	return mod;
+}

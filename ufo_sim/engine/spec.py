@@ -1,0 +1,90 @@
+"""The host's shape and its scheduler and switch-cost parameters.
+
+All times are in simulated time. The defaults are real-world Linux 5.10
+and KVM figures multiplied by :data:`TIME_SCALE`, the dilation that keeps
+the simulation cheap: every duration (request service, emulator work,
+switch costs, scheduler slices) is stretched by the same factor, so the
+ratios that make double scheduling hurt are those of a real host, while
+request rates are divided by it (see ``doc/source/sim-calibration.rst``).
+"""
+
+import dataclasses
+
+# One real microsecond lasts TIME_SCALE simulated microseconds.
+TIME_SCALE = 50.0
+
+
+def scaled(real_seconds):
+    """Simulated seconds standing for a real-world duration."""
+    return real_seconds * TIME_SCALE
+
+
+@dataclasses.dataclass(frozen=True)
+class HostSpec:
+    """One host: ``cores`` physical cores of ``smt`` logical CPUs each."""
+
+    cores: int = 8
+    smt: int = 2
+    numa_nodes: int = 1
+    # Work takes this much longer while the SMT sibling is busy.
+    smt_slowdown: float = 1.5
+    # Host context switch, and the extra of a vCPU thread: VM entry with
+    # its VMCS load on the way in, the VM exit on the way out.
+    ctxsw: float = scaled(2e-6)
+    vm_entry: float = scaled(3e-6)
+    vm_exit: float = scaled(2e-6)
+    # CFS on 8+ CPUs (sysctl defaults times 1 + log2(8)).
+    sched_latency: float = scaled(24e-3)
+    sched_min_granularity: float = scaled(3e-3)
+    sched_wakeup_granularity: float = scaled(4e-3)
+    # The guest kernel's CFS and its context switch.
+    guest_sched_latency: float = scaled(24e-3)
+    guest_sched_min_granularity: float = scaled(3e-3)
+    guest_sched_wakeup_granularity: float = scaled(4e-3)
+    guest_ctxsw: float = scaled(1.5e-6)
+    # KVM halt polling (halt_poll_ns): a halting vCPU keeps its CPU up to
+    # this long waiting for a wake-up, unless another thread wants the
+    # CPU; the window adapts per vCPU as in Linux.
+    halt_poll: float = scaled(200e-6)
+    # Requests in flight per VM beyond which arrivals are dropped.
+    max_outstanding: int = 20000
+
+    def __post_init__(self):
+        if self.smt not in (1, 2):
+            raise ValueError('smt must be 1 or 2')
+        if not 1 <= self.cores * self.smt <= 64:
+            raise ValueError('1 to 64 logical CPUs')
+        if self.cores % self.numa_nodes:
+            raise ValueError('cores must split evenly over NUMA nodes')
+        if self.smt_slowdown < 1.0:
+            raise ValueError('smt_slowdown must be >= 1')
+
+    @property
+    def cpus(self):
+        """Number of logical CPUs."""
+        return self.cores * self.smt
+
+    def siblings(self):
+        """SMT groups: logical CPUs 2k and 2k+1 share core k."""
+        return tuple(tuple(range(c * self.smt, (c + 1) * self.smt))
+                     for c in range(self.cores))
+
+    def numa_of_cpu(self):
+        """NUMA node of each logical CPU (cores split evenly)."""
+        per_node = self.cores // self.numa_nodes
+        return {cpu: core // per_node
+                for core, group in enumerate(self.siblings())
+                for cpu in group}
+
+    def core_params(self):
+        """The parameter tuple the C core takes (nanoseconds)."""
+        ns = 1e9
+        return (self.smt_slowdown, self.ctxsw * ns, self.vm_entry * ns,
+                self.vm_exit * ns, self.sched_latency * ns,
+                self.sched_min_granularity * ns,
+                self.sched_wakeup_granularity * ns,
+                self.guest_sched_latency * ns,
+                self.guest_sched_min_granularity * ns,
+                self.guest_sched_wakeup_granularity * ns,
+                self.guest_ctxsw * ns, self.halt_poll * ns,
+                self.max_outstanding)

@@ -1,0 +1,246 @@
+"""Dynamic load with nothing learned beforehand (paper 6.2, Fig. 14).
+
+Three 8-vCPU VMs share the 16-CPU host, each with one load pattern (in %
+of its profile's max load, on a 270 s timeline that ``scale`` stretches):
+
+* Nginx, diurnal: 20, 40, 60, 80, 100, 80, 60, 40, 20, 30 s per step;
+* MySQL, sub-second bursts: 15 %, with 1 s bursts to 20, 40 and 80 % at
+  45, 100 and 160 s;
+* Memcached, longer bursts: 10 %, with bursts to 80 % over 130-135 s
+  (5 s) and 187-202 s (15 s).
+
+As in the paper, emulator interference is taken out of the comparison:
+Default and DynIso run emulator threads on two extra cores outside the
+budget. UFO manages the 8 budget cores itself (its emulator pool comes
+out of them). Default gets, each second, as many shared cores as UFO's
+VM pools held (the paper's "same #pCPUs"); DynIso runs its own loop.
+
+Time is counted in control intervals of one real second (``tick``
+simulated seconds, see :mod:`ufo_sim.managers.cell`). Per VM and
+manager: *violation seconds* (seconds whose p99 exceeds QoS or whose
+load was not served) and, per load rise, the *reaction time*
+(seconds until the VM's cores grew) and the *recovery time* (seconds
+until a second met QoS again).
+"""
+
+import math
+import os
+
+from ufo_sim.experiments import parallel
+from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import dyniso as dyniso_mod
+from ufo_sim.managers import scenario
+from ufo_sim.managers import ufo as ufo_mod
+
+DURATION = 270.0
+EMULATOR_CORES = 2
+
+
+def nginx_load(t):
+    steps = (0.2, 0.4, 0.6, 0.8, 1.0, 0.8, 0.6, 0.4, 0.2)
+    return steps[min(len(steps) - 1, int(t // 30.0))]
+
+
+def mysql_load(t):
+    for start, level in ((45, 0.2), (100, 0.4), (160, 0.8)):
+        if start <= t < start + 1:
+            return level
+    return 0.15
+
+
+def memcached_load(t):
+    if 130 <= t < 135 or 187 <= t < 202:
+        return 0.8
+    return 0.1
+
+
+PATTERNS = (('nginx', nginx_load), ('mysql', mysql_load),
+            ('memcached', memcached_load))
+
+
+def load_at(pattern, t, scale):
+    return pattern(t / scale)
+
+
+def rises(pattern, scale, seconds):
+    """Seconds at which the load goes up."""
+    out, prev = [], load_at(pattern, 0, scale)
+    for s in range(1, seconds):
+        now = load_at(pattern, s, scale)
+        if now > prev + 1e-9:
+            out.append(s)
+        prev = now
+    return out
+
+
+def _scene(settings, extra):
+    cell = cell_mod.Cell(tuple(cell_mod.VmLoad(app, pattern(0.0))
+                               for app, pattern in PATTERNS))
+    return scenario.build(cell, settings, cell.seed(settings.seed,
+                                                    'dynamic'),
+                          cores=settings.cores + extra)
+
+
+def _simulate(manager, settings, scale, replay=None):
+    seconds = int(round(DURATION * scale))
+    extra = 0 if manager == 'ufo' else EMULATOR_CORES
+    scene = _scene(settings, extra)
+    host = scene.host
+    budget_cores = scene.cores[:settings.cores]
+    emu_cores = scene.cores[settings.cores:]
+    n = len(scene.vms)
+    if manager == 'ufo':
+        ctl = ufo_mod.UfoAgent(scene, ufo_mod.config_of(settings))
+    elif manager == 'dyniso':
+        ctl = dyniso_mod.DynIso(scene, settings.cores, settings.smt,
+                                scenario.cpus_of(emu_cores))
+    trace = {'load': [[] for _ in range(n)], 'p99_us': [[] for _ in range(n)],
+             'ok': [[] for _ in range(n)], 'vm_cpus': [[] for _ in range(n)],
+             'held_cpus': []}
+    for second in range(seconds):
+        for i, (app, pattern) in enumerate(PATTERNS):
+            rps = load_at(pattern, second, scale) * scene.profiles[i].max_rps
+            scene.rps[i] = rps
+            host.set_rps(scene.vms[i], rps)
+        if manager == 'default':
+            count = replay[second] if replay else settings.cores
+            shared = budget_cores[:max(1, count)]
+            scenario.apply_static(scene, [shared] * n, [emu_cores] * n,
+                                  [None] * n)
+            vm_cpus = [len(shared) * settings.smt] * n
+            held = len(shared) * settings.smt
+        elif manager == 'dyniso':
+            vm_cpus = [c * settings.smt for c in ctl.counts()]
+            held = sum(vm_cpus)
+        else:
+            plan = ctl.agent.last_plan
+            vm_cpus = [len(plan.vms[vm].cpus) if plan and
+                       plan.vms[vm].cores else 0 for vm in scene.vms]
+            held = ctl.held_cpus()
+        host.advance(settings.tick)
+        lat = [host.take_latencies(vm) for vm in scene.vms]
+        window = scenario.judge(scene, lat, settings.tick)
+        for i in range(n):
+            trace['load'][i].append(load_at(PATTERNS[i][1], second, scale))
+            trace['p99_us'][i].append(window.p99_us[i])
+            trace['ok'][i].append(window.ok[i])
+            trace['vm_cpus'][i].append(vm_cpus[i])
+        trace['held_cpus'].append(held)
+        if manager == 'dyniso':
+            ctl.step(second + 1.0, lat)
+        elif manager == 'ufo':
+            ctl.tick()
+    return _metrics(manager, scene, trace, scale, seconds, settings)
+
+
+def _metrics(manager, scene, trace, scale, seconds, settings):
+    vms = {}
+    for i, (app, pattern) in enumerate(PATTERNS):
+        ok, cpus = trace['ok'][i], trace['vm_cpus'][i]
+        reaction, recovery = [], []
+        for s in rises(pattern, scale, seconds):
+            grew = next((t - s for t in range(s + 1, seconds)
+                         if cpus[t] > cpus[s]), None)
+            if manager != 'default' and grew is not None:
+                reaction.append(grew)
+            if not ok[s]:
+                back = next((t - s for t in range(s, seconds) if ok[t]),
+                            None)
+                if back is not None:
+                    recovery.append(back)
+        vms[app] = {
+            'qos_us': scene.profiles[i].qos_p99_us,
+            'violation_seconds': sum(1 for x in ok if not x),
+            'reaction_s_mean': _mean(reaction),
+            'recovery_s_mean': _mean(recovery),
+            'rises': len(rises(pattern, scale, seconds)),
+        }
+    return {'manager': manager, 'seconds': seconds, 'vms': vms,
+            'mean_held_cpus': sum(trace['held_cpus']) / seconds,
+            'trace': trace}
+
+
+def _mean(values):
+    return sum(values) / len(values) if values else None
+
+
+def _job(args):
+    return _simulate(*args)
+
+
+def replay_of(ufo_result, smt):
+    """Default's shared cores per second: what UFO's VM pools held."""
+    vm_cpus = ufo_result['trace']['vm_cpus']
+    return [max(1, math.ceil(sum(v[s] for v in vm_cpus) / smt))
+            for s in range(ufo_result['seconds'])]
+
+
+def run(settings, scale=1.0, managers=('default', 'dyniso', 'ufo'),
+        processes=2, timeout=3600.0):
+    first = [m for m in managers if m != 'default']
+    if 'default' in managers and 'ufo' not in first:
+        first.append('ufo')
+    jobs = [(m, settings, scale) for m in first]
+    results = {}
+    outcomes = parallel.run(_job, jobs, processes, timeout)
+    for job, (status, value) in zip(jobs, outcomes):
+        results[job[0]] = value if status == parallel.OK else {
+            'manager': job[0], 'error': '%s: %s' % (status, value)}
+    if 'default' in managers:
+        if 'error' in results['ufo']:
+            results['default'] = {'manager': 'default',
+                                  'error': 'no UFO run to replay'}
+        else:
+            (status, value), = parallel.run(
+                _job, [('default', settings, scale,
+                        replay_of(results['ufo'], settings.smt))], 1,
+                timeout)
+            results['default'] = value if status == parallel.OK else {
+                'manager': 'default', 'error': '%s: %s' % (status, value)}
+    return {'scale': scale, 'managers': [m for m in managers],
+            'results': {m: results[m] for m in managers
+                        if 'error' not in results[m]},
+            'errors': {m: results[m]['error'] for m in managers
+                       if 'error' in results[m]}}
+
+
+def plot(out, directory):
+    from ufo_sim.experiments import plots
+    for i, (app, _) in enumerate(PATTERNS):
+        series = {}
+        for m, r in out['results'].items():
+            xs = list(range(r['seconds']))
+            series['%s p99' % m] = (xs, [
+                None if v is None or not math.isfinite(v) else v / 1000.0
+                for v in r['trace']['p99_us'][i]])
+        qos = next(iter(out['results'].values()))['vms'][app]['qos_us']
+        plots.lines(os.path.join(directory, 'dynamic-%s-p99.png' % app),
+                    '%s: p99 per second' % app, 'time (s)', 'p99 (ms)',
+                    series, hlines=[(qos / 1000.0, 'QoS')])
+        plots.lines(
+            os.path.join(directory, 'dynamic-%s-cpus.png' % app),
+            '%s: load and CPUs' % app, 'time (s)', 'CPUs / load x 10',
+            dict([('%s CPUs' % m, (list(range(r['seconds'])),
+                                   r['trace']['vm_cpus'][i]))
+                  for m, r in out['results'].items()] +
+                 [('load x 10', (list(range(r['seconds'])),
+                                 [10 * x for x in r['trace']['load'][i]]))]))
+
+
+def table(out):
+    lines = ['%-10s %-8s %10s %10s %10s %10s' % (
+        'app', 'manager', 'viol. s', 'react s', 'recover s', 'mean CPUs')]
+    for app, _ in PATTERNS:
+        for m, r in out['results'].items():
+            v = r['vms'][app]
+            lines.append('%-10s %-8s %10d %10s %10s %10.1f' % (
+                app, m, v['violation_seconds'],
+                _fmt(v['reaction_s_mean']), _fmt(v['recovery_s_mean']),
+                r['mean_held_cpus']))
+    for m, why in out['errors'].items():
+        lines.append('%s: no result (%s)' % (m, why))
+    return '\n'.join(lines)
+
+
+def _fmt(x):
+    return '-' if x is None else '%.1f' % x

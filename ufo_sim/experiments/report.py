@@ -1,0 +1,146 @@
+"""Turn a finished grid into its JSON summary, tables and figures."""
+
+import os
+
+from ufo_sim.experiments import grid as grid_mod
+from ufo_sim.experiments import mal as mal_mod
+from ufo_sim.experiments import summary
+
+
+def _budget(settings):
+    return settings['cores'] * settings['smt']
+
+
+def grid_report(grid, out, plots=True):
+    """The grid.json content; writes one heatmap PNG per mix."""
+    data = summarize(grid.to_json())
+    if plots:
+        for mix in grid.mixes:
+            heatmap(data, mix, os.path.join(
+                out, 'grid-%s.png' % grid_mod.mix_name(mix)))
+    return data
+
+
+def summarize(data):
+    """Add the summaries and the RESULT line to grid.json content."""
+    budget = _budget(data['settings'])
+    table = summary.index(data['results'])
+    cells = {}
+    for name in data['mixes']:
+        mix = tuple(name.split('+'))
+        cells[name] = [c.key for c in grid_mod.cells_of(mix, data['loads'])]
+    everything = [key for name in data['mixes'] for key in cells[name]]
+    data['summary'] = summary.figures(data['results'], budget, everything)
+    data['per_mix'] = {}
+    for name in data['mixes']:
+        per = summary.figures(data['results'], budget, cells[name])
+        per['feasible_pct'] = {
+            m: summary.feasible_pct(table, m, cells[name], budget)
+            for m in data['managers']}
+        data['per_mix'][name] = per
+    data['result_line'] = summary.result_line(data['summary'])
+    return data
+
+
+def heatmap(data, mix, path):
+    """Draw one pair's heatmaps from grid.json content."""
+    from ufo_sim.experiments import plots
+    from ufo_sim.managers import cell as cell_mod
+    budget = _budget(data['settings'])
+    table = summary.index(data['results'])
+
+    def value(manager, a, b):
+        key = cell_mod.Cell((cell_mod.VmLoad(mix[0], a),
+                             cell_mod.VmLoad(mix[1], b))).key
+        r = table.get(manager, {}).get(key)
+        if r is None or r['cpus'] is None:
+            return None, False
+        # Static pinning may meet QoS above the budget: show its cost.
+        return r['cpus'], bool(r['qos_met'])
+
+    plots.heatmaps(path, '%s: host CPUs to meet QoS (budget %d)'
+                   % (grid_mod.mix_name(mix), budget),
+                   data['loads'], data['managers'], value, budget)
+
+
+def _fmt(x, spec='%.1f'):
+    if x is None or x != x:
+        return '-'
+    return spec % x
+
+
+def grid_table(data):
+    lines = ['%-20s %8s %8s %8s %8s %8s  %s' % (
+        'mix', 'default', 'dyniso', 'static', 'ufo', 'oracle',
+        'saving avg/max vs DynIso, UFO-Oracle')]
+    for mix, per in data['per_mix'].items():
+        pct = per['feasible_pct']
+        lines.append('%-20s %8s %8s %8s %8s %8s  %s/%s, %s' % (
+            mix, *(_fmt(pct.get(m), '%.0f%%') for m in (
+                'default', 'dyniso', 'static', 'ufo', 'oracle')),
+            _fmt(per['ufo_vs_dyniso_core_saving_avg']),
+            _fmt(per['ufo_vs_dyniso_core_saving_max']),
+            _fmt(per['ufo_over_oracle_cores'], '%.2f')))
+    lines.append('(columns: %% of cells meeting QoS within %d CPUs)'
+                 % _budget(data['settings']))
+    if data['summary']['errors']:
+        lines.append('%d runs gave no result (see "error" in grid.json)'
+                     % data['summary']['errors'])
+    return '\n'.join(lines)
+
+
+def mal_report(data, out, plots=True):
+    budget = _budget(data['settings'])
+    smt = data['settings']['smt']
+    counts = list(range(smt, budget + 1, smt))
+    managers = [m for m in data['managers'] if m != 'static']
+    per_mix = {}
+    gains = []
+    for name in data['mixes']:
+        mix = tuple(name.split('+'))
+        cells = [c.key for c in grid_mod.cells_of(mix, data['loads'])]
+        curves = {m: mal_mod.mal(data['results'], m, cells, counts, budget)
+                  for m in managers}
+        entry = {m: {str(p): v for p, v in curve.items()}
+                 for m, curve in curves.items()}
+        if 'ufo' in curves and 'dyniso' in curves:
+            avg, top = mal_mod.gain(curves['ufo'], curves['dyniso'])
+            entry['ufo_vs_dyniso_mal_gain_avg'] = avg
+            entry['ufo_vs_dyniso_mal_gain_max'] = top
+            if avg is not None:
+                gains.append((avg, top))
+        per_mix[name] = entry
+        if plots:
+            from ufo_sim.experiments import plots as plots_mod
+            plots_mod.lines(
+                os.path.join(out, 'mal-%s.png' % name),
+                '%s: maximum aggregated load' % name, 'host CPUs',
+                'MAL (% of max load, summed)',
+                {plots_mod.MANAGER_LABELS.get(m, m):
+                 (counts, [curves[m][p] for p in counts]) for m in managers})
+    overall = {}
+    if gains:
+        overall = {'ufo_vs_dyniso_mal_gain_avg':
+                   sum(g[0] for g in gains) / len(gains),
+                   'ufo_vs_dyniso_mal_gain_max': max(g[1] for g in gains)}
+    return {'cpu_counts': counts, 'per_mix': per_mix, 'overall': overall}
+
+
+def mal_table(out):
+    lines = []
+    for mix, entry in out['per_mix'].items():
+        lines.append(mix)
+        for m, curve in entry.items():
+            if isinstance(curve, dict):
+                lines.append('  %-8s %s' % (m, ' '.join(
+                    '%3s' % (v if v is not None else '-')
+                    for v in curve.values())))
+        lines.append('  UFO vs DynIso MAL gain avg/max: %s/%s %%' % (
+            _fmt(entry.get('ufo_vs_dyniso_mal_gain_avg')),
+            _fmt(entry.get('ufo_vs_dyniso_mal_gain_max'))))
+    lines.append('CPU counts: %s' % out['cpu_counts'])
+    if out['overall']:
+        lines.append('overall UFO vs DynIso MAL gain avg %.1f%%, max %.1f%%'
+                     % (out['overall']['ufo_vs_dyniso_mal_gain_avg'],
+                        out['overall']['ufo_vs_dyniso_mal_gain_max']))
+    return '\n'.join(lines)

@@ -1,0 +1,39 @@
+"""Default: Nova's shared policy, given just enough cores (paper 5.3).
+
+Every vCPU and emulator thread of every VM floats over one common core
+set, all vCPUs online; the host scheduler does the rest. The manager is
+the paper's "ideal" Default: it is handed the fewest cores with which all
+VMs meet QoS, found by bisection over the size of the common set.
+"""
+
+from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import scenario
+from ufo_sim.managers import search
+
+NAME = 'default'
+
+
+def run_shared(cell, settings, cores, salt=NAME):
+    """Judge the cell with everything on the first ``cores`` cores."""
+    scene = scenario.build(cell, settings, cell.seed(settings.seed, salt))
+    shared = scene.cores[:cores]
+    n = len(scene.vms)
+    scenario.apply_static(scene, [shared] * n, [shared] * n, [None] * n)
+    return scenario.measure(scene, settings.warmup, settings.measure)
+
+
+def evaluate(cell, settings):
+    windows = {}
+
+    def feasible(cores):
+        windows[cores] = run_shared(cell, settings, cores)
+        return windows[cores].all_ok
+
+    best = search.min_feasible(1, settings.cores, feasible)
+    shown = windows[best if best is not None else settings.cores]
+    return cell_mod.CellResult(
+        NAME, cell.key, best * settings.smt if best else None,
+        best is not None, shown.p99_us,
+        {'shared_cores': best, 'trials': sorted(windows),
+         'sim_seconds': len(windows) * (settings.warmup +
+                                        settings.measure)})

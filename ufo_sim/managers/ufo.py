@@ -1,0 +1,68 @@
+"""UFO: the real ufo-agent, unmodified, driving the simulated host.
+
+The agent loop (and in it the controller, sampler and enforcer) runs
+against :class:`~ufo_sim.driver.SimDriver` on simulated time: its clock
+is the host's in real-world seconds (:class:`~ufo_sim.driver.SimDriver`
+undoes the engine's time dilation), and it ticks once per such second,
+as it does on a real host. It manages every CPU of the
+budget host and starts, like a freshly started agent, with nothing
+learned.
+"""
+
+from ufo_agent.agent import loop
+from ufo_agent.controller import config as controller_config
+from ufo_sim import driver as sim_driver
+from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import scenario
+
+NAME = 'ufo'
+
+
+class UfoAgent:
+    """An :class:`~ufo_agent.agent.loop.Agent` bound to one scene."""
+
+    def __init__(self, scene, config=None, vm_class='lc'):
+        self.scene = scene
+        self.driver = sim_driver.SimDriver(scene.host)
+        for i, vm in enumerate(scene.vms):
+            self.driver.add(vm, scene.vcpus[i], vm_class=vm_class)
+        managed = self.driver.all_cpus
+        self.agent = loop.Agent(
+            self.driver, managed,
+            config or controller_config.ControllerConfig(),
+            loop.AgentSettings(), clock=self.driver.now)
+        self.agent.start()
+
+    def held_cpus(self):
+        """Logical CPUs in the VM pools and the emulator pool now."""
+        plan = self.agent.last_plan
+        if plan is None:
+            return len(self.driver.all_cpus)
+        cpus = set(plan.emulator_cpus)
+        for vm in plan.vms.values():
+            cpus |= vm.cpus if vm.cores else set()
+        return len(cpus)
+
+    def tick(self):
+        return self.agent.tick()
+
+
+def config_of(settings):
+    """The controller's configuration: defaults plus what-if overrides."""
+    return controller_config.ControllerConfig(**dict(settings.ufo_config))
+
+
+def evaluate(cell, settings):
+    scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME))
+    ufo = UfoAgent(scene, config_of(settings))
+    window, held = scenario.run_feedback(
+        scene, settings, ufo.held_cpus, lambda now, lat: ufo.tick())
+    plan = ufo.agent.last_plan
+    return cell_mod.CellResult(
+        NAME, cell.key, held, window.all_ok, window.p99_us,
+        {'vm_cores': [len(plan.vms[vm].cores) for vm in scene.vms],
+         'emulator_cores': len(plan.emulator_cores),
+         'online': [plan.vms[vm].online_vcpus for vm in scene.vms],
+         'overloaded': plan.overloaded,
+         'sim_seconds': (settings.converge + settings.judge) *
+         settings.tick})

@@ -1,0 +1,54 @@
+"""The real ufo-agent loop and controller, unmodified, on a SimHost."""
+
+from ufo_agent.controller import invariants
+from ufo_agent.controller import plan as plan_mod
+from ufo_sim import engine
+from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import scenario
+from ufo_sim.managers import ufo
+
+
+def _scene(loads, cores=8):
+    cell = cell_mod.Cell(tuple(cell_mod.VmLoad('memcached', x)
+                               for x in loads))
+    return scenario.build(cell, cell_mod.Settings(cores=cores), seed=7)
+
+
+def test_agent_plans_keep_the_invariants_and_reach_the_host():
+    scene = _scene((0.2, 0.2))
+    u = ufo.UfoAgent(scene)
+    agent = u.agent
+    specs = {vm: plan_mod.VmSpec(vm, 8, 'lc') for vm in scene.vms}
+    held = []
+    for _ in range(15):
+        scene.host.advance(engine.TIME_SCALE)
+        plan = u.tick()
+        invariants.check_plan(plan, agent.topology, specs,
+                              agent.controller.config)
+        for vm in scene.vms:
+            vcpus, emulator = u.driver.read_pins(vm)
+            assert vcpus == {plan.vms[vm].cpus}
+            assert emulator == plan.emulator_cpus
+            assert scene.host.online(vm) == plan.vms[vm].online_vcpus
+        held.append(u.held_cpus())
+    # The clock is the host's in real seconds: 15 ticks, 15 seconds.
+    assert agent.clock() == 15.0
+    assert agent.ticks == 15
+    # Both guests report through the channel, and at 20 % load UFO hands
+    # back cores it started with.
+    assert all(agent.status[vm].signal == 'guest' for vm in scene.vms)
+    assert held[-1] < held[0]
+    assert held[-1] < 16
+
+
+def test_stop_gives_every_guest_back():
+    scene = _scene((0.3, 0.1), cores=4)
+    u = ufo.UfoAgent(scene)
+    for _ in range(4):
+        scene.host.advance(engine.TIME_SCALE)
+        u.tick()
+    assert u.agent.stop() == []
+    for vm in scene.vms:
+        assert scene.host.online(vm) == 8
+        assert u.driver.read_pins(vm) == ({frozenset(range(8))},
+                                          frozenset(range(8)))

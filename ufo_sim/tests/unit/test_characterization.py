@@ -1,0 +1,100 @@
+"""The model shows the paper's §3 trends without per-test tuning."""
+
+import pytest
+
+from ufo_sim.calibration import scenarios
+from ufo_sim import profiles
+
+MC = profiles.MEMCACHED
+
+
+def test_guest_sched_frequency_is_concave_in_load():
+    sf = [scenarios.dedicated(MC, 4, MC.max_rps * f, seconds=2).guest_sf
+          for f in (0.1, 0.45, 0.9)]
+    assert sf[1] > 1.5 * sf[0]
+    assert sf[1] > 3 * sf[2]
+
+
+def test_sched_frequency_peaks_before_the_latency_knee():
+    loads = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+    ws = [scenarios.dedicated(MC, 4, MC.max_rps * f, seconds=2)
+          for f in loads]
+    peak = max(range(len(ws)), key=lambda i: ws[i].guest_sf)
+    # the tail is fine up to the peak, blows past QoS soon after it
+    assert ws[peak].p99_us < MC.qos_p99_us
+    assert ws[-1].p99_us > MC.qos_p99_us
+    assert ws[-1].runtime_per_schedule_us > 5 * ws[0].runtime_per_schedule_us
+
+
+def test_runtime_scales_with_load():
+    lo = scenarios.dedicated(MC, 8, MC.max_rps * 0.2, seconds=2)
+    hi = scenarios.dedicated(MC, 8, MC.max_rps * 0.6, seconds=2)
+    # linear, up to the SMT slowdown as siblings get busier
+    smt = scenarios.HostSpec().smt_slowdown
+    assert 0.9 * 3 < hi.guest_util / lo.guest_util < 3 * smt
+    assert hi.emulator_util / lo.emulator_util == pytest.approx(3, rel=0.2)
+
+
+@pytest.fixture(scope='module')
+def modes():
+    load = MC.max_rps * 0.4
+    return {m: scenarios.four_vms(MC, load, m, seconds=2)
+            for m in scenarios.MODES}
+
+
+def _mean(ws, field):
+    return sum(getattr(w, field) for w in ws) / len(ws)
+
+
+def test_host_aware_isolation_cuts_vcpu_switches_and_delay(modes):
+    for other in ('default', 'isolation'):
+        assert (_mean(modes[other], 'vcpu_switches') >
+                10 * _mean(modes['hostaware'], 'vcpu_switches'))
+        assert (_mean(modes[other], 'vcpu_wait_ms') >
+                100 * max(_mean(modes['hostaware'], 'vcpu_wait_ms'), 0.01))
+        assert (_mean(modes[other], 'host_ctxsw') >
+                _mean(modes['hostaware'], 'host_ctxsw'))
+
+
+def test_host_aware_isolation_helps_the_tail(modes):
+    p99 = {m: scenarios.geomean([w.p99_us for w in ws])
+           for m, ws in modes.items()}
+    assert p99['hostaware'] < 0.75 * p99['isolation']
+    assert p99['hostaware'] < 0.75 * p99['default']
+
+
+def test_guest_switches_stay_with_fewer_vcpus(modes):
+    # the application's threads do not shrink with the vCPUs (§3.2)
+    assert (_mean(modes['hostaware'], 'guest_sf') ==
+            pytest.approx(_mean(modes['isolation'], 'guest_sf'), rel=0.3))
+
+
+def test_lc_emulator_works_be_emulator_idles():
+    lc = scenarios.dedicated(MC, 8, MC.max_rps * 0.6, seconds=2)
+    assert 0.15 <= lc.emulator_util / lc.guest_util <= 0.5
+    be = scenarios.be_modes(seconds=2)['default']
+    share = (sum(w.emulator_util for w in be) /
+             sum(w.vcpu_util for w in be))
+    assert share < 0.01
+
+
+def test_isolating_emulator_threads_helps_memcached():
+    load = MC.max_rps * 0.8
+    shared = scenarios.emulator_placement(MC, load, isolated=False,
+                                          seconds=2)
+    isolated = scenarios.emulator_placement(MC, load, isolated=True,
+                                            seconds=2)
+    assert shared.p99_us > MC.qos_p99_us > isolated.p99_us
+
+
+def test_be_jobs_barely_care():
+    res = scenarios.be_modes(seconds=5)
+    done = {m: sum(w.done for w in ws) for m, ws in res.items()}
+    assert done['hostaware'] == pytest.approx(done['default'], rel=0.03)
+    assert _mean(res['default'], 'guest_sf') < 100
+
+
+def test_lc_switches_orders_of_magnitude_more_than_be():
+    lc = scenarios.dedicated(MC, 8, MC.max_rps * 0.5, seconds=2)
+    be = scenarios.be_modes(seconds=2)['default']
+    assert lc.guest_sf > 50 * _mean(be, 'guest_sf')

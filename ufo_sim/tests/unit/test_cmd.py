@@ -1,0 +1,111 @@
+"""The ufo-sim command on tiny experiments."""
+
+import json
+import os
+import re
+
+import pytest
+
+from ufo_sim import cmd
+from ufo_sim.managers import ufo
+
+RESULT = re.compile(
+    r'^RESULT ufo_vs_dyniso_core_saving_avg=(-?[0-9.]+|nan) '
+    r'ufo_vs_dyniso_core_saving_max=(-?[0-9.]+|nan) '
+    r'ufo_over_oracle_cores=(-?[0-9.]+|nan) '
+    r'ufo_qos_feasible_cells_pct=([0-9.]+) '
+    r'dyniso_qos_feasible_cells_pct=([0-9.]+)$')
+TINY = ['--loads', '0.1,0.3', '--apps', 'memcached', '--converge', '8',
+        '--judge', '2', '--warmup', '2', '--measure', '8']
+
+
+def _grid(tmp_path, capsys, *extra):
+    out = str(tmp_path / 'out')
+    assert cmd.main(['grid', '--out', out] + TINY + list(extra)) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    with open(os.path.join(out, 'grid.json')) as f:
+        return lines, json.load(f), out
+
+
+def test_grid_prints_one_result_line_last(tmp_path, capsys):
+    lines, data, out = _grid(tmp_path, capsys, '--processes', '2')
+    assert RESULT.match(lines[-1]), lines[-1]
+    assert sum(1 for line in lines if line.startswith('RESULT')) == 1
+    assert lines[-1] == data['result_line']
+    # 2 x 2 cells of memcached+memcached, every manager, mirrored cell
+    # (0.3, 0.1) included.
+    assert len(data['results']) == 4 * 5
+    assert data['summary']['cells'] == 4
+    pct = float(RESULT.match(lines[-1]).group(4))
+    ufo_ok = sum(1 for r in data['results']
+                 if r['manager'] == 'ufo' and r['qos_met'] and
+                 r['cpus'] <= 16)
+    assert pct == 100.0 * ufo_ok / 4
+    assert os.path.getsize(os.path.join(
+        out, 'grid-memcached+memcached.png')) > 1000
+
+
+def test_grid_is_deterministic_under_a_seed(tmp_path, capsys):
+    short = ('--no-plots', '--managers', 'dyniso,ufo,default', '--loads',
+             '0.2', '--converge', '3', '--judge', '2')
+    _, first, _ = _grid(tmp_path / 'a', capsys, '--processes', '1', *short)
+    _, second, _ = _grid(tmp_path / 'b', capsys, '--processes', '2', *short)
+    assert first['results'] == second['results']
+    _, third, _ = _grid(tmp_path / 'c', capsys, '--processes', '1',
+                        '--seed', '5', *short)
+    assert third['results'] != first['results']
+
+
+def test_mal_reads_a_grid(tmp_path, capsys):
+    _, data, out = _grid(tmp_path, capsys, '--processes', '1',
+                         '--no-plots')
+    assert cmd.main(['mal', '--grid', os.path.join(out, 'grid.json'),
+                     '--out', out]) == 0
+    with open(os.path.join(out, 'mal.json')) as f:
+        mal = json.load(f)
+    curve = mal['per_mix']['memcached+memcached']['ufo']
+    values = [curve[k] for k in sorted(curve, key=int)
+              if curve[k] is not None]
+    assert values
+    # MAL never drops as CPUs are added.
+    assert values == sorted(values)
+    assert os.path.exists(os.path.join(out, 'mal-memcached+memcached.png'))
+
+
+def test_ufo_options_reach_the_controller(capsys):
+    args = cmd.parser().parse_args(
+        ['grid', '--ufo-option', 'sf_threshold=0.2', '--ufo-option',
+         'emulator_util_low=0.4'])
+    settings = cmd._settings(args)
+    config = ufo.config_of(settings)
+    assert (config.sf_threshold, config.emulator_util_low) == (0.2, 0.4)
+    with pytest.raises(SystemExit):
+        cmd.parser().parse_args(['grid', '--ufo-option', 'nope=1'])
+    assert 'NAME=VALUE' in capsys.readouterr().err
+
+
+def test_dynamic_and_decompose_run_small(tmp_path, capsys):
+    out = str(tmp_path)
+    assert cmd.main(['dynamic', '--scale', '0.03', '--out', out]) == 0
+    with open(os.path.join(out, 'dynamic.json')) as f:
+        dyn = json.load(f)
+    assert dyn['errors'] == {}
+    assert set(dyn['results']) == {'default', 'dyniso', 'ufo'}
+    ufo_run = dyn['results']['ufo']
+    assert ufo_run['seconds'] == 8
+    assert len(ufo_run['trace']['held_cpus']) == 8
+    # Default replays what UFO's VM pools held.
+    ufo_cores = [sum(v[s] for v in ufo_run['trace']['vm_cpus']) // 2
+                 for s in range(8)]
+    default_cpus = dyn['results']['default']['trace']['held_cpus']
+    assert default_cpus == [2 * max(1, c) for c in ufo_cores]
+    assert os.path.exists(os.path.join(out, 'dynamic-nginx-p99.png'))
+
+    assert cmd.main(['decompose', '--apps', 'memcached', '--cpus', '8',
+                     '--measure', '5', '--warmup', '1', '--out', out]) == 0
+    with open(os.path.join(out, 'decompose.json')) as f:
+        dec = json.load(f)
+    loads = dec['max_load']['memcached']
+    assert set(loads) == {'default', 'vcpu', 'emulator', 'combined'}
+    assert all(0.0 <= loads[v]['8'] <= 2.0 for v in loads)
+    assert 'mean gain of combined' in capsys.readouterr().out

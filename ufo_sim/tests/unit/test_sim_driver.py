@@ -1,0 +1,128 @@
+"""SimDriver: the agent's driver interface over a real SimHost."""
+
+import inspect
+
+import pytest
+
+from ufo_agent.agent import sampler as sampler_mod
+from ufo_agent.driver import base
+from ufo_sim import driver as sim_driver
+from ufo_sim import engine
+from ufo_sim import profiles
+
+
+def _host(cores=4, load=0.3):
+    host = engine.SimHost(engine.HostSpec(cores=cores, smt=2), seed=3)
+    vm = host.add_vm('vm1', vcpus=4, profile=profiles.MEMCACHED,
+                     rps=load * profiles.MEMCACHED.max_rps)
+    return host, vm
+
+
+def test_implements_every_abstract_method():
+    abstract = {name for name, member in inspect.getmembers(
+        base.HypervisorDriver) if getattr(member, '__isabstractmethod__',
+                                          False)}
+    assert abstract
+    for name in abstract:
+        assert name in vars(sim_driver.SimDriver), name
+    host, vm = _host()
+    assert isinstance(sim_driver.SimDriver(host), base.HypervisorDriver)
+
+
+def test_guests_events_and_host_cpus():
+    host, vm = _host()
+    d = sim_driver.SimDriver(host)
+    guest = d.add(vm, 4)
+    assert d.guests() == [guest]
+    assert guest.restore_vcpu_cpus == frozenset(range(8))
+    assert d.events() == [(vm, base.GuestEvent.STARTED)]
+    assert d.events() == []
+    cpus = d.host_cpus()
+    assert cpus.siblings == ((0, 1), (2, 3), (4, 5), (6, 7))
+    assert cpus.online == frozenset(range(8))
+
+
+def test_pins_and_targets_round_trip_to_the_host():
+    host, vm = _host()
+    d = sim_driver.SimDriver(host)
+    d.add(vm, 4)
+    d.pin_vcpus(vm, frozenset({2, 3}))
+    d.pin_emulator(vm, {0, 1})
+    assert d.read_pins(vm) == ({frozenset({2, 3})}, frozenset({0, 1}))
+    seq = d.set_vcpu_target(vm, 2)
+    assert d.acknowledged(vm, seq)
+    assert not d.acknowledged(vm, seq + 1)
+    assert host.online(vm) == 2
+    host.advance(2.0)
+    # The vCPU threads ran only on their pins: CPUs 4-7 stayed idle.
+    idle = [c['idle_ns'] for c in host.cpu_time()]
+    assert all(idle[c] == 2e9 for c in (4, 5, 6, 7))
+    assert idle[2] < 2e9 and idle[3] < 2e9
+    d.release(vm)
+    assert host.online(vm) == 4
+    assert d.read_pins(vm) == ({frozenset(range(8))}, frozenset(range(8)))
+
+
+def test_rejects_what_a_real_host_would():
+    host, vm = _host()
+    d = sim_driver.SimDriver(host)
+    d.add(vm, 4)
+    with pytest.raises(base.DriverError):
+        d.pin_vcpus(vm, {8})
+    with pytest.raises(base.DriverError):
+        d.pin_vcpus(vm, set())
+    with pytest.raises(base.DriverError):
+        d.set_vcpu_target(vm, 5)
+    with pytest.raises(base.DriverError):
+        d.observe('nope')
+    d.forget(vm)
+    with pytest.raises(base.DriverError):
+        d.read_pins(vm)
+
+
+def test_observations_are_in_real_world_units():
+    host, vm = _host(load=0.5)
+    d = sim_driver.SimDriver(host)
+    d.add(vm, 4)
+    scale = engine.TIME_SCALE
+    first = d.observe(vm)
+    host.advance(scale)              # one real-world second
+    second = d.observe(vm)
+    assert second.time - first.time == pytest.approx(1.0)
+    counters = host.counters(vm)
+    assert second.vcpu_cpu_ns == int(counters.vcpu_cpu_ns / scale)
+    # Half of memcached's max load keeps a few vCPUs busy: between one
+    # and four CPUs' worth of vCPU time per real second.
+    busy = (second.vcpu_cpu_ns - first.vcpu_cpu_ns) / 1e9
+    assert 0.5 < busy < 4.0
+    report = second.guest
+    assert report.ok and report.sample.sample_count == 1
+    assert report.sample.online_vcpus == 4
+    assert 0 < report.sample.util <= 400
+    assert report.sample.ctxsw_per_sec > 0
+    # The same instant read again is the same sample, as on the page.
+    assert d.observe(vm).guest is report
+
+
+def test_sampler_accepts_the_guest_report():
+    host, vm = _host(load=0.5)
+    d = sim_driver.SimDriver(host)
+    d.add(vm, 4)
+    sampler = sampler_mod.Sampler()
+    assert sampler.rates(vm, d.observe(vm)) is None
+    for _ in range(3):
+        host.advance(engine.TIME_SCALE)
+        rates = sampler.rates(vm, d.observe(vm))
+        # Guest mode: the guest claims no more than its threads ran
+        # (less, by the time KVM halt-polls on behalf of idle vCPUs).
+        assert rates.mode == sampler_mod.MODE_GUEST, rates.reason
+        assert 0.5 * rates.vcpu_pct < rates.sample.util <= rates.vcpu_pct
+        assert rates.emulator_pct > 0
+
+
+def test_no_channel_means_host_only():
+    host, vm = _host()
+    d = sim_driver.SimDriver(host)
+    d.add(vm, 4, channel=False)
+    assert d.set_vcpu_target(vm, 2) is None
+    assert d.observe(vm).guest is None

@@ -1,0 +1,62 @@
+import math
+import re
+
+from ufo_sim.experiments import mal
+from ufo_sim.experiments import summary
+
+
+def _r(manager, cell, cpus, ok):
+    return {'manager': manager, 'cell': cell, 'cpus': cpus, 'qos_met': ok,
+            'p99_us': [1.0, 1.0], 'detail': {}}
+
+
+RESULTS = [
+    _r('ufo', 'a@10+a@10', 4, True), _r('dyniso', 'a@10+a@10', 8, True),
+    _r('oracle', 'a@10+a@10', 4, True),
+    _r('ufo', 'a@10+a@50', 8, True), _r('dyniso', 'a@10+a@50', 10, True),
+    _r('oracle', 'a@10+a@50', 6, True),
+    _r('ufo', 'a@50+a@50', 16, True), _r('dyniso', 'a@50+a@50', 16, False),
+    _r('oracle', 'a@50+a@50', 14, True),
+    # Over the budget counts as infeasible even with QoS met.
+    _r('ufo', 'a@50+a@10', 16, False), _r('dyniso', 'a@50+a@10', 18, True),
+    _r('oracle', 'a@50+a@10', None, False),
+]
+
+
+def test_figures():
+    f = summary.figures(RESULTS, 16)
+    # Savings only over cells both meet: (8-4)/8 and (10-8)/10.
+    assert f['ufo_vs_dyniso_core_saving_avg'] == (50.0 + 20.0) / 2
+    assert f['ufo_vs_dyniso_core_saving_max'] == 50.0
+    # UFO - Oracle over a@10+a@10, a@10+a@50, a@50+a@50.
+    assert f['ufo_over_oracle_cores'] == (0 + 2 + 2) / 3
+    assert f['ufo_qos_feasible_cells_pct'] == 75.0
+    assert f['dyniso_qos_feasible_cells_pct'] == 50.0
+    assert f['cells'] == 4
+
+
+def test_figures_restricted_to_cells():
+    f = summary.figures(RESULTS, 16, cells=['a@50+a@50'])
+    assert math.isnan(f['ufo_vs_dyniso_core_saving_avg'])
+    assert f['ufo_qos_feasible_cells_pct'] == 100.0
+    assert f['dyniso_qos_feasible_cells_pct'] == 0.0
+
+
+def test_result_line_format():
+    line = summary.result_line(summary.figures(RESULTS, 16))
+    pattern = (r'^RESULT ufo_vs_dyniso_core_saving_avg=-?[0-9.]+ '
+               r'ufo_vs_dyniso_core_saving_max=-?[0-9.]+ '
+               r'ufo_over_oracle_cores=-?[0-9.]+ '
+               r'ufo_qos_feasible_cells_pct=[0-9.]+ '
+               r'dyniso_qos_feasible_cells_pct=[0-9.]+$')
+    assert re.match(pattern, line), line
+
+
+def test_mal_per_cpu_count():
+    cells = ['a@10+a@10', 'a@10+a@50', 'a@50+a@50', 'a@50+a@10']
+    curve = mal.mal(RESULTS, 'ufo', cells, [2, 4, 8, 16], 16)
+    assert curve == {2: None, 4: 20, 8: 60, 16: 100}
+    other = mal.mal(RESULTS, 'dyniso', cells, [2, 4, 8, 16], 16)
+    assert other == {2: None, 4: None, 8: 20, 16: 60}
+    avg, top = mal.gain(curve, other)
+    assert (avg, top) == ((200.0 + 66.66666666666667) / 2, 200.0)
