@@ -176,3 +176,13 @@ def live_pins(guest):
     emulator = frozenset(i for i, on in enumerate(
         guest.dom.emulatorPinInfo(1)) if on)
     return vcpus, emulator
+
+
+def wait_guest_online(guest, want, timeout=60.0):
+    """Wait until the guest's online CPUs are ``want``; return what it has."""
+    deadline = time.monotonic() + timeout
+    while True:
+        online = guest.online_cpus()
+        if online == want or time.monotonic() > deadline:
+            return online
+        time.sleep(0.5)

@@ -108,9 +108,9 @@ def run(args):
     options = scenario.agent_options(cores, args.idle_after)
     workdir = out / 'agent'
     workdir.mkdir(exist_ok=True)
-    for stale in ('agent.log',):
-        with contextlib.suppress(FileNotFoundError):
-            (workdir / stale).unlink()
+    # A log of an earlier run would mix into the decisions counted.
+    with contextlib.suppress(FileNotFoundError):
+        (workdir / 'agent.log').unlink()
     guests = {}
     with contextlib.ExitStack() as stack:
         for name in scenario.GUESTS:

@@ -18,15 +18,16 @@ import time
 import pytest
 
 from ufo_agent.channel import testguest
-from ufo_agent.tests.functional.agentproc import AgentProcess
-from ufo_agent.tests.functional.agentproc import free_port
-from ufo_agent.tests.functional.agentproc import host_online_cpus
-from ufo_agent.tests.functional.agentproc import live_pins
-from ufo_agent.tests.functional.agentproc import nova_guest
-from ufo_agent.tests.functional.agentproc import VCPUS
-from ufo_agent.tests.functional.agentproc import vm_status
-from ufo_agent.tests.functional.agentproc import wait_guest_online
-from ufo_agent.tests.functional.agentproc import WATCHDOG_MS
+from ufo_agent.demo.harness import AgentProcess
+from ufo_agent.demo.harness import free_port
+from ufo_agent.demo.harness import host_online_cpus
+from ufo_agent.demo.harness import live_pins
+from ufo_agent.demo.harness import nova_guest
+from ufo_agent.demo.harness import vm_status
+from ufo_agent.demo.harness import wait_guest_online
+
+VCPUS = 2
+WATCHDOG_MS = 3000
 
 
 @pytest.fixture(scope='module')

@@ -14,14 +14,15 @@ import time
 
 import pytest
 
-from ufo_agent.tests.functional.agentproc import AgentProcess
-from ufo_agent.tests.functional.agentproc import host_online_cpus
-from ufo_agent.tests.functional.agentproc import live_pins
-from ufo_agent.tests.functional.agentproc import nova_guest
-from ufo_agent.tests.functional.agentproc import set_load
-from ufo_agent.tests.functional.agentproc import vm_status
-from ufo_agent.tests.functional.agentproc import WATCHDOG_MS
+from ufo_agent.demo.harness import AgentProcess
+from ufo_agent.demo.harness import host_online_cpus
+from ufo_agent.demo.harness import live_pins
+from ufo_agent.demo.harness import nova_guest
+from ufo_agent.demo.harness import set_load
+from ufo_agent.demo.harness import vm_status
 
+
+WATCHDOG_MS = 3000
 SMALL_HOST = {'controller__emulator_min_cores': '0',
               'controller__idle_pool_min_cores': '0'}
 # 500 us requests: 4000/s keep two vCPUs busy, 60/s keep one 3% busy.
@@ -74,14 +75,14 @@ def agreed_view(agent, guest, uuid, timeout=20.0):
 
 def decisions(agent, uuid, since=0):
     """(action, old cores, new cores) of ``uuid`` logged after ``since``."""
-    text = agent.log.read_text()[since:] if agent.log.exists() else ''
+    text = agent.log_text()[since:]
     return [(action, int(old), int(new)) for action, old, new in re.findall(
         r'vm=%s action=([\w-]+) cores=(\d+)->(\d+)' % re.escape(uuid),
         text)]
 
 
 def log_mark(agent):
-    return len(agent.log.read_text()) if agent.log.exists() else 0
+    return len(agent.log_text())
 
 
 def test_cores_and_online_vcpus_follow_the_load(guest, tmp_path):
