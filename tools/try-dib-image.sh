@@ -64,7 +64,7 @@ import os
 import sys
 import time
 
-from ufo_agent.channel import testguest
+from ufo_tools import testguest
 
 work = sys.argv[1]
 g = testguest.TestGuest(

@@ -1,6 +1,6 @@
 """The agent's hypervisor driver over a simulated host.
 
-:class:`SimDriver` lets the real ``ufo_agent.agent.loop.Agent`` (and so the
+:class:`SimDriver` lets the real ``ufo_agent.service.loop.Agent`` (and so the
 real controller) run unmodified against :class:`ufo_sim.engine.SimHost`.
 The host counters map one to one onto :class:`~ufo_agent.driver.base.
 Observation`. The guest report is what the guest module would write: the

@@ -15,8 +15,6 @@ import time
 from oslo_config import cfg
 from oslo_log import log as oslo_logging
 
-from ufo_agent.agent import loop
-from ufo_agent.agent import metrics
 from ufo_agent import conf as ufo_conf
 from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import topology
@@ -24,6 +22,8 @@ from ufo_agent.driver import base
 from ufo_agent import hostsignal
 from ufo_agent.hypervisor import managed_cpus
 from ufo_agent import publishers
+from ufo_agent.service import loop
+from ufo_agent.service import metrics
 from ufo_agent import state
 
 LOG = logging.getLogger('ufo_agent')

@@ -8,7 +8,7 @@ section 3.1). With SMT on, a VM's pCPU count moves in steps of two.
 import collections
 import dataclasses
 
-from ufo_agent.controller import cpuset
+from ufo_agent import cpuset
 
 
 class TopologyError(ValueError):

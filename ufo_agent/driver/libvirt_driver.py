@@ -54,7 +54,7 @@ def _start_event_loop(libvirt):
 
 def _sysfs_cpus(root='/sys/devices/system/cpu'):
     """SMT siblings, NUMA nodes and online CPUs from sysfs."""
-    from ufo_agent.controller import cpuset
+    from ufo_agent import cpuset
     with open(os.path.join(root, 'online')) as handle:
         online = cpuset.parse_cpuset(handle.read().strip())
     siblings, numa = set(), {}

@@ -9,7 +9,7 @@ under ``http://openstack.org/xmlns/libvirt/nova/`` is accepted.
 import dataclasses
 import xml.etree.ElementTree as ET
 
-from ufo_agent.controller import cpuset
+from ufo_agent import cpuset
 
 NOVA_NS_PREFIX = 'http://openstack.org/xmlns/libvirt/nova/'
 

@@ -9,7 +9,7 @@ The set is ``[host_cpus] managed_cpus`` if given; else Nova's
 
 import configparser
 
-from ufo_agent.controller import cpuset
+from ufo_agent import cpuset
 
 
 class ManagedCpusError(ValueError):

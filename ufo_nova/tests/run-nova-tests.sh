@@ -29,6 +29,8 @@ run() {
 
 run nova-eventlet stestr --test-path=./ufo_nova/tests --top-dir=./ \
     run --concurrency 2 '^ufo_nova\.tests\.(nova_unit|functional)\.'
+run tools-nova stestr --test-path=./ufo_tools/tests/nova_unit --top-dir=./ \
+    run --concurrency 1
 run nova-threading env OS_NOVA_DISABLE_EVENTLET_PATCHING=1 \
     stestr --test-path=./ufo_nova/tests --top-dir=./ \
     run --concurrency 2 '^ufo_nova\.tests\.functional\.test_scheduling'

@@ -9,8 +9,8 @@ budget host and starts, like a freshly started agent, with nothing
 learned.
 """
 
-from ufo_agent.agent import loop
 from ufo_agent.controller import config as controller_config
+from ufo_agent.service import loop
 from ufo_sim import driver as sim_driver
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import scenario
@@ -19,7 +19,7 @@ NAME = 'ufo'
 
 
 class UfoAgent:
-    """An :class:`~ufo_agent.agent.loop.Agent` bound to one scene."""
+    """An :class:`~ufo_agent.service.loop.Agent` bound to one scene."""
 
     def __init__(self, scene, config=None, vm_class='lc'):
         self.scene = scene

@@ -7,7 +7,7 @@ tools/build-test-guest.sh and cached).
 
 import pytest
 
-from ufo_agent.channel import testguest
+from ufo_tools import testguest
 
 
 @pytest.fixture(scope='session')

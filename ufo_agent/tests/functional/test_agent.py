@@ -17,14 +17,14 @@ import time
 
 import pytest
 
-from ufo_agent.channel import testguest
-from ufo_agent.demo.harness import AgentProcess
-from ufo_agent.demo.harness import free_port
-from ufo_agent.demo.harness import host_online_cpus
-from ufo_agent.demo.harness import live_pins
-from ufo_agent.demo.harness import nova_guest
-from ufo_agent.demo.harness import vm_status
-from ufo_agent.demo.harness import wait_guest_online
+from ufo_tools.e2e import AgentProcess
+from ufo_tools.e2e import free_port
+from ufo_tools.e2e import host_online_cpus
+from ufo_tools.e2e import live_pins
+from ufo_tools.e2e import nova_guest
+from ufo_tools.e2e import vm_status
+from ufo_tools.e2e import wait_guest_online
+from ufo_tools import testguest
 
 VCPUS = 2
 WATCHDOG_MS = 3000

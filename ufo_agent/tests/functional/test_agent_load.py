@@ -14,12 +14,12 @@ import time
 
 import pytest
 
-from ufo_agent.demo.harness import AgentProcess
-from ufo_agent.demo.harness import host_online_cpus
-from ufo_agent.demo.harness import live_pins
-from ufo_agent.demo.harness import nova_guest
-from ufo_agent.demo.harness import set_load
-from ufo_agent.demo.harness import vm_status
+from ufo_tools.e2e import AgentProcess
+from ufo_tools.e2e import host_online_cpus
+from ufo_tools.e2e import live_pins
+from ufo_tools.e2e import nova_guest
+from ufo_tools.e2e import set_load
+from ufo_tools.e2e import vm_status
 
 
 WATCHDOG_MS = 3000

@@ -15,7 +15,7 @@ import pytest
 
 from ufo_agent.channel import host_channel
 from ufo_agent.channel import layout
-from ufo_agent.channel import testguest
+from ufo_tools import testguest
 
 VCPUS = 4
 WATCHDOG_MS = 3000

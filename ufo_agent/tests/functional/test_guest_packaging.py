@@ -4,7 +4,7 @@ import os
 import shutil
 import subprocess
 
-from ufo_agent.channel import testguest
+from ufo_tools import testguest
 
 TOP = testguest.TOP
 MODSRC = os.path.join(TOP, 'guest_image', 'ufo-guest')

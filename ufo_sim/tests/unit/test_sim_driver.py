@@ -4,8 +4,8 @@ import inspect
 
 import pytest
 
-from ufo_agent.agent import sampler as sampler_mod
 from ufo_agent.driver import base
+from ufo_agent.service import sampler as sampler_mod
 from ufo_sim import driver as sim_driver
 from ufo_sim import engine
 from ufo_sim import profiles

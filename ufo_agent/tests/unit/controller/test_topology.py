@@ -2,8 +2,8 @@
 
 import pytest
 
-from ufo_agent.controller import cpuset
 from ufo_agent.controller import topology
+from ufo_agent import cpuset
 
 
 @pytest.mark.parametrize('text,cpus', [

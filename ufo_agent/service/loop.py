@@ -11,14 +11,14 @@ import dataclasses
 import logging
 import time
 
-from ufo_agent.agent import enforcer as enforcer_mod
-from ufo_agent.agent import sampler as sampler_mod
-from ufo_agent.agent import snapshot as snapshot_mod
 from ufo_agent.controller import controller as controller_mod
 from ufo_agent.controller import plan as plan_mod
 from ufo_agent.controller import topology as topology_mod
 from ufo_agent.driver import base
 from ufo_agent import hostsignal
+from ufo_agent.service import enforcer as enforcer_mod
+from ufo_agent.service import sampler as sampler_mod
+from ufo_agent.service import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
 DECISIONS = logging.getLogger('ufo_agent.decisions')

@@ -26,8 +26,7 @@ from xml.sax import saxutils
 
 from ufo_agent.channel import host_channel
 
-TOP = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD_SCRIPT = os.path.join(TOP, 'tools', 'build-test-guest.sh')
 LIBVIRT_URI = 'qemu:///system'
 SHM_DIR = '/dev/shm'

@@ -29,10 +29,10 @@ def _metadata(name, vcpus):
 def run(args):
     import libvirt
 
-    from ufo_agent.agent import loop
-    from ufo_agent.channel import testguest
     from ufo_agent.controller import ControllerConfig
     from ufo_agent.driver import libvirt_driver
+    from ufo_agent.service import loop
+    from ufo_tools import testguest
 
     testguest.start_libvirtd()
     print('ufo-bench agent: booting %d test guests (%s)'

@@ -8,7 +8,7 @@ import testtools
 
 SCRIPT = '''
 import argparse, sys
-from ufo_agent.bench import scheduler
+from ufo_tools.bench import scheduler
 parser = argparse.ArgumentParser()
 scheduler.add_arguments(parser)
 sys.exit(scheduler.run(parser.parse_args(sys.argv[1:])))

@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-from ufo_agent.channel import testguest
+from ufo_tools import testguest
 
 
 def _domains():
@@ -23,7 +23,7 @@ def test_demo_runs_end_to_end(guest_artifacts, tmp_path):
     before = _domains()
     out = tmp_path / 'out'
     proc = subprocess.run(
-        [sys.executable, '-m', 'ufo_agent.demo.run', '--out', str(out),
+        [sys.executable, '-m', 'ufo_tools.demo.run', '--out', str(out),
          '--phase-seconds', '20', '--plain'],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -21,11 +21,11 @@ import signal
 import sys
 import time
 
-from ufo_agent.channel import testguest
 from ufo_agent.cmd import status as status_cmd
-from ufo_agent.demo import harness
-from ufo_agent.demo import scenario
-from ufo_agent.demo import timeline as timeline_mod
+from ufo_tools.demo import scenario
+from ufo_tools.demo import timeline as timeline_mod
+from ufo_tools import e2e as harness
+from ufo_tools import testguest
 
 DECISION = re.compile(r'ufo_agent\.decisions \[-\] (t=\S+ vm=(\S+) '
                       r'action=(\S+) .*)$')
@@ -187,7 +187,7 @@ def run(args):
     (out / 'timeline.json').write_text(json.dumps(
         [dataclasses.asdict(r) for r in timeline.rows]) + '\n')
     png = out / 'ufo-demo.png'
-    from ufo_agent.demo import plot
+    from ufo_tools.demo import plot
     plot.write_png(timeline, str(png), title='ufo-agent on %d cores: two '
                    'LC guests and an idle one (%d vCPUs)' % (
                        summary['managed_cores'], summary['guest_vcpus']))

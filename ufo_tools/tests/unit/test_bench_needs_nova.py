@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from ufo_agent.bench import scheduler
+from ufo_tools.bench import scheduler
 
 
 def test_missing_nova_is_a_clear_error(monkeypatch, capsys):

@@ -1,8 +1,8 @@
 """The demo's pure parts: scenario settings, the timeline and its summary."""
 
-from ufo_agent.demo import run
-from ufo_agent.demo import scenario
-from ufo_agent.demo import timeline
+from ufo_tools.demo import run
+from ufo_tools.demo import scenario
+from ufo_tools.demo import timeline
 
 
 def _status(a_cores, a_mode='active', overloaded=False, tick=0.002):
@@ -70,7 +70,7 @@ def test_summary_by_phase_and_guest():
 def test_decisions_are_read_from_the_agent_log():
     log = ('2026-11-21 07:06:14.392 1 INFO ufo_agent.decisions [-] t=5.0 '
            'vm=u-a action=grow cores=1->2 reason="PCU 91% > 80%"\n'
-           '2026-11-21 07:06:15.392 1 INFO ufo_agent.agent.loop [-] other\n'
+           '2026-11-21 07:06:15.392 1 INFO ufo_agent.service.loop [-] other\n'
            '2026-11-21 07:06:16.392 1 INFO ufo_agent.decisions [-] t=6.0 '
            'vm=emulator action=emulator-grow cores=0->1 reason="x"\n')
     got = run.decisions(log, {'u-a': 'lc-a'})

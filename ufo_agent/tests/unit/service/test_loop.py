@@ -2,11 +2,11 @@
 
 import logging
 
-from ufo_agent.agent import loop
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.driver import base
+from ufo_agent.service import loop
 from ufo_agent import state
-from ufo_agent.tests.unit.agent import fakes
+from ufo_agent.tests.unit.service import fakes
 
 
 class _Clock:

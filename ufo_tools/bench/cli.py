@@ -8,12 +8,12 @@ import argparse
 import importlib
 import sys
 
-# subcommand -> module under ufo_agent.bench with add_arguments() and run()
+# subcommand -> module under ufo_tools.bench with add_arguments() and run()
 SUBCOMMANDS = {
-    'agent': 'ufo_agent.bench.agent',
-    'channel': 'ufo_agent.bench.channel',
-    'controller': 'ufo_agent.bench.controller',
-    'scheduler': 'ufo_agent.bench.scheduler',
+    'agent': 'ufo_tools.bench.agent',
+    'channel': 'ufo_tools.bench.channel',
+    'controller': 'ufo_tools.bench.controller',
+    'scheduler': 'ufo_tools.bench.scheduler',
 }
 
 

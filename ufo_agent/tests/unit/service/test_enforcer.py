@@ -1,11 +1,11 @@
 """The enforcer's ordering, idempotence and rollback."""
 
-from ufo_agent.agent import enforcer
 from ufo_agent.controller import Controller
 from ufo_agent.controller import HostTopology
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
-from ufo_agent.tests.unit.agent import fakes
+from ufo_agent.service import enforcer
+from ufo_agent.tests.unit.service import fakes
 
 
 class _Clock:

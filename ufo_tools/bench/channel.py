@@ -11,7 +11,7 @@ import statistics
 import sys
 import time
 
-from ufo_agent.channel import testguest
+from ufo_tools import testguest
 
 
 def add_arguments(parser):

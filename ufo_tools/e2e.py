@@ -1,6 +1,6 @@
 """Real guests and a real ufo-agent process, for the demo and e2e tests.
 
-``nova_guest`` boots a test guest (``ufo_agent.channel.testguest``) and
+``nova_guest`` boots a test guest (``ufo_tools.testguest``) and
 writes Nova's ``<nova:instance>`` metadata into it, as Nova does, so that
 ufo-agent manages it like any instance. ``AgentProcess`` runs the real
 ``ufo-agent`` command with a generated configuration file and reads its
@@ -16,7 +16,7 @@ import sys
 import time
 import urllib.request
 
-from ufo_agent.channel import testguest
+from ufo_tools import testguest
 
 NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
 NOVA_META = """<instance>

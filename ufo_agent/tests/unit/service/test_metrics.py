@@ -2,10 +2,10 @@
 
 import urllib.request
 
-from ufo_agent.agent import metrics
 from ufo_agent.cmd import status
-from ufo_agent.tests.unit.agent import fakes
-from ufo_agent.tests.unit.agent import test_loop
+from ufo_agent.service import metrics
+from ufo_agent.tests.unit.service import fakes
+from ufo_agent.tests.unit.service import test_loop
 
 
 def test_endpoint_serves_metrics_and_status_on_loopback(capsys):
