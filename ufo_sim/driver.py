@@ -23,8 +23,8 @@ which matters because the agent's clock is the simulated one.
 
 import dataclasses
 
-from ufo_agent.channel import host_channel
 from ufo_agent.channel import layout
+from ufo_agent.channel import report as channel_report
 from ufo_agent.driver import base
 from ufo_sim import engine
 
@@ -125,7 +125,7 @@ class SimDriver(base.HypervisorDriver):
             g.sample_count += 1
         g.last_time = now
         g.last_busy_ns, g.last_ctxsw = c.guest_busy_ns, c.guest_ctxsw
-        sample = host_channel.GuestSample(
+        sample = channel_report.GuestSample(
             flags=layout.GUEST_FLAG_HOST_VALID,
             ack_target_seq=g.seq, applied_target=online if g.seq else 0,
             online_vcpus=online, present_vcpus=g.guest.vcpus,
@@ -134,8 +134,8 @@ class SimDriver(base.HypervisorDriver):
             interval_ns=interval_ns, util=util / 100.0, steal=0.0,
             ctxsw_per_sec=ctxsw, own_ctxsw_per_sec=0, host_errors=0,
             watchdog_fires=0)
-        g.report = host_channel.GuestReport(host_channel.STATUS_OK, '',
-                                            sample)
+        g.report = channel_report.GuestReport(channel_report.STATUS_OK,
+                                              '', sample)
         return g.report
 
     # -- actions ---------------------------------------------------------

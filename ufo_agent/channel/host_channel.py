@@ -8,7 +8,6 @@ host knows (the domain's vCPU count, the targets it issued, the previous
 sample); no guest value is used to index, size or allocate anything.
 """
 
-import dataclasses
 import grp
 import mmap
 import os
@@ -19,6 +18,7 @@ import time
 from xml.sax import saxutils
 
 from ufo_agent.channel import layout
+from ufo_agent.channel import report
 
 DEFAULT_SHM_SIZE = 1024 * 1024
 MAX_CTXSW_PER_SEC = 10 ** 9
@@ -26,51 +26,6 @@ MAX_INTERVAL_NS = 3600 * 10 ** 9
 _U32 = struct.Struct('<I')
 _U64 = struct.Struct('<Q')
 _U32_MAX = 0xFFFFFFFF
-
-STATUS_OK = 'ok'
-STATUS_ABSENT = 'absent'        # no guest module bound (magic is zero)
-STATUS_INVALID = 'invalid'      # the guest area breaks the ABI
-STATUS_BUSY = 'busy'            # torn reads until the retries ran out
-
-
-@dataclasses.dataclass(frozen=True)
-class GuestSample:
-    """A validated copy of the guest area."""
-
-    flags: int
-    ack_target_seq: int
-    applied_target: int
-    online_vcpus: int
-    present_vcpus: int
-    online_cpus: tuple
-    sample_count: int
-    timestamp_ns: int
-    interval_ns: int
-    util: float             # percent of one vCPU, 0..100 * online_vcpus
-    steal: float            # same unit
-    ctxsw_per_sec: int
-    own_ctxsw_per_sec: int
-    host_errors: int
-    watchdog_fires: int
-
-    @property
-    def watchdog(self):
-        return bool(self.flags & layout.GUEST_FLAG_WATCHDOG)
-
-    @property
-    def host_valid(self):
-        return bool(self.flags & layout.GUEST_FLAG_HOST_VALID)
-
-
-@dataclasses.dataclass(frozen=True)
-class GuestReport:
-    status: str
-    reason: str = ''
-    sample: GuestSample = None
-
-    @property
-    def ok(self):
-        return self.status == STATUS_OK
 
 
 class ChannelError(Exception):
@@ -224,21 +179,23 @@ class HostChannel(object):
         self._last_ts = None
 
     def read_guest(self, retries=100):
-        """Read and validate the guest area; returns a GuestReport."""
+        """Read and validate the guest area: a :class:`report.GuestReport`."""
         g = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
                             layout.GUEST_FIELDS, retries)
         if g is None:
-            return GuestReport(STATUS_BUSY, 'guest sequence kept changing')
+            return report.GuestReport(report.STATUS_BUSY,
+                                      'guest sequence kept changing')
         if g['magic'] == 0:
             self.reset_history()
-            return GuestReport(STATUS_ABSENT, 'no guest module bound')
+            return report.GuestReport(report.STATUS_ABSENT,
+                                      'no guest module bound')
         reason = self._validate(g)
         if reason:
-            return GuestReport(STATUS_INVALID, reason)
+            return report.GuestReport(report.STATUS_INVALID, reason)
         mask = 0
         for i, word in enumerate(g['online_mask']):
             mask |= word << (64 * i)
-        sample = GuestSample(
+        sample = report.GuestSample(
             flags=g['flags'],
             ack_target_seq=g['ack_target_seq'],
             applied_target=g['applied_target'],
@@ -255,7 +212,7 @@ class HostChannel(object):
             own_ctxsw_per_sec=g['own_ctxsw_per_sec'],
             host_errors=g['host_errors'],
             watchdog_fires=g['watchdog_fires'])
-        return GuestReport(STATUS_OK, '', sample)
+        return report.GuestReport(report.STATUS_OK, '', sample)
 
     def _validate(self, g):
         """Returns why the guest area is invalid, or '' when it is valid."""

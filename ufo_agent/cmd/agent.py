@@ -7,6 +7,7 @@ its original pins back. ``--restore`` does only that, for the systemd
 unit's stop and failure paths.
 """
 
+import dataclasses
 import logging
 import signal
 import sys
@@ -24,6 +25,7 @@ from ufo_agent.hypervisor import managed_cpus
 from ufo_agent import publishers
 from ufo_agent.service import loop
 from ufo_agent.service import metrics
+from ufo_agent.service import settings as settings_mod
 from ufo_agent import state
 
 LOG = logging.getLogger('ufo_agent')
@@ -70,10 +72,9 @@ def build(conf):
             '[host_cpus] managed_cpus: %d whole physical cores are managed; '
             'ufo-agent needs at least %d ([controller] emulator_min_cores '
             'plus one)' % (len(cores), controller.emulator_min_cores + 1))
-    settings = loop.AgentSettings.from_conf(conf)
+    settings = settings_mod.AgentSettings.from_conf(conf)
     if conf.dry_run:
-        settings = loop.AgentSettings(**dict(settings.__dict__,
-                                             dry_run=True))
+        settings = dataclasses.replace(settings, dry_run=True)
     try:
         driver = drivers.LibvirtDriver(
             conf.agent.libvirt_uri, managed,

@@ -2,6 +2,10 @@
 
 from oslo_config import cfg
 
+from ufo_agent.service import settings
+
+_DEFAULTS = settings.AgentSettings()
+
 GROUP = cfg.OptGroup(
     'agent',
     title='ufo-agent service',
@@ -16,26 +20,28 @@ OPTS = [
         help='Directory of per-instance learned models. Created if '
              'missing; entries of instances that are gone are removed.'),
     cfg.FloatOpt(
-        'state_save_interval', default=60.0, min=1.0,
+        'state_save_interval', default=_DEFAULTS.state_save_interval, min=1.0,
         help='Seconds between two saves of the learned models.'),
     cfg.BoolOpt(
-        'dry_run', default=False,
+        'dry_run', default=_DEFAULTS.dry_run,
         help='Observe, decide and log, but pin nothing and send no target '
              'to any guest; report the cores that would be saved.'),
     cfg.FloatOpt(
-        'ack_timeout', default=2.0, min=0.05, max=4.0,
+        'ack_timeout', default=_DEFAULTS.ack_timeout, min=0.05, max=4.0,
         help='Seconds to wait for guests to acknowledge that they took '
              'vCPUs offline before the pins narrow. A guest that does not '
              'answer in time is rolled back to all vCPUs online. Keep it '
              'well below the guests\' heartbeat watchdog (5 s by default); '
              'heartbeats go on while the agent waits.'),
     cfg.FloatOpt(
-        'guest_util_tolerance', default=0.10, min=0.0, max=10.0,
+        'guest_util_tolerance', default=_DEFAULTS.guest_util_tolerance,
+        min=0.0, max=10.0,
         help='Relative tolerance when checking a guest\'s reported '
              'utilization against the CPU time its vCPU threads ran. A '
              'guest above it is handled in host-only mode.'),
     cfg.FloatOpt(
-        'drift_check_interval', default=10.0, min=0.0,
+        'drift_check_interval', default=_DEFAULTS.drift_check_interval,
+        min=0.0,
         help='Seconds between checks that the live pins of every managed '
              'guest are still those ufo-agent applied; pins changed behind '
              'its back are written again. 0 disables the check.'),

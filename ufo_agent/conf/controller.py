@@ -1,9 +1,14 @@
 """Options of the UFO controller (paper section 4 and Appendix B).
 
-Every default is the value the NSDI'24 paper uses.
+The defaults are :class:`~ufo_agent.controller.config.ControllerConfig`'s,
+the values the NSDI'24 paper uses; they are written only there.
 """
 
 from oslo_config import cfg
+
+from ufo_agent.controller import config as controller_config
+
+_DEFAULTS = controller_config.ControllerConfig()
 
 GROUP = cfg.OptGroup(
     'controller',
@@ -12,48 +17,51 @@ GROUP = cfg.OptGroup(
 
 OPTS = [
     cfg.FloatOpt(
-        'tick_interval', default=1.0, min=0.1, max=60.0,
+        'tick_interval', default=_DEFAULTS.tick_interval, min=0.1, max=60.0,
         help='Seconds between two controller ticks (monitor, decide, '
              'enforce). The paper monitors every second.'),
     cfg.FloatOpt(
-        'settle_time', default=3.0, min=0.0, max=60.0,
+        'settle_time', default=_DEFAULTS.settle_time, min=0.0, max=60.0,
         help='Seconds to wait after changing the cores of a VM before its '
              'samples are used again. vCPU hotplug disturbs guest '
              'utilization for 1-3 s (paper section 6.4).'),
     cfg.FloatOpt(
-        'sf_threshold', default=0.30, min=0.01, max=0.99,
+        'sf_threshold', default=_DEFAULTS.sf_threshold, min=0.01, max=0.99,
         help='Relative scheduling-frequency change that makes two more '
              'cores worth having: c cores suffice when SF(c)/SF(c+step) >= '
              '1 - sf_threshold (paper section 4.5).'),
     cfg.BoolOpt(
-        'detect_flat_sf', default=False,
+        'detect_flat_sf', default=_DEFAULTS.detect_flat_sf,
         help='Detect MySQL-like VMs, whose scheduling frequency does not '
              'fall at high load, and judge them with flat_sf_threshold '
              'instead of sf_threshold (paper Appendix A.3).'),
     cfg.FloatOpt(
-        'flat_sf_threshold', default=0.05, min=0.01, max=0.99,
+        'flat_sf_threshold', default=_DEFAULTS.flat_sf_threshold,
+        min=0.01, max=0.99,
         help='Scheduling-frequency threshold used for VMs detected as '
              'MySQL-like when detect_flat_sf is enabled.'),
     cfg.FloatOpt(
-        'pcu_low', default=0.40, min=0.0, max=1.0,
+        'pcu_low', default=_DEFAULTS.pcu_low, min=0.0, max=1.0,
         help='Lower bound of per-core utilization: the controller does not '
              'grow a VM whose per-core utilization after growing would fall '
              'below it.'),
     cfg.FloatOpt(
-        'pcu_high', default=0.80, min=0.0, max=1.0,
+        'pcu_high', default=_DEFAULTS.pcu_high, min=0.0, max=1.0,
         help='Upper bound of per-core utilization: the controller does not '
              'shrink a VM whose per-core utilization after shrinking would '
              'exceed it, and grows a VM that is above it.'),
     cfg.FloatOpt(
-        'emulator_util_high', default=0.70, min=0.0, max=1.0,
+        'emulator_util_high', default=_DEFAULTS.emulator_util_high,
+        min=0.0, max=1.0,
         help='Utilization of the emulator pool above which it grows, to '
              'bring it back under emulator_util_low (paper Algorithm 1).'),
     cfg.FloatOpt(
-        'emulator_util_low', default=0.50, min=0.0, max=1.0,
+        'emulator_util_low', default=_DEFAULTS.emulator_util_low,
+        min=0.0, max=1.0,
         help='Utilization of the emulator pool below which it shrinks, as '
              'long as it stays under emulator_util_high.'),
     cfg.IntOpt(
-        'emulator_min_cores', default=1, min=0,
+        'emulator_min_cores', default=_DEFAULTS.emulator_min_cores, min=0,
         help='Smallest size of the shared emulator pool, in allocation '
              'units (physical cores). 0 is for small hosts (under about 8 '
              'cores): while the pool has no core of its own, emulator, I/O '
@@ -62,49 +70,52 @@ OPTS = [
              'gets a core once they would keep one emulator_util_high '
              'busy.'),
     cfg.IntOpt(
-        'idle_pool_min_cores', default=1, min=0,
+        'idle_pool_min_cores', default=_DEFAULTS.idle_pool_min_cores, min=0,
         help='Cores kept in the idle pool while any VM has no core of its '
              'own (parked, best-effort, or squeezed out under overload). 0 '
              'is for small hosts: such VMs then share every managed CPU '
              'when no core is free, so that one busy VM can hold them all.'),
     cfg.IntOpt(
-        'samples_per_model', default=8, min=3, max=64,
+        'samples_per_model', default=_DEFAULTS.samples_per_model,
+        min=3, max=64,
         help='Number of most recent (util, sf) samples kept per VM and core '
              'count (paper Algorithm 2).'),
     cfg.IntOpt(
-        'min_samples_to_fit', default=3, min=3, max=64,
+        'min_samples_to_fit', default=_DEFAULTS.min_samples_to_fit,
+        min=3, max=64,
         help='Number of samples after which the quadratic model of a VM and '
              'core count is fitted.'),
     cfg.FloatOpt(
-        'refit_error', default=0.05, min=0.0, max=1.0,
+        'refit_error', default=_DEFAULTS.refit_error, min=0.0, max=1.0,
         help='Relative error between a new sample and the recorded or fitted '
              'value above which the model is refitted.'),
     cfg.FloatOpt(
-        'util_resolution', default=5.0, min=0.1, max=100.0,
+        'util_resolution', default=_DEFAULTS.util_resolution,
+        min=0.1, max=100.0,
         help='Width in utilization percent of the buckets that make two '
              'samples "the same utilization" (the paper\'s "u in SF[c]").'),
     cfg.FloatOpt(
-        'sample_max_age', default=600.0, min=1.0,
+        'sample_max_age', default=_DEFAULTS.sample_max_age, min=1.0,
         help='Seconds after which a recorded sample is forgotten, so that a '
              'VM whose workload changes is learned again.'),
     cfg.FloatOpt(
-        'idle_util', default=1.0, min=0.0, max=100.0,
+        'idle_util', default=_DEFAULTS.idle_util, min=0.0, max=100.0,
         help='Utilization in percent below which a VM counts as idle.'),
     cfg.FloatOpt(
-        'idle_after', default=10.0, min=0.0,
+        'idle_after', default=_DEFAULTS.idle_after, min=0.0,
         help='Seconds a VM must stay below idle_util before it is parked in '
              'the idle pool.'),
     cfg.FloatOpt(
-        'be_sf_per_util', default=10.0, min=0.0,
+        'be_sf_per_util', default=_DEFAULTS.be_sf_per_util, min=0.0,
         help='Scheduling frequency per utilization percent below which a '
              'busy VM is classified best-effort when its class is auto. LC '
              'services show hundreds to thousands (paper Fig. 6).'),
     cfg.FloatOpt(
-        'classify_min_util', default=20.0, min=0.0,
+        'classify_min_util', default=_DEFAULTS.classify_min_util, min=0.0,
         help='Utilization in percent a VM must reach before its class is '
              'inferred from scheduling frequency per utilization.'),
     cfg.IntOpt(
-        'classify_samples', default=5, min=1,
+        'classify_samples', default=_DEFAULTS.classify_samples, min=1,
         help='Consecutive consistent ticks needed to change the inferred '
              'class of a VM.'),
 ]

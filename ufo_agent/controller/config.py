@@ -9,7 +9,11 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class ControllerConfig:
-    """Thresholds and timings; defaults are the paper's (see conf/)."""
+    """Thresholds and timings, with the paper's values as defaults.
+
+    The only place the defaults are written: the ``[controller]`` options
+    (:mod:`ufo_agent.conf.controller`) take theirs from here.
+    """
 
     tick_interval: float = 1.0
     settle_time: float = 3.0

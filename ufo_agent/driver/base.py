@@ -13,6 +13,8 @@ import abc
 import dataclasses
 import enum
 
+from ufo_agent.channel import report
+
 
 class DriverError(Exception):
     """An operation on one guest or on the hypervisor failed."""
@@ -71,7 +73,7 @@ class Observation:
     vcpu_wait_ns: int
     vcpu_slices: int
     emulator_cpu_ns: int
-    guest: object = None
+    guest: report.GuestReport = None
 
 
 class HypervisorDriver(abc.ABC):

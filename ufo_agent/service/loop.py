@@ -18,26 +18,11 @@ from ufo_agent.driver import base
 from ufo_agent import hostsignal
 from ufo_agent.service import enforcer as enforcer_mod
 from ufo_agent.service import sampler as sampler_mod
+from ufo_agent.service import settings as settings_mod
 from ufo_agent.service import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
 DECISIONS = logging.getLogger('ufo_agent.decisions')
-
-
-@dataclasses.dataclass(frozen=True)
-class AgentSettings:
-    """The agent's own settings (``[agent]``), as plain values."""
-
-    dry_run: bool = False
-    ack_timeout: float = 2.0
-    guest_util_tolerance: float = 0.10
-    state_save_interval: float = 60.0
-    drift_check_interval: float = 10.0
-
-    @classmethod
-    def from_conf(cls, conf):
-        return cls(**{f.name: getattr(conf.agent, f.name)
-                      for f in dataclasses.fields(cls)})
 
 
 @dataclasses.dataclass
@@ -69,7 +54,7 @@ class Agent:
                  settings=None, store=None, clock=time.monotonic,
                  signal_tracker=None, publishers=None, wallclock=time.time):
         self.driver = driver
-        self.settings = settings or AgentSettings()
+        self.settings = settings or settings_mod.AgentSettings()
         self.store = store
         self.clock = clock
         host = driver.host_cpus()

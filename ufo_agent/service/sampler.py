@@ -10,8 +10,8 @@ every other thread of every guest.
 
 import dataclasses
 
+from ufo_agent.channel import crosscheck
 from ufo_agent.controller.plan import VmSample
-from ufo_agent.hypervisor import crosscheck
 
 MODE_GUEST = 'guest'
 MODE_HOST_ONLY = 'host-only'
@@ -62,7 +62,7 @@ class Sampler:
             vm_sample = VmSample(sample.util, float(sample.ctxsw_per_sec))
             return GuestRates(vm_sample, MODE_GUEST, '', vcpu_pct, emu_pct,
                               delay_ms, sample.online_vcpus)
-        util, sf = crosscheck.host_only_sample(vcpu_pct, slices)
+        util, sf = host_only_sample(vcpu_pct, slices)
         online = report.sample.online_vcpus if (
             report is not None and report.ok) else 0
         return GuestRates(VmSample(util, sf), MODE_HOST_ONLY, reason,
@@ -84,3 +84,13 @@ class Sampler:
         if not verdict.ok:
             return verdict.reason
         return ''
+
+
+def host_only_sample(host_vcpu_pct, slices_per_s):
+    """The (util, sf) pair used in host-only mode.
+
+    Utilization is what the vCPU threads ran; the scheduling-frequency
+    signal is how often they were scheduled in per second: each guest
+    wake-up from idle (HLT exit) costs one.
+    """
+    return max(0.0, host_vcpu_pct), max(0.0, slices_per_s)

@@ -11,6 +11,7 @@ learned.
 
 from ufo_agent.controller import config as controller_config
 from ufo_agent.service import loop
+from ufo_agent.service import settings as settings_mod
 from ufo_sim import driver as sim_driver
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import scenario
@@ -30,7 +31,7 @@ class UfoAgent:
         self.agent = loop.Agent(
             self.driver, managed,
             config or controller_config.ControllerConfig(),
-            loop.AgentSettings(), clock=self.driver.now)
+            settings_mod.AgentSettings(), clock=self.driver.now)
         self.agent.start()
 
     def held_cpus(self):

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from ufo_agent.channel import host_channel
 from ufo_agent.channel import layout
+from ufo_agent.channel import report as channel_report
 from ufo_tools import testguest
 
 VCPUS = 4
@@ -258,7 +258,7 @@ def test_rmmod_onlines_every_vcpu(guest):
     rc, out = guest.console.sh('rmmod ufo_guest', timeout=120)
     assert rc == 0, out
     assert guest.online_cpus() == ALL
-    assert ch.read_guest().status == host_channel.STATUS_ABSENT
+    assert ch.read_guest().status == channel_report.STATUS_ABSENT
     rc, out = guest.console.sh(
         'insmod /lib/modules/ufo_guest.ko poll_ms=%d watchdog_ms=%d'
         % (POLL_MS, WATCHDOG_MS), timeout=120)
@@ -282,7 +282,7 @@ def test_hotplug_detach_attach(guest):
     while guest.online_cpus() != ALL:
         assert time.monotonic() < deadline, 'vCPUs not onlined'
         time.sleep(0.5)
-    assert guest.channel.read_guest().status == host_channel.STATUS_ABSENT
+    assert guest.channel.read_guest().status == channel_report.STATUS_ABSENT
 
     # 2. Another ivshmem device, without the UFO magic, is left alone.
     other = tag + '-other'

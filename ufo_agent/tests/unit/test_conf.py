@@ -1,13 +1,17 @@
 """oslo.config options of ufo-agent."""
 
+import dataclasses
+
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import pytest
 
+from ufo_agent.conf import agent as agent_opts
 from ufo_agent.conf import controller as controller_opts
 from ufo_agent.conf import host_cpus as host_opts
 from ufo_agent.conf import opts
 from ufo_agent.controller import ControllerConfig
+from ufo_agent.service import settings
 
 
 @pytest.fixture
@@ -62,3 +66,16 @@ def test_inconsistent_values_are_refused_naming_them(conf):
     conf.config(pcu_low=0.9, group='controller')
     with pytest.raises(ValueError, match=r'\[controller\] pcu_low'):
         ControllerConfig.from_conf(conf.conf)
+
+
+def test_controller_defaults_are_written_once():
+    """Every [controller] option takes its default from ControllerConfig."""
+    fields = {f.name: f.default for f in dataclasses.fields(ControllerConfig)}
+    options = {opt.name: opt.default for opt in controller_opts.OPTS}
+    assert options == fields
+
+
+def test_agent_defaults_are_written_once():
+    options = {opt.name: opt.default for opt in agent_opts.OPTS}
+    for field in dataclasses.fields(settings.AgentSettings):
+        assert options[field.name] == field.default, field.name

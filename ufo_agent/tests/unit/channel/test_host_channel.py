@@ -9,6 +9,7 @@ import pytest
 
 from ufo_agent.channel import host_channel
 from ufo_agent.channel import layout
+from ufo_agent.channel import report
 
 VCPUS = 4
 
@@ -54,7 +55,7 @@ def test_initialize_creates_page(tmp_path):
     assert h['abi_version'] == layout.ABI_VERSION
     assert h['seq'] % 2 == 0
     assert h['target_seq'] == 0 and h['max_vcpus'] == VCPUS
-    assert ch.read_guest().status == host_channel.STATUS_ABSENT
+    assert ch.read_guest().status == report.STATUS_ABSENT
     ch.close()
 
 
@@ -137,7 +138,7 @@ def test_wait_ack_times_out(chan):
 def test_invalid_guest(chan, fields, reason):
     write_guest(chan, **fields)
     r = chan.read_guest()
-    assert r.status == host_channel.STATUS_INVALID
+    assert r.status == report.STATUS_INVALID
     assert reason in r.reason
     assert r.sample is None
 
@@ -151,7 +152,7 @@ def test_applied_target_range(chan):
 def test_torn_guest_area(chan):
     write_guest(chan, seq=3)
     r = chan.read_guest(retries=20)
-    assert r.status == host_channel.STATUS_BUSY
+    assert r.status == report.STATUS_BUSY
 
 
 def test_counters_going_backwards_reported_once(chan):
@@ -170,7 +171,7 @@ def test_absent_resets_history(chan):
     write_guest(chan, sample_count=10, timestamp_ns=10 * 10 ** 9)
     assert chan.read_guest().ok
     write_guest(chan, magic=0)
-    assert chan.read_guest().status == host_channel.STATUS_ABSENT
+    assert chan.read_guest().status == report.STATUS_ABSENT
     write_guest(chan, sample_count=1, timestamp_ns=20 * 10 ** 9)
     assert chan.read_guest().ok
 
@@ -201,8 +202,8 @@ def test_random_guest_area_never_breaks_the_host(tmp_path_factory, data,
                          layout.ABI_VERSION)
     ch.write_raw(layout.GUEST_OFFSET, bytes(data))
     r = ch.read_guest()
-    assert r.status in (host_channel.STATUS_OK, host_channel.STATUS_ABSENT,
-                        host_channel.STATUS_INVALID)
+    assert r.status in (report.STATUS_OK, report.STATUS_ABSENT,
+                        report.STATUS_INVALID)
     if r.ok:
         s = r.sample
         assert 1 <= s.online_vcpus <= s.present_vcpus <= VCPUS

@@ -5,6 +5,7 @@ import logging
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.driver import base
 from ufo_agent.service import loop
+from ufo_agent.service import settings as settings_mod
 from ufo_agent import state
 from ufo_agent.tests.unit.service import fakes
 
@@ -22,7 +23,8 @@ def _agent(driver, tmp_path=None, **settings):
     store = state.StateStore(str(tmp_path)) if tmp_path else None
     agent = loop.Agent(driver, frozenset(c for g in driver.siblings
                                          for c in g),
-                       ControllerConfig(), loop.AgentSettings(**settings),
+                       ControllerConfig(),
+                       settings_mod.AgentSettings(**settings),
                        store=store, clock=clock)
 
     def tick():

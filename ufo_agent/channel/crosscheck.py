@@ -28,13 +28,3 @@ def check_guest_util(guest_util_pct, host_vcpu_pct, tolerance=0.10,
                               'threads ran %.0f%%' % (guest_util_pct,
                                                       host_vcpu_pct))
     return Verdict(True)
-
-
-def host_only_sample(host_vcpu_pct, slices_per_s):
-    """The (util, sf) pair used in host-only mode.
-
-    Utilization is what the vCPU threads ran; the scheduling-frequency
-    signal is how often they were scheduled in per second: each guest
-    wake-up from idle (HLT exit) costs one.
-    """
-    return max(0.0, host_vcpu_pct), max(0.0, slices_per_s)

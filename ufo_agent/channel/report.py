@@ -1,0 +1,54 @@
+"""What a guest reports over its channel, once validated: plain values.
+
+:mod:`ufo_agent.channel.host_channel` reads the page and builds these;
+the service loop and the simulator consume them without touching I/O.
+"""
+
+import dataclasses
+
+from ufo_agent.channel import layout
+
+STATUS_OK = 'ok'
+STATUS_ABSENT = 'absent'        # no guest module bound (magic is zero)
+STATUS_INVALID = 'invalid'      # the guest area breaks the ABI
+STATUS_BUSY = 'busy'            # torn reads until the retries ran out
+
+
+@dataclasses.dataclass(frozen=True)
+class GuestSample:
+    """A validated copy of the guest area."""
+
+    flags: int
+    ack_target_seq: int
+    applied_target: int
+    online_vcpus: int
+    present_vcpus: int
+    online_cpus: tuple
+    sample_count: int
+    timestamp_ns: int
+    interval_ns: int
+    util: float             # percent of one vCPU, 0..100 * online_vcpus
+    steal: float            # same unit
+    ctxsw_per_sec: int
+    own_ctxsw_per_sec: int
+    host_errors: int
+    watchdog_fires: int
+
+    @property
+    def watchdog(self):
+        return bool(self.flags & layout.GUEST_FLAG_WATCHDOG)
+
+    @property
+    def host_valid(self):
+        return bool(self.flags & layout.GUEST_FLAG_HOST_VALID)
+
+
+@dataclasses.dataclass(frozen=True)
+class GuestReport:
+    status: str
+    reason: str = ''
+    sample: GuestSample = None
+
+    @property
+    def ok(self):
+        return self.status == STATUS_OK

@@ -1,0 +1,23 @@
+"""The service loop's own settings (``[agent]``) as an immutable value.
+
+The only place their defaults are written: the oslo options
+(:mod:`ufo_agent.conf.agent`) take theirs from here.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentSettings:
+    """The agent's own settings (``[agent]``), as plain values."""
+
+    dry_run: bool = False
+    ack_timeout: float = 2.0
+    guest_util_tolerance: float = 0.10
+    state_save_interval: float = 60.0
+    drift_check_interval: float = 10.0
+
+    @classmethod
+    def from_conf(cls, conf):
+        return cls(**{f.name: getattr(conf.agent, f.name)
+                      for f in dataclasses.fields(cls)})
