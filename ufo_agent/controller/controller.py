@@ -23,6 +23,7 @@ from ufo_agent.controller import plan as plans
 from ufo_agent.controller import predictor as core_predictor
 from ufo_agent.controller import sfmodel
 
+Action = plans.Action
 ControllerConfig = controller_config.ControllerConfig
 Decision = plans.Decision
 HostPlan = plans.HostPlan
@@ -33,9 +34,10 @@ VmPlan = plans.VmPlan
 _EPS = 1e-6
 # Predictor and lifecycle actions that move cores, and those worth a log
 # line even when the core count stays.
-_MOVES = frozenset(['start', 'grow', 'shrink', 'probe', 'revert', 'wake',
-                    'latency-critical'])
-_NOTED = frozenset(['accept', 'revert', 'wake', 'latency-critical'])
+_MOVES = frozenset([Action.START, Action.GROW, Action.SHRINK, Action.PROBE,
+                    Action.REVERT, Action.WAKE, Action.LATENCY_CRITICAL])
+_NOTED = frozenset([Action.ACCEPT, Action.REVERT, Action.WAKE,
+                    Action.LATENCY_CRITICAL])
 
 
 class ControllerError(ValueError):
@@ -63,7 +65,7 @@ class VmState:
         # section 6.2), with one core guaranteed.
         self.committed = 1
         self.want = self.max_cores
-        self.last_action = ('start', 'new VM starts at its flavor size')
+        self.last_action = (Action.START, 'new VM starts at its flavor size')
         self.cores_before_idle = 0
         self.flat_sf = False
         self.probe_cache = {}
@@ -153,7 +155,8 @@ class Controller:
         if emu_want != emu_now:
             decisions.append(Decision(
                 now, 'emulator',
-                'emulator-grow' if emulator_grows else 'emulator-shrink',
+                Action.EMULATOR_GROW if emulator_grows
+                else Action.EMULATOR_SHRINK,
                 emu_now, emu_want, 'emulator pool utilization %.0f%%'
                 % (100 * self.emulator_util)))
 
@@ -184,7 +187,7 @@ class Controller:
             state.mode = VmMode.BEST_EFFORT
             state.trial = None
             decisions.append(Decision(
-                now, uuid, 'best-effort', len(state.cores), 0,
+                now, uuid, Action.BEST_EFFORT, len(state.cores), 0,
                 'SF per util%% %.1f < %.1f' % (
                     sample.sf / max(sample.util, _EPS),
                     self.config.be_sf_per_util)))
@@ -192,7 +195,7 @@ class Controller:
         if vm_class == VmClass.LC and state.mode == VmMode.BEST_EFFORT:
             state.mode = VmMode.ACTIVE
             state.committed, state.want = 1, state.max_cores
-            state.last_action = ('latency-critical',
+            state.last_action = (Action.LATENCY_CRITICAL,
                                  'SF per util% back above threshold')
             return
         idle = state.idle.update(sample.util, now)
@@ -201,13 +204,13 @@ class Controller:
             state.cores_before_idle = max(1, len(state.cores))
             state.trial = None
             decisions.append(Decision(
-                now, uuid, 'park', len(state.cores), 0,
+                now, uuid, Action.PARK, len(state.cores), 0,
                 'util below %.1f%% for %.0f s' % (
                     self.config.idle_util, self.config.idle_after)))
         elif state.mode == VmMode.IDLE and state.idle.woke(sample.util):
             state.mode = VmMode.ACTIVE
             state.committed = state.want = state.cores_before_idle
-            state.last_action = ('wake', 'util %.1f%% after idle'
+            state.last_action = (Action.WAKE, 'util %.1f%% after idle'
                                  % sample.util)
 
     def _predict(self, state, sample, now):
@@ -304,25 +307,25 @@ class Controller:
             state.trial = None
             if new != old:
                 decisions.append(Decision(
-                    now, uuid, 'squeeze', old, new,
+                    now, uuid, Action.SQUEEZE, old, new,
                     'host overloaded: wanted %d committed cores'
                     % state.committed))
-        elif new < state.want and action == 'probe' and new == old:
+        elif new < state.want and action == Action.PROBE and new == old:
             state.trial = None
             decisions.append(Decision(
-                now, uuid, 'probe-denied', old, new,
+                now, uuid, Action.PROBE_DENIED, old, new,
                 'no idle core for a probe to %d cores' % state.want))
             reason = 'probe denied'
         elif new != old:
             if action not in _MOVES:
                 # Cores it asked for earlier came free.
-                action = 'restore' if new > old else 'squeeze'
+                action = Action.RESTORE if new > old else Action.SQUEEZE
             decisions.append(Decision(now, uuid, action, old, new, reason))
         elif action in _NOTED:
             decisions.append(Decision(now, uuid, action, old, new, reason))
         if new != old:
             state.changed_at = now
-        state.last_action = ('stay', reason)
+        state.last_action = (Action.STAY, reason)
 
     def _vm_plan(self, state, shared_cpus, shared_pcpus):
         vcpus = state.spec.vcpus
@@ -333,10 +336,13 @@ class Controller:
             cpus, online = shared_cpus, 1
         else:
             cpus, online = shared_cpus, max(1, min(vcpus, shared_pcpus))
+        model = state.model.models.get(len(state.cores))
         return VmPlan(
             uuid=state.spec.uuid, mode=state.mode, cores=state.cores,
             cpus=cpus, online_vcpus=online,
             wanted_cores=min(state.want, state.max_cores)
             if state.mode == VmMode.ACTIVE else 0,
             probing=state.trial is not None,
-            note=state.last_action[1])
+            note=state.last_action[1], max_cores=state.max_cores,
+            model_r2=model.r2 if model is not None else None,
+            fitted_models=len(state.model.models))

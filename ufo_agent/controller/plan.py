@@ -20,6 +20,35 @@ class VmMode(str, enum.Enum):
     BEST_EFFORT = 'be'     # shares the idle pool with other BE VMs
 
 
+class Action(enum.StrEnum):
+    """What one decision did, or one predictor step wants, to a VM's cores.
+
+    ``stay``, ``grow`` and ``shrink`` are committed moves; ``probe`` is a
+    trial move (upward served from idle cores only), ``revert`` ends a
+    trial at a count it had left and ``accept`` where the VM already is.
+    The others come from the lifecycle (``start``, ``park``, ``wake``,
+    class changes), the allocator (``squeeze``, ``restore``,
+    ``probe-denied``) and the emulator pool.
+    """
+
+    STAY = 'stay'
+    GROW = 'grow'
+    SHRINK = 'shrink'
+    PROBE = 'probe'
+    REVERT = 'revert'
+    ACCEPT = 'accept'
+    START = 'start'
+    WAKE = 'wake'
+    PARK = 'park'
+    BEST_EFFORT = 'best-effort'
+    LATENCY_CRITICAL = 'latency-critical'
+    SQUEEZE = 'squeeze'
+    RESTORE = 'restore'
+    PROBE_DENIED = 'probe-denied'
+    EMULATOR_GROW = 'emulator-grow'
+    EMULATOR_SHRINK = 'emulator-shrink'
+
+
 @dataclasses.dataclass(frozen=True)
 class VmSpec:
     """What the controller needs to know about a guest.
@@ -57,7 +86,7 @@ class Decision:
 
     time: float
     vm: str
-    action: str
+    action: Action
     old: int
     new: int
     reason: str
@@ -80,6 +109,9 @@ class VmPlan:
     wanted_cores: int         # what the predictor asked for
     probing: bool             # a trial allocation is being evaluated
     note: str = ''            # why the predictor wants what it wants
+    max_cores: int = 0        # its flavor in cores: what it holds without UFO
+    model_r2: float = None    # fit of its SF model at its current cores
+    fitted_models: int = 0    # core counts with a fitted SF model
 
 
 @dataclasses.dataclass(frozen=True)

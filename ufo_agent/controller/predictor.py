@@ -16,6 +16,8 @@ PCU after it would exceed ``pcu_high``.
 
 import dataclasses
 
+from ufo_agent.controller.plan import Action
+
 _EPS = 1e-9
 
 
@@ -33,14 +35,12 @@ class Trial:
 class Prediction:
     """What the predictor wants for a VM this tick.
 
-    ``action`` is one of ``stay``, ``grow``, ``shrink`` (committed moves),
-    ``probe`` (a trial move; a probe up is served from idle cores only),
-    ``revert`` (a trial ends at a count it had left) and ``accept`` (a
-    trial ends where the VM already is).
+    ``action`` is a :class:`~ufo_agent.controller.plan.Action`: ``stay``,
+    ``grow``, ``shrink``, ``probe``, ``revert`` or ``accept``.
     """
 
     cores: int
-    action: str
+    action: Action
     reason: str
     trial: Trial = None
     committed: int = None
@@ -113,7 +113,8 @@ class Predictor:
             target, why = self._walk(origin_cores, util_for_pcu, model, ratio)
         except _NeedProbe as probe:
             if probe.cores == cores:    # cannot happen: measured just now
-                return Prediction(cores, 'stay', 'no SF at current count')
+                return Prediction(cores, Action.STAY,
+                                  'no SF at current count')
             if trial is None:
                 trial = Trial(origin_cores, origin_util, now)
             why = 'SF unknown at %d cores for util %.0f%%' % (
@@ -123,20 +124,22 @@ class Predictor:
             floor = min(probe.floor, probe.cores)
             if floor > cores:
                 # The walk has already proved these cores needed.
-                return Prediction(probe.cores, 'grow', why, trial, floor)
-            return Prediction(probe.cores, 'probe', why, trial,
+                return Prediction(probe.cores, Action.GROW, why, trial,
+                                  floor)
+            return Prediction(probe.cores, Action.PROBE, why, trial,
                               min(floor, cores) if probe.cores > cores
                               else probe.cores)
         if trial is None:
             if target == cores:
-                return Prediction(cores, 'stay', why)
-            action = 'grow' if target > cores else 'shrink'
+                return Prediction(cores, Action.STAY, why)
+            action = Action.GROW if target > cores else Action.SHRINK
             return Prediction(target, action, why)
         if target == cores:
-            return Prediction(cores, 'accept', why)
+            return Prediction(cores, Action.ACCEPT, why)
         if target == trial.origin_cores or target in trial.sf:
-            return Prediction(target, 'revert', why)
-        return Prediction(target, 'grow' if target > cores else 'shrink',
+            return Prediction(target, Action.REVERT, why)
+        return Prediction(target,
+                          Action.GROW if target > cores else Action.SHRINK,
                           why)
 
     def _direct(self, model, cores, util):
@@ -147,14 +150,14 @@ class Predictor:
         if target < cores:
             # Leave c cores only when u is clearly below what c - 1 sustain.
             if util > model.pred_of(target) - self.config.util_resolution:
-                return Prediction(cores, 'stay',
+                return Prediction(cores, Action.STAY,
                                   'util %.0f%% within one bucket of Pred(%d)'
                                   % (util, target))
         if target == cores:
-            return Prediction(cores, 'stay',
+            return Prediction(cores, Action.STAY,
                               'Pred: %d cores sustain util %.0f%%'
                               % (cores, util))
-        action = 'grow' if target > cores else 'shrink'
+        action = Action.GROW if target > cores else Action.SHRINK
         return Prediction(target, action,
                           'Pred: %d cores sustain util %.0f%%'
                           % (target, util))

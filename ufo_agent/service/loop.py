@@ -12,6 +12,7 @@ import logging
 import time
 
 from ufo_agent.controller import controller as controller_mod
+from ufo_agent.controller import invariants
 from ufo_agent.controller import plan as plan_mod
 from ufo_agent.controller import topology as topology_mod
 from ufo_agent.driver import base
@@ -66,6 +67,8 @@ class Agent:
                         sorted(self.topology.unmanaged_partial_cpus))
         self.controller = controller_mod.Controller(self.topology,
                                                     controller_config)
+        self.specs = {}
+        self.invariant_violations = 0
         self.sampler = sampler_mod.Sampler(
             self.settings.guest_util_tolerance)
         self.enforcer = enforcer_mod.Enforcer(
@@ -131,6 +134,15 @@ class Agent:
             LOG.warning('Heartbeat failed: %s', exc)
         samples, online, emulator_busy = self._observe()
         plan = self.controller.tick(now, samples, emulator_busy)
+        try:
+            invariants.check_plan(plan, self.topology, self.specs,
+                                  self.controller.config)
+        except invariants.InvariantError as exc:
+            # A controller bug: enforcing it could put a CPU in two pools.
+            self.invariant_violations += 1
+            LOG.error('Not applying the controller\'s plan, keeping the '
+                      'last good pins: %s', exc)
+            return self._finish_tick(started, now, self.last_plan)
         for decision in plan.decisions:
             DECISIONS.info('%s', decision)
         if not self.settings.dry_run:
@@ -155,6 +167,9 @@ class Agent:
         self._update_status(plan)
         self.last_plan = plan
         self._signal(plan)
+        return self._finish_tick(started, now, plan)
+
+    def _finish_tick(self, started, now, plan):
         if self.store is not None and \
                 now - self._last_save >= self.settings.state_save_interval:
             self.save_learned()
@@ -194,6 +209,7 @@ class Agent:
             learned = self.store.load(uuid) if self.store else None
             spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
             self.controller.add_vm(spec, learned, now)
+            self.specs[uuid] = spec
             self.enforcer.track(guest)
             self.guests[uuid] = guest
             self.status[uuid] = VmStatus(uuid, guest.name, guest.vcpus)
@@ -214,6 +230,7 @@ class Agent:
                 LOG.warning('Could not save learned state of %s: %s',
                             uuid, exc)
         self.controller.remove_vm(uuid)
+        self.specs.pop(uuid, None)
         self.enforcer.forget(uuid)
         self.sampler.forget(uuid)
         del self.guests[uuid]
@@ -269,9 +286,7 @@ class Agent:
             status.target_vcpus = vm.online_vcpus
             status.wanted_cores = vm.wanted_cores
             status.note = vm.note
-            model = self.controller.vms[uuid].model.models.get(
-                len(vm.cores))
-            status.r2 = model.r2 if model is not None else None
+            status.r2 = vm.model_r2
 
     def _signal(self, plan):
         """Paper Appendix B.4: tell the cloud scheduler how loaded we are."""
@@ -296,7 +311,6 @@ class Agent:
         """Cores the guests would hold without UFO, minus what they hold."""
         if self.last_plan is None:
             return 0
-        without = sum(self.controller.vms[u].max_cores
-                      for u in self.last_plan.vms)
+        without = sum(vm.max_cores for vm in self.last_plan.vms.values())
         held = sum(len(vm.cores) for vm in self.last_plan.vms.values())
         return without - held

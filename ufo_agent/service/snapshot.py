@@ -31,6 +31,7 @@ def build(agent, now):
         'signal': dataclasses.asdict(signal) if signal is not None else None,
         'time': now,
         'ticks': agent.ticks,
+        'invariant_violations': agent.invariant_violations,
         'tick_seconds': agent.tick_seconds,
         'dry_run': agent.settings.dry_run,
         'cores_saved': agent.cores_saved(),

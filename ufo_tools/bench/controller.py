@@ -99,8 +99,7 @@ def _one_repeat(args, seed):
             times.append(elapsed * 1000.0)
             overloaded += plan.overloaded
             decisions += len(plan.decisions)
-    fitted = sum(len(state.model.models)
-                 for state in controller.vms.values())
+    fitted = sum(vm.fitted_models for vm in plan.vms.values())
     return times, overloaded, fitted, plan, decisions
 
 

@@ -1,5 +1,6 @@
 """The agent loop over an in-memory driver."""
 
+import dataclasses
 import logging
 
 from ufo_agent.controller import ControllerConfig
@@ -156,3 +157,41 @@ def test_dry_run_keeps_the_signal_to_itself():
     agent.start()
     tick()
     assert agent.signal is not None and recorder.signals == []
+
+
+def test_a_plan_that_breaks_an_invariant_never_reaches_the_driver(caplog):
+    driver = fakes.FakeDriver()
+    a = driver.add(fakes.FakeGuest('a', 8))
+    b = driver.add(fakes.FakeGuest('b', 8))
+    agent, tick = _agent(driver)
+    agent.start()
+    for _ in range(3):
+        good = tick()
+    pins = (a.vcpu_pins, b.vcpu_pins, a.emulator_pins)
+    real_tick = agent.controller.tick
+
+    def broken_tick(*args):
+        plan = real_tick(*args)
+        # Give b a's cores as well: a CPU in two pools.
+        vms = dict(plan.vms)
+        vms['b'] = dataclasses.replace(
+            vms['b'], cores=vms['a'].cores | vms['b'].cores,
+            cpus=vms['a'].cpus | vms['b'].cpus)
+        return dataclasses.replace(plan, vms=vms)
+
+    agent.controller.tick = broken_tick
+    driver.calls.clear()
+    with caplog.at_level(logging.ERROR):
+        returned = tick()
+    assert not [c for c in driver.calls
+                if c[0] in ('pin_vcpus', 'pin_emulator', 'target')]
+    assert (a.vcpu_pins, b.vcpu_pins, a.emulator_pins) == pins
+    assert returned is good and agent.last_plan is good
+    assert agent.invariant_violations == 1
+    assert 'invariant 1' in caplog.text
+    assert agent.snapshot['invariant_violations'] == 1
+    # The next good plan is applied again.
+    agent.controller.tick = real_tick
+    tick()
+    assert agent.invariant_violations == 1
+    driver.check_isolation()
