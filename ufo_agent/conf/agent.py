@@ -28,11 +28,23 @@ OPTS = [
              'to any guest; report the cores that would be saved.'),
     cfg.FloatOpt(
         'ack_timeout', default=_DEFAULTS.ack_timeout, min=0.05, max=4.0,
-        help='Seconds to wait for guests to acknowledge that they took '
-             'vCPUs offline before the pins narrow. A guest that does not '
-             'answer in time is rolled back to all vCPUs online. Keep it '
-             'well below the guests\' heartbeat watchdog (5 s by default); '
-             'heartbeats go on while the agent waits.'),
+        help='Seconds a guest has to acknowledge a vCPU target. A guest '
+             'that does not answer in time gets every vCPU back and is '
+             'handled in host-only mode, asked again after a backoff of 30 s '
+             'that doubles with each miss (up to 10 minutes). Until it '
+             'answers a shrink, its pins do not narrow.'),
+    cfg.FloatOpt(
+        'ack_wait', default=_DEFAULTS.ack_wait, min=0.0, max=2.0,
+        help='Longest a tick waits for guests to acknowledge that they took '
+             'vCPUs offline. A guest that answers later keeps its pins '
+             'until it does (or until ack_timeout, when it falls back to '
+             'host-only mode): no guest can make the others\' tick wait '
+             'longer than this.'),
+    cfg.IntOpt(
+        'max_vcpu_step', default=_DEFAULTS.max_vcpu_step, min=1, max=64,
+        help='Most vCPUs a guest is asked to take offline in one tick. '
+             'Each takes the guest 20-140 ms, so one step of a large guest '
+             'stays well inside ack_timeout.'),
     cfg.FloatOpt(
         'guest_util_tolerance', default=_DEFAULTS.guest_util_tolerance,
         min=0.0, max=10.0,

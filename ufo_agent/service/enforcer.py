@@ -1,21 +1,26 @@
 """Carry out a HostPlan through the driver, in an order that is safe.
 
-Order matters (paper section 4.6, and the isolation promise):
+Order (paper section 4.6) and the isolation promise:
 
-1. guests that lose vCPUs are told first, and the enforcer waits for
-   their acknowledgements (all at once, up to ``ack_timeout``);
-2. pins narrow: every guest and the emulator threads give up the CPUs
-   they lose, so no CPU is ever in two pools;
-3. pins widen to the new sets;
-4. guests that gain vCPUs are told last (acknowledged on a later tick).
+1. answers to earlier targets are collected; a guest whose answer is
+   overdue falls back to host-only (every vCPU online, backoff: see
+   :mod:`ufo_agent.service.acks`);
+2. guests that lose vCPUs are told first, in steps of at most
+   ``max_vcpu_step`` vCPUs, and the enforcer waits for their answers
+   together, at most ``ack_wait`` seconds; a guest that has not answered
+   keeps its pins this tick (its CPUs stay its own until it answers or
+   falls back);
+3. pins narrow: every pinning gives up the CPUs it loses;
+4. pins widen, each only onto CPUs that no pinning of another pool may
+   hold (:mod:`ufo_agent.service.ledger`): a CPU changes owner only after
+   its old owner's narrow succeeded;
+5. guests that gain vCPUs are told last (answered on a later tick).
 
-A guest that does not acknowledge a shrink in time keeps all its vCPUs:
-its target is rolled back to its flavor size and it is reported. Its pins
-still narrow, because the host can always enforce pins, and another guest
-may already own the CPUs it gave up; the guest is then no worse off than
-under Nova's default shared policy. Nothing is rewritten that has not
-changed, and everything is written again after a guest (re)starts or when
-the driver reports it lost track.
+Only guests that proved they answer get shrink targets; others are pinned
+with every vCPU online, no worse off than under Nova's shared policy.
+Nothing is pinned outside the managed CPUs. Nothing is rewritten that has
+not changed, and everything is written again after a guest (re)starts or
+when the driver reports it lost track.
 """
 
 import dataclasses
@@ -23,17 +28,13 @@ import logging
 import time
 
 from ufo_agent.driver import base
+from ufo_agent.service import acks as acks_mod
+from ufo_agent.service import ledger as ledger_mod
 
 LOG = logging.getLogger(__name__)
 
-
-@dataclasses.dataclass
-class _Applied:
-    vcpu_cpus: frozenset = None
-    emulator_cpus: frozenset = None
-    target: int = None
-    target_seq: int = None
-    target_sent_at: float = 0.0
+VCPU = 'vcpu'
+EMULATOR = 'emulator'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,201 +44,342 @@ class Outcome:
     pinned: int
     targets: int
     failed: dict          # uuid -> reason
+    deferred: dict = dataclasses.field(default_factory=dict)
+    fallbacks: tuple = ()  # uuids that fell back to host-only
+
+
+class EnforcementError(Exception):
+    """A pin the enforcer must never write (outside the managed CPUs)."""
 
 
 class Enforcer:
     def __init__(self, driver, ack_timeout=2.0, clock=time.monotonic,
-                 sleep=time.sleep):
+                 sleep=time.sleep, ack_wait=None, max_vcpu_step=8,
+                 managed_cpus=None):
         self.driver = driver
         self.ack_timeout = ack_timeout
+        self.ack_wait = (min(0.3, ack_timeout) if ack_wait is None
+                         else ack_wait)
+        self.max_vcpu_step = max(1, max_vcpu_step)
+        self.managed_cpus = (frozenset(managed_cpus)
+                             if managed_cpus is not None else None)
         self.clock = clock
         self.sleep = sleep
-        self.applied = {}
-        self.vcpus = {}           # uuid -> flavor vCPUs (rollback target)
-        self.channel = {}         # uuid -> has a guest channel
+        self.ledger = ledger_mod.Ledger()
+        self.acks = {}            # uuid -> acks.GuestAcks
+        self.guests = {}          # uuid -> driver Guest
+        self.fallbacks = 0
 
+    # -- inventory ---------------------------------------------------------
     def track(self, guest):
-        self.vcpus[guest.uuid] = guest.vcpus
-        self.channel[guest.uuid] = guest.has_channel
+        self.guests[guest.uuid] = guest
+        self.acks[guest.uuid] = acks_mod.GuestAcks.for_guest(
+            guest.vcpus, guest.has_channel)
+        self._adopt_pins(guest.uuid)
 
     def invalidate(self, uuid):
-        """Forget what was applied: the next apply writes everything."""
-        self.applied.pop(uuid, None)
+        """The guest restarted or was re-pinned by someone else.
+
+        Its pins are whatever its definition or that someone says, and its
+        module starts over: everything is written again.
+        """
+        if uuid not in self.guests:
+            return
+        self.acks[uuid].reset()
+        self._adopt_pins(uuid)
 
     def forget(self, uuid):
-        self.applied.pop(uuid, None)
-        self.vcpus.pop(uuid, None)
-        self.channel.pop(uuid, None)
+        self.ledger.forget_guest(uuid)
+        self.acks.pop(uuid, None)
+        self.guests.pop(uuid, None)
 
+    def _adopt_pins(self, uuid):
+        guest = self.guests[uuid]
+        vcpu = guest.restore_vcpu_cpus
+        emulator = guest.restore_emulator_cpus
+        exact = False
+        try:
+            live_vcpus, live_emulator = self.driver.read_pins(uuid)
+            sets = [s for s in live_vcpus if s]
+            exact = len(sets) == 1 and bool(live_emulator)
+            vcpu = frozenset().union(*sets) or vcpu
+            emulator = live_emulator or emulator
+        except base.DriverError as exc:
+            LOG.debug('Live pins of %s unknown (%s): assuming its '
+                      'definition and every managed CPU', uuid, exc)
+            every = self.managed_cpus or frozenset()
+            vcpu, emulator = vcpu | every, emulator | every
+        self.ledger.adopt((uuid, VCPU), vcpu, exact)
+        self.ledger.adopt((uuid, EMULATOR), emulator, exact)
+
+    # -- one pass ----------------------------------------------------------
     def apply(self, plan, guest_online=None):
-        """Enforce ``plan``.
-
-        ``guest_online`` maps uuid to the vCPU count the guest reports
-        online (used to see who shrinks).
-        """
+        """Enforce ``plan``; ``guest_online`` is what each guest reports."""
         guest_online = guest_online or {}
-        failed = {}
-        pinned = targets = 0
-        uuids = [u for u in sorted(plan.vms) if u in self.vcpus]
-        state = {u: self.applied.setdefault(u, _Applied()) for u in uuids}
-
-        def want_target(uuid):
-            if not self.channel.get(uuid):
-                return None
-            return plan.vms[uuid].online_vcpus
-
-        # 1. Shrinking guests first; wait for all of them together.
-        waiting = {}
-        for uuid in uuids:
-            target, st = want_target(uuid), state[uuid]
-            if target is None or target == st.target:
-                continue
-            current = guest_online.get(uuid) or st.target or \
-                self.vcpus[uuid]
-            if target < current:
-                seq = self._send(uuid, target, st, failed)
-                targets += seq is not None
-                if seq is not None:
-                    waiting[uuid] = seq
-        self._wait(waiting, failed)
-        for uuid in waiting:
-            if uuid in failed:
-                self._send(uuid, self.vcpus[uuid], state[uuid], {})
-
-        # 2. Narrow, then move the owners that keep nothing of their old
-        # set, 3. widen: no CPU is ever pinned to two pools at once.
-        for step in ('narrow', 'move', 'widen'):
-            for uuid in uuids:
-                vm, st = plan.vms[uuid], state[uuid]
-                for kind, new, old in (
-                        ('vcpu', vm.cpus, st.vcpu_cpus),
-                        ('emulator', plan.emulator_cpus, st.emulator_cpus)):
-                    cpus = _step_target(step, old, new)
-                    if cpus is not None and \
-                            self._pin(uuid, kind, cpus, st, failed):
-                        pinned += 1
-
-        # 4. Growing guests last; their acknowledgement is checked later.
-        for uuid in uuids:
-            target, st = want_target(uuid), state[uuid]
-            if uuid in failed or target is None or target == st.target:
-                continue
-            if self._send(uuid, target, st, failed) is not None:
-                targets += 1
-        return Outcome(pinned, targets, failed)
-
-    def check_guest(self, uuid, online):
-        """Notice a guest that no longer keeps its target online.
-
-        A guest reset or a reloaded module brings every vCPU back without
-        the agent asking. If what the guest reports differs from the last
-        target for longer than ``ack_timeout``, the target is sent again on
-        the next apply. Returns True when it will be.
-        """
-        st = self.applied.get(uuid)
-        if st is None or st.target is None or online == st.target:
-            return False
-        if self.clock() - st.target_sent_at < self.ack_timeout:
-            return False
-        st.target = st.target_seq = None
-        return True
-
-    def check_drift(self):
-        """Compare live pins with what was applied; forget what drifted.
-
-        Returns the uuids whose pins someone else changed: the next apply
-        writes them again.
-        """
-        drifted = []
-        for uuid, st in sorted(self.applied.items()):
-            if st.vcpu_cpus is None or st.emulator_cpus is None:
-                continue
-            try:
-                vcpus, emulator = self.driver.read_pins(uuid)
-            except base.DriverError:
-                continue
-            if vcpus != {st.vcpu_cpus} or emulator != st.emulator_cpus:
-                drifted.append(uuid)
-                self.invalidate(uuid)
-        return drifted
-
-    def pending(self):
-        """Guests whose last target is unacknowledged past the timeout."""
-        late = {}
         now = self.clock()
-        for uuid, st in self.applied.items():
-            if st.target_seq is None:
+        failed, deferred, fallbacks = {}, {}, []
+        uuids = [u for u in sorted(plan.vms) if u in self.guests]
+        self._collect_answers(uuids, now, failed, fallbacks)
+
+        # Targets: probes (a no-op target to prove the channel), then
+        # shrinks; both waited for within one deadline.
+        targets = 0
+        deadline = self.clock() + self.ack_wait
+        for phase in ('probe', 'shrink'):
+            waiting = {}
+            for uuid in uuids:
+                st = self.acks[uuid]
+                if st.state == acks_mod.AckState.NO_CHANNEL:
+                    continue
+                if phase == 'probe':
+                    if st.wants_probe(now):
+                        targets += self._send(uuid, st.vcpus, now, failed)
+                elif st.may_shrink and not st.waiting:
+                    want = self._wanted_online(uuid, plan)
+                    have = st.assumed_online()
+                    if want < have:
+                        step = max(want, have - self.max_vcpu_step)
+                        targets += self._send(uuid, step, now, failed)
+                if st.waiting:
+                    waiting[uuid] = st.seq
+            self._wait(waiting, deadline)
+            self._collect_answers(uuids, self.clock(), failed, fallbacks)
+
+        # Pins: narrow every pinning, then widen where the ledger allows.
+        wanted = {}
+        for uuid in uuids:
+            vm = plan.vms[uuid]
+            st = self.acks[uuid]
+            if st.shrinking:
+                # Not yet answered: its CPUs stay its own meanwhile.
+                deferred[uuid] = ('waiting for the guest to keep %d vCPUs '
+                                  'online' % st.target)
+            else:
+                pool = (ledger_mod.vm_pool(uuid) if vm.cores
+                        else ledger_mod.SHARED)
+                wanted[(uuid, VCPU)] = (pool, vm.cpus)
+            pool = (ledger_mod.EMULATOR if plan.emulator_cores
+                    else ledger_mod.SHARED)
+            wanted[(uuid, EMULATOR)] = (pool, plan.emulator_cpus)
+        pinned = 0
+        for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
+            entry = self.ledger.get(key)
+            kept = entry.cpus & cpus
+            if kept and (kept != entry.cpus or not entry.exact):
+                pinned += self._pin(key, None, kept, failed)
+        pending = {}
+        for key, target in wanted.items():
+            entry = self.ledger.get(key)
+            if (entry.pool, entry.cpus) != target or not entry.exact:
+                pending[key] = target
+        pinned += self._widen(pending, plan.shared_cpus, failed, deferred)
+
+        # Growing guests last; their answer is collected on a later tick.
+        for uuid in uuids:
+            st = self.acks[uuid]
+            if uuid in failed or not st.may_shrink or st.waiting:
                 continue
-            if now - st.target_sent_at < self.ack_timeout:
+            entry = self.ledger.get((uuid, VCPU))
+            want = self._wanted_online(uuid, plan)
+            if want > st.assumed_online() and \
+                    entry.cpus == plan.vms[uuid].cpus:
+                targets += self._send(uuid, want, now, failed)
+        return Outcome(pinned, targets, failed, deferred, tuple(fallbacks))
+
+    def _widen(self, pending, shared_cpus, failed, deferred):
+        """Widen or move what the ledger allows, in rounds.
+
+        A pinning waits while a pinning of another pool may hold a CPU it
+        wants. When every pinning left waits for another one that waits
+        (a swap, or pins adopted from a crashed agent), one of them moves
+        to the shared CPUs first, which frees its old CPUs.
+        """
+        pinned = 0
+        for _ in range(2 * len(pending) + 2):
+            progress, blocked = False, {}
+            joining = {key: pool for key, (pool, cpus) in pending.items()
+                       if self.ledger.get(key).cpus <= cpus}
+            for key, pool in sorted(joining.items()):
+                # Inside its new pool already: join it where it is first,
+                # so the ledger never shows a member under its old pool.
+                entry = self.ledger.get(key)
+                if entry.pool != pool and not self.ledger.holders(
+                        entry.cpus, pool, key, joining):
+                    self.ledger.joined(key, pool)
+            for key in sorted(pending):
+                pool, cpus = pending[key]
+                entry = self.ledger.get(key)
+                holders = self.ledger.holders(cpus, pool, key, joining)
+                if holders:
+                    blocked[key] = holders
+                    continue
+                if entry.cpus == cpus and entry.exact:
+                    self.ledger.joined(key, pool)
+                else:
+                    pinned += self._pin(key, pool, cpus, failed)
+                del pending[key]
+                progress = True
+            if not pending:
+                break
+            if progress:
+                continue
+            for key in sorted(blocked):
+                entry = self.ledger.get(key)
+                if pending[key][0] == ledger_mod.SHARED or not shared_cpus \
+                        or not set(blocked[key]) <= set(pending) or \
+                        (entry.pool, entry.cpus) == (ledger_mod.SHARED,
+                                                     shared_cpus):
+                    continue
+                if not self.ledger.holders(shared_cpus, ledger_mod.SHARED,
+                                           key, joining):
+                    pinned += self._pin(key, ledger_mod.SHARED, shared_cpus,
+                                        failed)
+                    progress = True
+                    break
+            if not progress:
+                break
+        for key in sorted(pending):
+            holders = self.ledger.holders(pending[key][1], pending[key][0],
+                                          key)
+            deferred.setdefault(key[0], '%s pins wait for CPUs held by %s'
+                                % (key[1], ', '.join('%s %s' % h
+                                                     for h in holders)))
+        return pinned
+
+    def _wanted_online(self, uuid, plan):
+        st = self.acks[uuid]
+        if not st.may_shrink:
+            return st.vcpus
+        return max(1, min(st.vcpus, plan.vms[uuid].online_vcpus))
+
+    def _collect_answers(self, uuids, now, failed, fallbacks):
+        for uuid in uuids:
+            st = self.acks[uuid]
+            if not st.waiting:
                 continue
             try:
-                if not self.driver.acknowledged(uuid, st.target_seq):
-                    late[uuid] = st.target
-            except base.DriverError:
-                late[uuid] = st.target
-        return late
+                answered = self.driver.acknowledged(uuid, st.seq)
+            except base.DriverError as exc:
+                failed[uuid] = 'acknowledgement: %s' % exc
+                answered = False
+            if answered:
+                st.acknowledged(now)
+            elif st.overdue(now, self.ack_timeout):
+                target = st.target
+                backoff = st.missed(now)
+                self.fallbacks += 1
+                fallbacks.append(uuid)
+                failed[uuid] = ('no acknowledgement of %d vCPUs within '
+                                '%.1f s: host-only for %.0f s'
+                                % (target, self.ack_timeout, backoff))
+                try:
+                    # Every vCPU back; no answer is waited for.
+                    self.driver.set_vcpu_target(uuid, st.vcpus)
+                except base.DriverError:
+                    pass
 
-    def _send(self, uuid, target, st, failed):
+    def _send(self, uuid, target, now, failed):
+        st = self.acks[uuid]
         try:
             seq = self.driver.set_vcpu_target(uuid, target)
         except base.DriverError as exc:
             failed[uuid] = 'target %d: %s' % (target, exc)
-            return None
-        st.target, st.target_seq = target, seq
-        st.target_sent_at = self.clock()
-        return seq
+            return 0
+        if seq is None:             # the guest has no channel after all
+            st.state = acks_mod.AckState.NO_CHANNEL
+            return 0
+        st.sent(target, seq, now)
+        return 1
 
-    def _wait(self, waiting, failed):
-        deadline = self.clock() + self.ack_timeout
-        next_beat = self.clock() + 0.5
+    def _wait(self, waiting, deadline):
         left = dict(waiting)
         while left:
-            if self.clock() >= next_beat:
-                # Guests must not take a slow wait for a dead host.
-                self.driver.heartbeat()
-                next_beat = self.clock() + 0.5
             for uuid, seq in list(left.items()):
                 try:
                     if self.driver.acknowledged(uuid, seq):
                         del left[uuid]
-                except base.DriverError as exc:
-                    failed[uuid] = 'acknowledgement: %s' % exc
+                except base.DriverError:
                     del left[uuid]
             if not left or self.clock() >= deadline:
-                break
+                return
             self.sleep(0.005)
-        for uuid in left:
-            failed[uuid] = ('no acknowledgement of %d vCPUs within %.1f s'
-                            % (self.applied[uuid].target, self.ack_timeout))
 
-    def _pin(self, uuid, kind, cpus, st, failed):
+    def _pin(self, key, pool, cpus, failed):
+        """Pin; ``pool`` None narrows within the pinning's own pools."""
+        uuid, kind = key
+        if self.managed_cpus is not None and not cpus <= self.managed_cpus:
+            raise EnforcementError(
+                'refusing to pin %s of %s to unmanaged CPUs %s'
+                % (kind, uuid, sorted(cpus - self.managed_cpus)))
         try:
-            if kind == 'vcpu':
+            if kind == VCPU:
                 self.driver.pin_vcpus(uuid, cpus)
-                st.vcpu_cpus = cpus
             else:
                 self.driver.pin_emulator(uuid, cpus)
-                st.emulator_cpus = cpus
         except base.DriverError as exc:
             failed[uuid] = '%s pin: %s' % (kind, exc)
-            # Unknown state now: write it again next time.
-            if kind == 'vcpu':
-                st.vcpu_cpus = None
-            else:
-                st.emulator_cpus = None
+            if pool is not None:
+                self.ledger.failed(key, pool, cpus)
+            return 0
+        if pool is None:
+            self.ledger.narrowed(key, cpus)
+        else:
+            self.ledger.succeeded(key, pool, cpus)
+        return 1
+
+    # -- checks between passes -----------------------------------------------
+    def check_guest(self, uuid, online):
+        """Notice a guest that no longer keeps its target online.
+
+        A guest reset or a reloaded module brings every vCPU back without
+        the agent asking. If what the guest reports differs from its last
+        answered target for longer than ``ack_timeout``, the agent assumes
+        every vCPU online and sends its target again. Returns True then.
+        """
+        st = self.acks.get(uuid)
+        if st is None or st.waiting or st.online is None or \
+                online == st.online:
             return False
+        if self.clock() - st.acked_at < self.ack_timeout:
+            return False
+        st.online = None
         return True
 
+    def check_drift(self):
+        """Compare live pins with the ledger; re-adopt what drifted.
 
-def _step_target(step, old, new):
-    """The CPUs to pin in ``step``, or None for nothing to do."""
-    if old == new:
-        return None
-    if step == 'widen':
-        return new
-    if old is None:
-        return None
-    kept = old & new
-    if step == 'narrow':
-        return kept if kept and kept != old else None
-    return new if not kept else None
+        Returns the uuids whose pins someone else changed: the next apply
+        narrows them again.
+        """
+        drifted = []
+        for uuid in sorted(self.guests):
+            vcpu = self.ledger.get((uuid, VCPU))
+            emulator = self.ledger.get((uuid, EMULATOR))
+            if vcpu is None or emulator is None or \
+                    not _known(vcpu.pool) or not _known(emulator.pool):
+                continue
+            try:
+                vcpus, live_emulator = self.driver.read_pins(uuid)
+            except base.DriverError:
+                continue
+            if vcpus != {vcpu.cpus} or live_emulator != emulator.cpus:
+                drifted.append(uuid)
+                self.ledger.adopt((uuid, VCPU), frozenset().union(
+                    *[s for s in vcpus if s]) | vcpu.cpus)
+                self.ledger.adopt((uuid, EMULATOR),
+                                  (live_emulator or frozenset()) |
+                                  emulator.cpus)
+        return drifted
+
+    def ack_state(self, uuid):
+        st = self.acks.get(uuid)
+        return st.state if st is not None else None
+
+
+def _known(pool):
+    return pool is not None and not pool.startswith('unknown:')
+
+
+def _vcpus_first(item):
+    (uuid, kind), _ = item
+    return kind != VCPU, uuid

@@ -35,6 +35,7 @@ class VmStatus:
     vcpus: int
     mode: str = 'active'
     signal: str = sampler_mod.MODE_HOST_ONLY
+    channel: str = ''
     reason: str = ''
     cores: int = 0
     cpus: str = ''
@@ -72,7 +73,10 @@ class Agent:
         self.sampler = sampler_mod.Sampler(
             self.settings.guest_util_tolerance)
         self.enforcer = enforcer_mod.Enforcer(
-            driver, self.settings.ack_timeout, clock=clock)
+            driver, self.settings.ack_timeout, clock=clock,
+            ack_wait=self.settings.ack_wait,
+            max_vcpu_step=self.settings.max_vcpu_step,
+            managed_cpus=self.topology.cpus_of(self.topology.core_ids))
         self.guests = {}
         self.status = {}
         self.last_plan = None
@@ -161,9 +165,8 @@ class Agent:
                 LOG.warning('Guest %s: %s', uuid, reason)
                 if uuid in self.status:
                     self.status[uuid].reason = reason
-            for uuid, target in self.enforcer.pending().items():
-                LOG.warning('Guest %s has not acknowledged %d vCPUs',
-                            uuid, target)
+            for uuid, reason in outcome.deferred.items():
+                LOG.info('Guest %s: %s', uuid, reason)
         self._update_status(plan)
         self.last_plan = plan
         self._signal(plan)
@@ -287,6 +290,7 @@ class Agent:
             status.wanted_cores = vm.wanted_cores
             status.note = vm.note
             status.r2 = vm.model_r2
+            status.channel = str(self.enforcer.ack_state(uuid) or '')
 
     def _signal(self, plan):
         """Paper Appendix B.4: tell the cloud scheduler how loaded we are."""

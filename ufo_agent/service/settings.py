@@ -13,6 +13,8 @@ class AgentSettings:
 
     dry_run: bool = False
     ack_timeout: float = 2.0
+    ack_wait: float = 0.3
+    max_vcpu_step: int = 8
     guest_util_tolerance: float = 0.10
     state_save_interval: float = 60.0
     drift_check_interval: float = 10.0

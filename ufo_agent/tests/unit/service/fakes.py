@@ -53,6 +53,8 @@ class FakeDriver(base.HypervisorDriver):
         self.calls = []
         self.clock = 0.0
         self.fail_pin = set()
+        self.fault = None         # (uuid, kind, cpus) -> None|before|after
+        self.before_pin = []      # checks of the state between two pins
 
     def add(self, guest):
         self.all[guest.info.uuid] = guest
@@ -86,15 +88,28 @@ class FakeDriver(base.HypervisorDriver):
                                 guest.emu_ns, report)
 
     def pin_vcpus(self, uuid, cpus):
-        if uuid in self.fail_pin:
-            raise base.DriverError('pin failed')
-        self._get(uuid).vcpu_pins = frozenset(cpus)
-        self.calls.append(('pin_vcpus', uuid, frozenset(cpus)))
-        self.check_isolation()
+        self._pin(uuid, 'vcpu', cpus)
 
     def pin_emulator(self, uuid, cpus):
-        self._get(uuid).emulator_pins = frozenset(cpus)
-        self.calls.append(('pin_emulator', uuid, frozenset(cpus)))
+        self._pin(uuid, 'emulator', cpus)
+
+    def _pin(self, uuid, kind, cpus):
+        guest = self._get(uuid)
+        for check in self.before_pin:
+            check()
+        fault = self.fault(uuid, kind, cpus) if self.fault else None
+        if (kind == 'vcpu' and uuid in self.fail_pin) or fault == 'before':
+            raise base.DriverError('pin failed')
+        if kind == 'vcpu':
+            guest.vcpu_pins = frozenset(cpus)
+        else:
+            guest.emulator_pins = frozenset(cpus)
+        self.calls.append(('pin_' + ('vcpus' if kind == 'vcpu'
+                                     else 'emulator'), uuid,
+                           frozenset(cpus)))
+        if fault == 'after':
+            # Applied, yet reported as failed (a timeout after the fact).
+            raise base.DriverError('pin reported failed')
         self.check_isolation()
 
     def set_vcpu_target(self, uuid, vcpus):

@@ -1,0 +1,109 @@
+"""Which pool each host CPU may belong to, as far as the host can know.
+
+Every pinning of a guest (its vCPU threads, its emulator threads) has a
+*pool* label and the set of CPUs its threads *may* run on. After a pin
+call succeeds that set is exactly what was pinned; after one fails it is
+unknown, so the ledger keeps the union of the old and the attempted set
+and a label of its own that no other pinning shares: libvirt pins vCPUs one
+by one and a failure can leave any mix behind.
+
+The rule the enforcer follows: a pinning joins a pool on a set of CPUs
+(by a pin, or by a change of label once it is inside them) only when no
+pinning of another pool may hold any of them. Narrowing (pinning to a
+subset, keeping its labels) is always allowed. So whatever fails, no CPU
+is ever in two pools once it has been given to one; guests adopted from
+Nova's default (every vCPU floating over the shared set) start with a
+label of their own and join their pools after their first narrow.
+"""
+
+import dataclasses
+
+SHARED = 'shared'           # idle pool: parked and best-effort VMs
+EMULATOR = 'emulator'       # shared emulator pool
+
+
+def vm_pool(uuid):
+    """The label of a VM's own vCPU pool."""
+    return 'vm:%s' % uuid
+
+
+def unknown(key):
+    """A label shared with nobody: the pinning's state is not known."""
+    return 'unknown:%s:%s' % key
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A pinning's CPUs, by pool: one part once a pin succeeded.
+
+    After a failed pin the threads may be in the old set (old pool) or in
+    the attempted one (new pool): both parts are kept.
+    """
+
+    parts: tuple              # ((pool, frozenset of CPUs), ...)
+    exact: bool = True        # False: a superset of where the threads are
+
+    @property
+    def cpus(self):
+        return frozenset().union(*[cpus for _, cpus in self.parts])
+
+    @property
+    def pool(self):
+        """The pool, or None while the pinning may be in two."""
+        return self.parts[0][0] if len(self.parts) == 1 else None
+
+
+class Ledger:
+    """Pinnings keyed by ``(uuid, kind)``, kind ``vcpu`` or ``emulator``."""
+
+    def __init__(self):
+        self._entries = {}
+
+    def get(self, key):
+        return self._entries.get(key)
+
+    def adopt(self, key, cpus, exact=False):
+        """A pinning found as it is (not written by us): pool unknown."""
+        self._entries[key] = Entry(((unknown(key), frozenset(cpus)),),
+                                   exact)
+
+    def succeeded(self, key, pool, cpus):
+        self._entries[key] = Entry(((pool, frozenset(cpus)),))
+
+    def joined(self, key, pool):
+        """The pinning is inside ``pool``'s CPUs: only its label changes."""
+        entry = self._entries[key]
+        self._entries[key] = Entry(((pool, entry.cpus),), entry.exact)
+
+    def narrowed(self, key, kept):
+        """A pin to a subset succeeded: same pools, fewer CPUs."""
+        parts = [(pool, cpus & kept) for pool, cpus in
+                 self._entries[key].parts if cpus & kept]
+        self._entries[key] = Entry(tuple(parts), True)
+
+    def failed(self, key, pool, attempted):
+        """A pin call failed: the threads may be in the old or new set."""
+        parts = dict(self._entries[key].parts) if key in self._entries \
+            else {}
+        parts[pool] = parts.get(pool, frozenset()) | frozenset(attempted)
+        self._entries[key] = Entry(tuple(sorted(parts.items())), False)
+
+    def forget_guest(self, uuid):
+        for key in [k for k in self._entries if k[0] == uuid]:
+            del self._entries[key]
+
+    def holders(self, cpus, pool, exclude, joining=None):
+        """Pinnings of another pool that may run on any of ``cpus``.
+
+        ``joining`` maps the keys that are on their way into a pool and
+        already inside its CPUs to that pool: they count as its members.
+        """
+        cpus = frozenset(cpus)
+        joining = joining or {}
+        return sorted(key for key, entry in self._entries.items()
+                      if key != exclude and joining.get(key) != pool and
+                      any(part_pool != pool and part_cpus & cpus
+                          for part_pool, part_cpus in entry.parts))
+
+    def keys(self):
+        return sorted(self._entries)
