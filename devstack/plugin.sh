@@ -54,7 +54,12 @@ function configure_ufo_agent {
     sudo install -d -o "$STACK_USER" "$UFO_CONF_DIR"
     rm -f "$UFO_AGENT_CONF"
     iniset "$UFO_AGENT_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
-    iniset "$UFO_AGENT_CONF" host nova_config "$NOVA_CPU_CONF"
+    # nova-compute runs with --config-file $NOVA_CPU_CONF: the agent manages
+    # its [compute] cpu_shared_set, unless UFO_MANAGED_CPUS says otherwise.
+    iniset "$UFO_AGENT_CONF" host_cpus nova_config "$NOVA_CPU_CONF"
+    if [[ -n "$UFO_MANAGED_CPUS" ]]; then
+        iniset "$UFO_AGENT_CONF" host_cpus managed_cpus "$UFO_MANAGED_CPUS"
+    fi
     iniset "$UFO_AGENT_CONF" publishers enabled "$UFO_PUBLISHERS"
     iniset "$UFO_AGENT_CONF" publishers host "$(hostname)"
     iniset "$UFO_AGENT_CONF" publishers nodename "$(hostname)"

@@ -54,10 +54,14 @@ class AgentProcess:
         self.port = free_port()
         self.state = workdir / 'state'
         self.log = workdir / 'agent.log'
+        online = ','.join(str(cpu) for cpu in sorted(host_online_cpus()))
         conf = {
             'agent': {'state_path': str(self.state),
                       'metrics_port': str(self.port)},
             'controller': {'idle_after': '600'},
+            # No Nova here: manage every online CPU, said explicitly.
+            'host_cpus': {'managed_cpus': online, 'nova_config': '',
+                          'nova_config_dir': ''},
             # No broker: the messaging path has its own tests.
             'publishers': {'enabled': ''},
         }

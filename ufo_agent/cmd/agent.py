@@ -51,21 +51,34 @@ def _driver():
     return libvirt_driver
 
 
+def resolve_managed_cpus(conf):
+    """The managed host CPUs, before anything touches libvirt."""
+    try:
+        online = managed_cpus.read_online_cpus()
+    except (OSError, ValueError) as exc:
+        raise StartupError('cannot read the online CPUs: %s' % exc)
+    try:
+        return managed_cpus.resolve(
+            online, conf.host_cpus.managed_cpus,
+            conf.host_cpus.reserved_cpus, conf.host_cpus.nova_config,
+            conf.host_cpus.nova_config_dir)
+    except managed_cpus.ManagedCpusError as exc:
+        raise StartupError(str(exc))
+
+
 def build(conf):
     """Check the configuration and build the driver and the agent."""
     try:
         controller = controller_config.ControllerConfig.from_conf(conf)
     except (ValueError, cfg.ConfigFileValueError) as exc:
         raise StartupError(str(exc))
+    managed = resolve_managed_cpus(conf)
     drivers = _driver()
     host = drivers._sysfs_cpus()
     try:
-        managed = managed_cpus.resolve(
-            host.online, conf.host_cpus.managed_cpus,
-            conf.host_cpus.reserved_cpus, conf.host_cpus.nova_config)
         cores = topology.HostTopology(host.siblings, host.numa_of_cpu,
                                       managed=managed)
-    except (managed_cpus.ManagedCpusError, topology.TopologyError) as exc:
+    except topology.TopologyError as exc:
         raise StartupError(str(exc))
     if len(cores) < controller.emulator_min_cores + 1:
         raise StartupError(

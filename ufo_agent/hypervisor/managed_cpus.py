@@ -1,19 +1,84 @@
-"""Resolve the host CPUs ufo-agent manages, refusing bad sets at start.
+"""Resolve the host CPUs ufo-agent manages, refusing unsafe sets at start.
 
-The set is ``[host_cpus] managed_cpus`` if given; else Nova's
-``[compute] cpu_shared_set`` read from the nova.conf named by
-``[host_cpus] nova_config``; else every online CPU.
-``[host_cpus] reserved_cpus`` is removed from it. Nova's
-``cpu_dedicated_set`` is never managed.
+Nova's CPU sets are read the way nova-compute reads them, with
+oslo.config: the files of ``[host_cpus] nova_config`` in order, then the
+``*.conf`` files of ``[host_cpus] nova_config_dir`` in name order, a later
+value overriding an earlier one (as ``nova-compute --config-file ...
+--config-dir ...`` does). Only ``[compute] cpu_shared_set``,
+``[compute] cpu_dedicated_set`` and the deprecated ``[DEFAULT]
+vcpu_pin_set`` are read; an empty value is unset, and values use Nova's
+syntax (``4-12,^8,15``). The default paths (:data:`NOVA_CONFIG_FILES`,
+:data:`NOVA_CONFIG_DIR`) are skipped when they do not exist; any other
+path that does not exist, cannot be read or parsed, or holds an invalid
+value stops the agent, naming the file and the option.
+
+Resolution, in order:
+
+=================  ======================  ==================================
+``managed_cpus``   Nova's configuration    managed set
+=================  ======================  ==================================
+set                not found               ``managed_cpus``
+set                found                   ``managed_cpus``; refused if it
+                                           overlaps ``cpu_dedicated_set``
+                                           (or ``vcpu_pin_set``, see below)
+unset              ``cpu_shared_set`` set  ``cpu_shared_set``; refused if it
+                                           overlaps ``cpu_dedicated_set``
+unset              no ``cpu_shared_set``   refused
+unset              not found               refused
+any                ``vcpu_pin_set`` and    refused (nova-compute refuses
+                   ``cpu_dedicated_set``   this too)
+unset              ``vcpu_pin_set``        refused: with it, Nova pins
+                                           dedicated and shared guests on the
+                                           same CPUs
+=================  ======================  ==================================
+
+Nova's dedicated CPUs (``cpu_dedicated_set``, or the whole legacy
+``vcpu_pin_set``) are therefore never managed. The set found must then be
+online, ``[host_cpus] reserved_cpus`` (online CPUs too) is removed from it,
+and something must be left. Every online CPU is never managed by default.
 """
 
-import configparser
+import dataclasses
+import glob
+import logging
+import os
+
+from oslo_config import cfg
 
 from ufo_agent import cpuset
+
+LOG = logging.getLogger(__name__)
+
+#: What nova-compute reads when started without ``--config-file``
+#: (oslo.config's defaults for project ``nova``, program ``nova-compute``)
+#: and what Debian's and Ubuntu's units pass: skipped when absent.
+NOVA_CONFIG_FILES = ('/etc/nova/nova.conf', '/etc/nova/nova-compute.conf')
+NOVA_CONFIG_DIR = '/etc/nova/nova.conf.d'
+
+MANAGED = '[host_cpus] managed_cpus'
+RESERVED = '[host_cpus] reserved_cpus'
+NOVA_CONFIG = '[host_cpus] nova_config'
+NOVA_CONFIG_DIR_OPT = '[host_cpus] nova_config_dir'
+SHARED = '[compute] cpu_shared_set'
+DEDICATED = '[compute] cpu_dedicated_set'
+PIN_SET = '[DEFAULT] vcpu_pin_set'
 
 
 class ManagedCpusError(ValueError):
     """A CPU set option is invalid; the message names the option."""
+
+
+@dataclasses.dataclass(frozen=True)
+class NovaCpuSets:
+    """Nova's CPU sets as nova-compute sees them; None where unset."""
+
+    files: tuple
+    shared: frozenset = None
+    dedicated: frozenset = None
+    vcpu_pin_set: frozenset = None
+
+    def where(self, option):
+        return 'nova.conf %s (read from %s)' % (option, ', '.join(self.files))
 
 
 def _parse(text, option):
@@ -23,63 +88,165 @@ def _parse(text, option):
         raise ManagedCpusError('%s: %s' % (option, exc))
 
 
-def read_nova_cpu_sets(path):
-    """Return (cpu_shared_set, cpu_dedicated_set) text from a nova.conf."""
-    parser = configparser.ConfigParser(interpolation=None, strict=False)
+def read_online_cpus(root='/sys/devices/system/cpu'):
+    """The online CPUs of this host, from sysfs."""
+    with open(os.path.join(root, 'online')) as handle:
+        return cpuset.parse_cpuset(handle.read().strip())
+
+
+def _paths(files):
+    # One path, as before nova_config was a list, is a list of one.
+    return [files] if isinstance(files, str) else list(files or ())
+
+
+def _existing(paths, option, default_paths):
+    found = []
+    for path in paths:
+        if not path:
+            continue
+        if os.path.exists(path):
+            found.append(path)
+        elif path in default_paths:
+            LOG.info('%s: %s does not exist, skipped', option, path)
+        else:
+            raise ManagedCpusError(
+                '%s: %s does not exist; name the files nova-compute reads, '
+                'or set it empty and set %s' % (option, path, MANAGED))
+    return found
+
+
+def read_nova_cpu_sets(files, config_dir=None):
+    """Read Nova's CPU sets; None when no Nova configuration exists.
+
+    ``files`` are read in order, then the ``*.conf`` files of
+    ``config_dir``, with oslo.config as nova-compute reads them.
+    """
+    files = _existing(_paths(files), NOVA_CONFIG, NOVA_CONFIG_FILES)
+    dirs = _existing([config_dir] if config_dir else [], NOVA_CONFIG_DIR_OPT,
+                     (NOVA_CONFIG_DIR,))
+    if dirs and not os.path.isdir(dirs[0]):
+        raise ManagedCpusError('%s: %s is not a directory'
+                               % (NOVA_CONFIG_DIR_OPT, dirs[0]))
+    read = list(files)
+    for directory in dirs:
+        # What oslo.config reads of a --config-dir.
+        read.extend(sorted(glob.glob(os.path.join(directory, '*.conf'))))
+    if not read:
+        return None
+    nova = cfg.ConfigOpts()
+    nova.register_opts([cfg.StrOpt('cpu_shared_set'),
+                        cfg.StrOpt('cpu_dedicated_set')], group='compute')
+    nova.register_opts([cfg.StrOpt('vcpu_pin_set')])
+    args = []
+    for path in files:
+        args += ['--config-file', path]
+    for directory in dirs:
+        args += ['--config-dir', directory]
+    # Only the files named: not ufo-agent's command line, nor the
+    # environment (nova-compute's is not ours), nor oslo.config's search.
     try:
-        with open(path) as handle:
-            parser.read_file(handle)
-    except (OSError, configparser.Error) as exc:
-        raise ManagedCpusError('[host_cpus] nova_config: cannot read %s: %s'
-                               % (path, exc))
-    get = (lambda key: parser.get('compute', key, fallback='') or '')
-    return get('cpu_shared_set'), get('cpu_dedicated_set')
+        nova(args, project=None, prog='nova-compute',
+             default_config_files=[], default_config_dirs=[], use_env=False)
+    except (cfg.Error, OSError) as exc:
+        raise ManagedCpusError('%s, nova_config_dir: cannot read Nova\'s '
+                               'configuration: %s' % (NOVA_CONFIG, exc))
+    sets = NovaCpuSets(tuple(read))
+    values = {}
+    for field, group, name, option in (
+            ('shared', 'compute', 'cpu_shared_set', SHARED),
+            ('dedicated', 'compute', 'cpu_dedicated_set', DEDICATED),
+            ('vcpu_pin_set', None, 'vcpu_pin_set', PIN_SET)):
+        try:
+            text = nova[group][name] if group else nova[name]
+        except cfg.Error as exc:
+            raise ManagedCpusError('%s: %s' % (sets.where(option), exc))
+        # As nova.virt.hardware: an empty value is unset, a value that
+        # leaves no CPU is an error.
+        if not text:
+            continue
+        cpus = _parse(text, sets.where(option))
+        if not cpus:
+            raise ManagedCpusError('%s: no CPU left after parsing %r'
+                                   % (sets.where(option), text))
+        values[field] = cpus
+    return dataclasses.replace(sets, **values)
 
 
-def resolve(online_cpus, managed=None, reserved='', nova_config=None):
-    """Return the frozenset of managed host CPUs.
+def _no_managed_set(nova, nova_config, nova_config_dir):
+    if nova is None:
+        looked = ', '.join([p for p in _paths(nova_config) if p] +
+                           ([nova_config_dir] if nova_config_dir else []))
+        found = ('no Nova configuration found (%s, %s: %s)'
+                 % (NOVA_CONFIG, NOVA_CONFIG_DIR_OPT, looked or 'empty'))
+    else:
+        found = '%s is not set' % nova.where(SHARED)
+    return ManagedCpusError(
+        'Cannot tell which host CPUs to manage: %s is unset and %s. Set %s, '
+        'or point %s at nova-compute\'s configuration files and set %s '
+        'there. ufo-agent no longer manages every online CPU by default.'
+        % (MANAGED, found, MANAGED, NOVA_CONFIG, SHARED))
+
+
+def resolve(online_cpus, managed=None, reserved='', nova_config=(),
+            nova_config_dir=None):
+    """Return the frozenset of managed host CPUs (see the module's doc).
 
     ``online_cpus`` is what the host has; the other arguments are the
-    ``[host_cpus]`` options as given.
+    ``[host_cpus]`` options as given. Raises :class:`ManagedCpusError`.
     """
     online = frozenset(online_cpus)
-    dedicated = frozenset()
-    if managed is not None and managed.strip():
-        source = '[host_cpus] managed_cpus'
-        cpus = _parse(managed, source)
-        if nova_config:
-            dedicated = _parse(read_nova_cpu_sets(nova_config)[1],
-                               'nova.conf [compute] cpu_dedicated_set')
-    elif nova_config:
-        shared, dedicated_text = read_nova_cpu_sets(nova_config)
-        source = 'nova.conf [compute] cpu_shared_set'
-        if not shared.strip():
-            raise ManagedCpusError(
-                '%s is empty in %s: set it, or set [host_cpus] managed_cpus'
-                % (source, nova_config))
-        cpus = _parse(shared, source)
-        dedicated = _parse(dedicated_text,
-                           'nova.conf [compute] cpu_dedicated_set')
-    else:
-        source = 'online CPUs'
-        cpus = online
-    overlap = cpus & dedicated
-    if overlap:
+    nova = read_nova_cpu_sets(nova_config, nova_config_dir)
+    if nova is not None and nova.vcpu_pin_set is not None \
+            and nova.dedicated is not None:
         raise ManagedCpusError(
-            '%s overlaps nova.conf [compute] cpu_dedicated_set on CPUs %s'
-            % (source, cpuset.format_cpuset(overlap)))
+            '%s and %s are both set; nova-compute refuses this too: unset '
+            'vcpu_pin_set' % (nova.where(PIN_SET), DEDICATED))
+    # With the legacy vcpu_pin_set, Nova pins dedicated guests anywhere in
+    # it, so all of it is protected like cpu_dedicated_set.
+    protected, protected_name = frozenset(), DEDICATED
+    if nova is not None:
+        if nova.vcpu_pin_set is not None:
+            protected, protected_name = nova.vcpu_pin_set, PIN_SET
+        elif nova.dedicated is not None:
+            protected = nova.dedicated
+    if managed is not None and managed.strip():
+        source = origin = MANAGED
+        cpus = _parse(managed, source)
+        if nova is None:
+            LOG.info('No Nova configuration read: managing %s without '
+                     'checking it against Nova\'s %s', source, DEDICATED)
+    elif nova is not None and nova.vcpu_pin_set is not None:
+        raise ManagedCpusError(
+            '%s is unset and %s is set: with this deprecated option Nova '
+            'pins dedicated and shared guests on the same CPUs, so none is '
+            'safe to manage. Move Nova to %s and %s, or set %s to CPUs '
+            'outside vcpu_pin_set.'
+            % (MANAGED, nova.where(PIN_SET), SHARED, DEDICATED, MANAGED))
+    elif nova is not None and nova.shared is not None:
+        source, origin = 'nova.conf ' + SHARED, nova.where(SHARED)
+        cpus = nova.shared
+    else:
+        raise _no_managed_set(nova, nova_config, nova_config_dir)
+    overlap = cpus & protected
+    if overlap:
+        # Nova refuses a cpu_shared_set that overlaps cpu_dedicated_set too.
+        raise ManagedCpusError(
+            '%s overlaps %s on CPUs %s: Nova\'s dedicated CPUs are never '
+            'managed' % (source, nova.where(protected_name),
+                         cpuset.format_cpuset(overlap)))
     missing = cpus - online
     if missing:
         raise ManagedCpusError('%s lists CPUs %s that are not online'
-                               % (source, cpuset.format_cpuset(missing)))
-    reserved_cpus = _parse(reserved or '', '[host_cpus] reserved_cpus')
+                               % (origin, cpuset.format_cpuset(missing)))
+    reserved_cpus = _parse(reserved or '', RESERVED)
     stray = reserved_cpus - online
     if stray:
-        raise ManagedCpusError('[host_cpus] reserved_cpus lists CPUs %s that '
-                               'are not online'
-                               % cpuset.format_cpuset(stray))
+        raise ManagedCpusError('%s lists CPUs %s that are not online'
+                               % (RESERVED, cpuset.format_cpuset(stray)))
     result = cpus - reserved_cpus
     if not result:
-        raise ManagedCpusError('%s minus [host_cpus] reserved_cpus leaves no '
-                               'CPU to manage' % source)
+        raise ManagedCpusError('%s minus %s leaves no CPU to manage'
+                               % (origin, RESERVED))
+    LOG.info('Managing host CPUs %s (%s minus %s)',
+             cpuset.format_cpuset(result), origin, RESERVED)
     return result

@@ -168,6 +168,8 @@ def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
     ({'controller__sf_threshold': '2'}, 'sf_threshold'),
     ({'host_cpus__reserved_cpus': 'x'},
      r'\[host_cpus\] reserved_cpus: invalid'),
+    ({'host_cpus__managed_cpus': ''},
+     r'\[host_cpus\] managed_cpus is unset and no Nova configuration'),
 ])
 def test_bad_configuration_is_refused_naming_the_option(
         guest_artifacts, tmp_path, options, message):

@@ -52,6 +52,20 @@ def test_every_option_has_help_and_is_listed():
     assert ('host_cpus', 'managed_cpus') in listed
 
 
+def test_nova_config_defaults_to_the_files_nova_compute_reads(conf, tmp_path):
+    assert conf.conf.host_cpus.nova_config == [
+        '/etc/nova/nova.conf', '/etc/nova/nova-compute.conf']
+    assert conf.conf.host_cpus.nova_config_dir == '/etc/nova/nova.conf.d'
+    assert conf.conf.host_cpus.managed_cpus is None
+    path = tmp_path / 'ufo-agent.conf'
+    path.write_text('[host_cpus]\nnova_config = /etc/nova/nova-cpu.conf, '
+                    '/etc/nova/extra.conf\nnova_config_dir =\n')
+    conf.conf(['--config-file', str(path)], default_config_files=[])
+    assert conf.conf.host_cpus.nova_config == [
+        '/etc/nova/nova-cpu.conf', '/etc/nova/extra.conf']
+    assert conf.conf.host_cpus.nova_config_dir == ''
+
+
 def test_out_of_range_value_in_a_file_names_the_option(tmp_path):
     path = tmp_path / 'ufo-agent.conf'
     path.write_text('[controller]\nsf_threshold = 1.5\n')

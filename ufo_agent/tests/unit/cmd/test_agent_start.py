@@ -1,0 +1,103 @@
+"""``ufo-agent`` refuses to start when its managed CPUs are not safe.
+
+The managed set is resolved before the driver is loaded: these tests run
+without libvirt, and fail if the agent gets as far as the driver.
+"""
+
+import logging
+
+import pytest
+
+from ufo_agent.cmd import agent
+from ufo_agent.hypervisor import managed_cpus as mc
+
+
+@pytest.fixture
+def start(tmp_path, monkeypatch, capsys):
+    """Run ``ufo-agent --config-file`` on the given text; (rc, stderr)."""
+    def no_driver():
+        pytest.fail('the driver was loaded before the managed set was safe')
+
+    monkeypatch.setattr(agent, '_driver', no_driver)
+    monkeypatch.setattr(mc, 'read_online_cpus',
+                        lambda root=None: frozenset(range(16)))
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+
+    def run(text):
+        path = tmp_path / 'ufo-agent.conf'
+        path.write_text(text)
+        rc = agent.main(['--config-file', str(path),
+                         '--log-file', str(tmp_path / 'agent.log')])
+        return rc, capsys.readouterr().err
+
+    try:
+        yield run
+    finally:
+        agent.CONF.reset()
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+                handler.close()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def test_missing_nova_config_and_no_managed_cpus(start, tmp_path):
+    rc, err = start('[host_cpus]\nnova_config = %s\n'
+                    % (tmp_path / 'nova.conf'))
+    assert rc == 2
+    assert err.startswith('ufo-agent: [host_cpus] nova_config: ')
+    assert 'nova.conf does not exist' in err
+    assert '[host_cpus] managed_cpus' in err
+
+
+def test_no_nova_config_at_the_default_paths(start, tmp_path, monkeypatch):
+    """Nothing configured on a host without Nova: refused, naming why."""
+    absent = str(tmp_path / 'etc-nova' / 'nova.conf')
+    monkeypatch.setattr(mc, 'NOVA_CONFIG_FILES', (absent,))
+    rc, err = start('[host_cpus]\nnova_config = %s\nnova_config_dir =\n'
+                    % absent)
+    assert rc == 2
+    for name in ('[host_cpus] managed_cpus is unset',
+                 'no Nova configuration found', '[host_cpus] nova_config',
+                 '[compute] cpu_shared_set'):
+        assert name in err
+    assert 'Cannot start: Cannot tell which host CPUs to manage' in (
+        tmp_path / 'agent.log').read_text()
+
+
+def test_managed_cpus_overlapping_the_dedicated_set(start, tmp_path):
+    nova = tmp_path / 'nova.conf'
+    nova.write_text('[compute]\ncpu_shared_set = 0-7\n'
+                    'cpu_dedicated_set = 8-15\n')
+    rc, err = start('[host_cpus]\nmanaged_cpus = 4-11\nnova_config = %s\n'
+                    'nova_config_dir =\n' % nova)
+    assert rc == 2
+    assert ('[host_cpus] managed_cpus overlaps nova.conf [compute] '
+            'cpu_dedicated_set' in err)
+
+
+def test_a_safe_set_goes_on_to_the_driver(start, tmp_path, monkeypatch):
+    """With a safe set, build() resolves it, then loads the driver."""
+    nova = tmp_path / 'nova.conf'
+    nova.write_text('[compute]\ncpu_shared_set = 2-7\n'
+                    'cpu_dedicated_set = 8-15\n')
+    resolved = []
+    real_resolve = mc.resolve
+
+    def resolve(*args):
+        resolved.append(real_resolve(*args))
+        return resolved[-1]
+
+    class DriverLoaded(Exception):
+        pass
+
+    def driver():
+        raise DriverLoaded()
+
+    monkeypatch.setattr(mc, 'resolve', resolve)
+    monkeypatch.setattr(agent, '_driver', driver)
+    with pytest.raises(DriverLoaded):
+        start('[host_cpus]\nnova_config = %s\nnova_config_dir =\n' % nova)
+    assert resolved == [frozenset(range(2, 8))]
