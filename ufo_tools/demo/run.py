@@ -147,9 +147,12 @@ def run(args):
                 next_tick += 1.0
                 time.sleep(max(0.0, next_tick - time.monotonic()))
                 try:
-                    snap = agent.status()
+                    snap = agent.poll()
                 except OSError as exc:
                     print('status unavailable: %s' % exc, flush=True)
+                    continue
+                if snap is None:
+                    print(status_cmd.NO_DATA, flush=True)
                     continue
                 for name in scenario.LC_GUESTS:
                     value = consoles[name].latest_p99()
