@@ -13,6 +13,7 @@ import argparse
 import collections
 import contextlib
 import dataclasses
+import importlib.util
 import json
 import os
 import pathlib
@@ -218,6 +219,12 @@ def main(argv=None):
                         help='print a line every 5 s instead of the live '
                              'view')
     args = parser.parse_args(argv)
+    missing = [name for name in ('libvirt', 'matplotlib')
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        print('ufo-demo needs %s: pip install \'ufo-nova[agent,plot]\''
+              % ' and '.join(missing), file=sys.stderr)
+        return 2
     if os.geteuid() != 0:
         print('ufo-demo needs root (libvirt qemu:///system, /dev/shm pages '
               'for QEMU)', file=sys.stderr)
