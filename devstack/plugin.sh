@@ -3,7 +3,9 @@
 #
 #   enable_plugin ufo-nova <git URL of ufo-nova> [<branch>]
 #
-# stack install     install ufo-nova (scheduler plugins and ufo-agent)
+# stack install     install ufo-nova: the base install (scheduler plugins);
+#                   with its agent extra (libvirt-python) where ufo-agent
+#                   runs
 # stack post-config nova.conf: UFOFilter, UFOIdlePoolWeigher, [ufo];
 #                   /etc/ufo/ufo-agent.conf on compute nodes
 # stack extra       start ufo-agent on compute nodes; RabbitMQ queue
@@ -19,8 +21,14 @@ UFO_FILTER=UFOFilter
 UFO_FILTER_CLASS=ufo_nova.filter.UFOFilter
 UFO_WEIGHER_CLASS=ufo_nova.weigher.UFOIdlePoolWeigher
 
+# The base install is what nova-scheduler needs; compute nodes that run
+# ufo-agent add the agent extra (libvirt-python).
 function install_ufo_nova {
-    setup_develop "$UFO_NOVA_DIR"
+    if is_service_enabled n-cpu && is_service_enabled ufo-agent; then
+        setup_develop "$UFO_NOVA_DIR" agent
+    else
+        setup_develop "$UFO_NOVA_DIR"
+    fi
 }
 
 # Add UFOFilter and UFOIdlePoolWeigher to nova.conf, keeping what devstack

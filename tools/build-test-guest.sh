@@ -94,7 +94,7 @@ if [ ! -f "$KCACHE/done" ]; then
         apt_update
         rm -rf "$KCACHE"
         flock -u 9
-        UFO_GUEST_RETRIED=1 exec "$0" "$@"
+        UFO_GUEST_RETRIED=1 exec bash "$0" "$@"
     fi
     for deb in "$KCACHE"/debs/*.deb; do
         dpkg -x "$deb" "$KCACHE/root"

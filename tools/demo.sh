@@ -1,7 +1,7 @@
 #!/bin/bash
 # The README's main job on a fresh Debian 12 machine: installs what it
-# needs (tools/install-deps.sh, then ufo-nova with its plot extra into
-# .venv-demo), then runs ufo-demo: three oversubscribed guests under
+# needs (tools/install-deps.sh, then ufo-nova with its agent and plot
+# extras into .venv-demo), then runs ufo-demo: three oversubscribed guests under
 # ufo-agent with a live view; a plot and a summary at the end.
 #
 # Usage: tools/demo.sh [ufo-demo options]   (ufo-demo --help)
@@ -22,5 +22,5 @@ if [ ! -x "$VENV/bin/ufo-demo" ]; then
     "$VENV/bin/pip" install -q --upgrade pip
 fi
 # Cheap when nothing changed; picks up a new checkout otherwise.
-"$VENV/bin/pip" install -q -e "$TOP[plot]"
+"$VENV/bin/pip" install -q -e "$TOP[agent,plot]"
 exec $SUDO "$VENV/bin/ufo-demo" "$@"

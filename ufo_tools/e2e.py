@@ -4,7 +4,8 @@
 writes Nova's ``<nova:instance>`` metadata into it, as Nova does, so that
 ufo-agent manages it like any instance. ``AgentProcess`` runs the real
 ``ufo-agent`` command with a generated configuration file and reads its
-/status endpoint.
+/status endpoint, which is ``{}`` until the agent's first tick: every
+reader here treats that as "no data yet", never as a status.
 """
 
 import contextlib
@@ -84,27 +85,47 @@ class AgentProcess:
     def log_text(self):
         return self.log.read_text() if self.log.exists() else ''
 
-    def status(self):
+    def poll(self):
+        """One read of /status: the status, or None before the first tick.
+
+        Until its first tick the agent answers ``{}``: no data yet.
+        """
         url = 'http://127.0.0.1:%d/status' % self.port
         with urllib.request.urlopen(url, timeout=5) as response:
-            return json.loads(response.read().decode())
+            return ticked(json.loads(response.read().decode()))
+
+    def status(self, timeout=30.0):
+        """The agent's status, waiting past ``{}`` until its first tick."""
+        return self.wait(lambda s: True, timeout, 'the first tick')
+
+    def _check_running(self):
+        if self.proc.poll() is not None:
+            raise AgentFailed('ufo-agent exited with %d:\n%s' % (
+                self.proc.returncode, self.log_text()[-3000:]))
 
     def wait(self, pred, timeout=90.0, what='condition'):
+        """The first status (never the empty one) for which ``pred`` holds.
+
+        The endpoint not answering yet counts as no data, like ``{}``.
+        """
         deadline = time.monotonic() + timeout
         last = None
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AgentFailed('ufo-agent exited with %d:\n%s' % (
-                    self.proc.returncode, self.log_text()[-3000:]))
+        while True:
+            self._check_running()
             try:
-                last = self.status()
-                if pred(last):
-                    return last
+                status = self.poll()
             except OSError:
-                pass
+                status = None
+            if status is not None:
+                last = status
+                if pred(status):
+                    return status
+            if time.monotonic() >= deadline:
+                break
             time.sleep(0.5)
         raise AgentFailed('timeout waiting for %s; last status %s\n%s'
-                          % (what, last, self.log_text()[-3000:]))
+                          % (what, last if last is not None else
+                             'none (no tick yet)', self.log_text()[-3000:]))
 
     def signal(self, signum, timeout=60.0):
         self.proc.send_signal(signum)
@@ -166,9 +187,15 @@ def set_load(guest, rate, svc_us=500, workers=2, report=False):
                                % guest.name)
 
 
+def ticked(status):
+    """``status`` if the agent has ticked; None for ``{}`` (no data yet)."""
+    return status or None
+
+
 def vm_status(status, uuid):
-    for vm in status['vms']:
-        if vm['uuid'] == uuid:
+    """The guest ``uuid`` in an agent status; None if absent or no data."""
+    for vm in (status or {}).get('vms') or ():
+        if vm.get('uuid') == uuid:
             return vm
     return None
 

@@ -1,7 +1,10 @@
 """Test guests under real libvirt and QEMU, for tests, benchmarks and demos.
 
 ``build_artifacts()`` runs ``tools/build-test-guest.sh`` (cached by content
-hash) and returns the kernel, initramfs and module paths. ``TestGuest``
+hash) and returns the kernel, initramfs and module paths. The script and
+the ``guest_image/`` sources it builds come from ``$UFO_SOURCE_DIR``, else
+the source checkout this module is in, else the installed data files
+(``<prefix>/share/ufo-nova``); see ``source_dir()``. ``TestGuest``
 defines and starts a transient domain with direct kernel boot, one UFO
 channel (an ivshmem-plain ``<shmem>`` whose page the host initializes
 before the guest starts) and a serial console on a pty that it reads in
@@ -12,11 +15,14 @@ elsewhere TCG (``<domain type='qemu'>``). ``UFO_GUEST_ACCEL=kvm|tcg``
 forces the choice.
 """
 
+import importlib.metadata
 import os
 import re
 import select
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -26,8 +32,9 @@ from xml.sax import saxutils
 
 from ufo_agent.channel import host_channel
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD_SCRIPT = os.path.join(TOP, 'tools', 'build-test-guest.sh')
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARE = os.path.join('share', 'ufo-nova')
+BUILD_SCRIPT = os.path.join('tools', 'build-test-guest.sh')
 LIBVIRT_URI = 'qemu:///system'
 SHM_DIR = '/dev/shm'
 SHM_SIZE_MIB = 1
@@ -41,12 +48,73 @@ _artifacts = None
 _accel = None
 
 
+class SourcesNotFound(RuntimeError):
+    """The test guest's build script and sources are nowhere to be found."""
+
+
+def _has_sources(path):
+    return (os.path.isfile(os.path.join(path, BUILD_SCRIPT)) and
+            os.path.isdir(os.path.join(path, 'guest_image')))
+
+
+def _installed_data_dirs():
+    """Where ``[files] data_files`` of setup.cfg may have gone."""
+    dirs = []
+    try:
+        dist = importlib.metadata.distribution('ufo-nova')
+        for name in dist.files or ():
+            if str(name).replace(os.sep, '/').endswith(
+                    'share/ufo-nova/tools/build-test-guest.sh'):
+                script = os.path.abspath(str(dist.locate_file(name)))
+                dirs.append(os.path.dirname(os.path.dirname(script)))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    prefixes = [sysconfig.get_path('data'), sys.prefix]
+    try:
+        prefixes.append(sysconfig.get_path(
+            'data', sysconfig.get_preferred_scheme('user')))
+    except KeyError:
+        pass
+    dirs += [os.path.join(prefix, SHARE) for prefix in prefixes]
+    return list(dict.fromkeys(dirs))
+
+
+def source_dir():
+    """Where ``tools/build-test-guest.sh`` and ``guest_image/`` are.
+
+    ``$UFO_SOURCE_DIR``, else the source checkout this module is in, else
+    ufo-nova's installed data files.
+    """
+    explicit = os.environ.get('UFO_SOURCE_DIR')
+    if explicit:
+        if _has_sources(explicit):
+            return explicit
+        raise SourcesNotFound(
+            'UFO_SOURCE_DIR=%s has no %s and guest_image/: point it at a '
+            'ufo-nova source checkout' % (explicit, BUILD_SCRIPT))
+    searched = [CHECKOUT] + _installed_data_dirs()
+    for path in searched:
+        if _has_sources(path):
+            return path
+    raise SourcesNotFound(
+        'the test guest needs %s and guest_image/ from ufo-nova; looked in '
+        'the source checkout and the installed data files: %s. Set '
+        'UFO_SOURCE_DIR to a ufo-nova source checkout.'
+        % (BUILD_SCRIPT, ', '.join(searched)))
+
+
+def _script(name):
+    """The command running a script of ``tools/`` (even if not executable)."""
+    path = os.path.join(source_dir(), 'tools', name)
+    return [path] if os.access(path, os.X_OK) else ['bash', path]
+
+
 def build_artifacts():
     """Build (or find in the cache) the test guest; returns a dict."""
     global _artifacts
     if _artifacts is None:
-        out = subprocess.run([BUILD_SCRIPT], check=True, text=True,
-                             stdout=subprocess.PIPE).stdout
+        out = subprocess.run(_script('build-test-guest.sh'), check=True,
+                             text=True, stdout=subprocess.PIPE).stdout
         _artifacts = dict(line.split('=', 1) for line in out.splitlines()
                           if '=' in line)
     return _artifacts
@@ -86,8 +154,7 @@ def _give_to_qemu(path):
 
 
 def start_libvirtd():
-    subprocess.run([os.path.join(TOP, 'tools', 'start-libvirtd.sh')],
-                   check=True)
+    subprocess.run(_script('start-libvirtd.sh'), check=True)
 
 
 def shmem_xml(name, size_mib=SHM_SIZE_MIB):

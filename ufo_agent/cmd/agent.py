@@ -47,6 +47,13 @@ class StartupError(Exception):
 
 
 def _driver():
+    try:
+        import libvirt  # noqa: F401
+    except ImportError:
+        raise StartupError(
+            'libvirt-python is not installed: install ufo-nova with its '
+            'agent extra (pip install \'ufo-nova[agent]\'; building it '
+            'needs libvirt-dev and pkg-config)')
     from ufo_agent.driver import libvirt_driver
     return libvirt_driver
 

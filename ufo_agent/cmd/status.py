@@ -12,7 +12,13 @@ def fetch(url, timeout=5.0):
         return json.loads(response.read().decode())
 
 
+NO_DATA = 'ufo-agent: no data yet (the agent has not completed a tick)'
+
+
 def format_status(snap):
+    if not snap:
+        # The agent answers {} until its first tick.
+        return NO_DATA
     pools = snap.get('pools', {})
     out = []
     out.append('ufo-agent: tick %d (%.1f ms)%s; cores saved: %d' % (

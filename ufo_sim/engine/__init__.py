@@ -2,7 +2,7 @@
 
 :class:`SimHost` is the facade the managers and experiments use (see
 doc/source/sim-calibration.rst); the event loop itself is the C
-extension ``_core``.
+extension ``_core``, built on first use (``ufo_sim.engine.build``).
 """
 
 from ufo_sim.engine.host import SimHost  # noqa: F401

@@ -5,7 +5,6 @@ import zlib
 
 import numpy as np
 
-from ufo_sim.engine import _core
 from ufo_sim.engine.spec import HostSpec
 
 
@@ -44,7 +43,10 @@ class SimHost:
         for group in self.spec.siblings():
             if len(group) == 2:
                 sib[group[0]], sib[group[1]] = group[1], group[0]
-        self._core = _core.Host(sib, self.spec.core_params())
+        # Imported here: ``python -m ufo_sim.engine.build`` must not find
+        # itself imported by the package.
+        from ufo_sim.engine import build
+        self._core = build.core().Host(sib, self.spec.core_params())
         self._ids = {}
         self._profiles = {}
         self.siblings = self.spec.siblings()

@@ -13,6 +13,7 @@ import argparse
 import collections
 import contextlib
 import dataclasses
+import importlib.util
 import json
 import os
 import pathlib
@@ -147,9 +148,12 @@ def run(args):
                 next_tick += 1.0
                 time.sleep(max(0.0, next_tick - time.monotonic()))
                 try:
-                    snap = agent.status()
+                    snap = agent.poll()
                 except OSError as exc:
                     print('status unavailable: %s' % exc, flush=True)
+                    continue
+                if snap is None:
+                    print(status_cmd.NO_DATA, flush=True)
                     continue
                 for name in scenario.LC_GUESTS:
                     value = consoles[name].latest_p99()
@@ -215,6 +219,12 @@ def main(argv=None):
                         help='print a line every 5 s instead of the live '
                              'view')
     args = parser.parse_args(argv)
+    missing = [name for name in ('libvirt', 'matplotlib')
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        print('ufo-demo needs %s: pip install \'ufo-nova[agent,plot]\''
+              % ' and '.join(missing), file=sys.stderr)
+        return 2
     if os.geteuid() != 0:
         print('ufo-demo needs root (libvirt qemu:///system, /dev/shm pages '
               'for QEMU)', file=sys.stderr)

@@ -4,9 +4,10 @@ import os
 import shutil
 import subprocess
 
-from ufo_tools import testguest
-
-TOP = testguest.TOP
+# The checkout these tests run from (tools/checkpatch-guest.sh is not
+# installed).
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 MODSRC = os.path.join(TOP, 'guest_image', 'ufo-guest')
 
 
