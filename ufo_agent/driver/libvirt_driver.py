@@ -92,7 +92,7 @@ class LibvirtDriver(base.HypervisorDriver):
                  manage_non_nova=False, shm_dir='/dev/shm',
                  name_prefix='ufo-', shm_size_mib=1, read_retries=100,
                  attach_channels=True, run_dir='/run/libvirt/qemu',
-                 proc_root='/proc'):
+                 proc_root='/proc', sysfs_root='/sys/devices/system/cpu'):
         import libvirt
         self.libvirt = libvirt
         self.uri = uri
@@ -105,6 +105,7 @@ class LibvirtDriver(base.HypervisorDriver):
         self.attach_channels = attach_channels
         self.run_dir = run_dir
         self.proc_root = proc_root
+        self.sysfs_root = sysfs_root
         self._conn = None
         self._tracked = {}
         self._skipped = {}            # uuid -> reason (logged once)
@@ -170,10 +171,10 @@ class LibvirtDriver(base.HypervisorDriver):
 
     # -- inventory ---------------------------------------------------------
     def host_cpus(self):
-        return _sysfs_cpus()
+        return _sysfs_cpus(self.sysfs_root)
 
     def _all_cpus(self):
-        return _sysfs_cpus().online
+        return _sysfs_cpus(self.sysfs_root).online
 
     def _pid(self, name):
         try:
