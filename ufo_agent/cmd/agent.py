@@ -21,6 +21,7 @@ from ufo_agent.controller import topology
 from ufo_agent.driver import base
 from ufo_agent import hostsignal
 from ufo_agent.hypervisor import managed_cpus
+from ufo_agent.hypervisor import sysfs
 from ufo_agent import publishers
 from ufo_agent.service import loop
 from ufo_agent.service import metrics
@@ -56,7 +57,7 @@ def build(conf):
     except (ValueError, cfg.ConfigFileValueError) as exc:
         raise StartupError(str(exc))
     drivers = _driver()
-    host = drivers._sysfs_cpus()
+    host = sysfs.host_cpus()
     try:
         managed = managed_cpus.resolve(
             host.online, conf.host_cpus.managed_cpus,

@@ -28,6 +28,7 @@ from ufo_agent.driver import base
 from ufo_agent.hypervisor import domain as domain_xml
 from ufo_agent.hypervisor import policy
 from ufo_agent.hypervisor import procfs
+from ufo_agent.hypervisor import sysfs
 
 LOG = logging.getLogger(__name__)
 
@@ -52,28 +53,6 @@ def _start_event_loop(libvirt):
         _event_loop_started = True
 
 
-def _sysfs_cpus(root='/sys/devices/system/cpu'):
-    """SMT siblings, NUMA nodes and online CPUs from sysfs."""
-    from ufo_agent import cpuset
-    with open(os.path.join(root, 'online')) as handle:
-        online = cpuset.parse_cpuset(handle.read().strip())
-    siblings, numa = set(), {}
-    for cpu in sorted(online):
-        path = os.path.join(root, 'cpu%d' % cpu, 'topology',
-                            'thread_siblings_list')
-        try:
-            with open(path) as handle:
-                group = cpuset.parse_cpuset(handle.read().strip())
-        except OSError:
-            group = frozenset([cpu])
-        siblings.add(tuple(sorted(group & online)))
-        node_dir = os.path.join(root, 'cpu%d' % cpu)
-        for name in os.listdir(node_dir):
-            if name.startswith('node') and name[4:].isdigit():
-                numa[cpu] = int(name[4:])
-    return base.HostCpus(tuple(sorted(siblings)), numa, online)
-
-
 class _Tracked:
     """What the driver keeps per managed guest."""
 
@@ -92,7 +71,7 @@ class LibvirtDriver(base.HypervisorDriver):
                  manage_non_nova=False, shm_dir='/dev/shm',
                  name_prefix='ufo-', shm_size_mib=1, read_retries=100,
                  attach_channels=True, run_dir='/run/libvirt/qemu',
-                 proc_root='/proc', sysfs_root='/sys/devices/system/cpu'):
+                 proc_root='/proc', sysfs_root=sysfs.CPU_ROOT):
         import libvirt
         self.libvirt = libvirt
         self.uri = uri
@@ -171,10 +150,10 @@ class LibvirtDriver(base.HypervisorDriver):
 
     # -- inventory ---------------------------------------------------------
     def host_cpus(self):
-        return _sysfs_cpus(self.sysfs_root)
+        return sysfs.host_cpus(self.sysfs_root)
 
     def _all_cpus(self):
-        return _sysfs_cpus(self.sysfs_root).online
+        return sysfs.host_cpus(self.sysfs_root).online
 
     def _pid(self, name):
         try:

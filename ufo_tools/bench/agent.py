@@ -31,6 +31,7 @@ def run(args):
 
     from ufo_agent.controller import ControllerConfig
     from ufo_agent.driver import libvirt_driver
+    from ufo_agent.hypervisor import sysfs
     from ufo_agent.service import loop
     from ufo_tools import testguest
 
@@ -50,7 +51,7 @@ def run(args):
                                   'nova', NOVA_NS,
                                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
             guests.append(guest)
-        host = libvirt_driver._sysfs_cpus()
+        host = sysfs.host_cpus()
         driver = libvirt_driver.LibvirtDriver(managed_cpus=host.online)
         stack.callback(driver.close)
         for guest in guests:
