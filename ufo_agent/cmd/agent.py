@@ -46,7 +46,7 @@ class StartupError(Exception):
 
 
 def _driver():
-    from ufo_agent.driver import libvirt_driver
+    from ufo_agent.driver.libvirt import driver as libvirt_driver
     return libvirt_driver
 
 

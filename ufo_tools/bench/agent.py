@@ -30,7 +30,7 @@ def run(args):
     import libvirt
 
     from ufo_agent.controller import ControllerConfig
-    from ufo_agent.driver import libvirt_driver
+    from ufo_agent.driver.libvirt import driver as libvirt_driver
     from ufo_agent.hypervisor import sysfs
     from ufo_agent.service import loop
     from ufo_tools import testguest

@@ -3,13 +3,14 @@ import sys
 import pytest
 
 from ufo_agent.channel import host_channel
-from ufo_agent.driver import libvirt_driver
+from ufo_agent.driver.libvirt import driver as libvirt_driver
+from ufo_agent.driver.libvirt import host as libvirt_host
 from ufo_agent.tests.unit.driver import fakehost
 from ufo_agent.tests.unit.driver import fakelibvirt
 
 # Where the driver and its once-per-process event loop live.
 DRIVER_CLASS = libvirt_driver.LibvirtDriver
-EVENT_LOOP_MODULE = libvirt_driver
+EVENT_LOOP_MODULE = libvirt_host
 
 
 @pytest.fixture
