@@ -5,7 +5,7 @@ import resource
 import statistics
 import time
 
-NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
+from ufo_agent.hypervisor.domain import NOVA_NS
 
 
 def add_arguments(parser):

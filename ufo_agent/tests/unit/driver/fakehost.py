@@ -2,9 +2,7 @@
 
 from xml.sax import saxutils
 
-from ufo_agent.hypervisor import domain
-
-NOVA_NS = domain.NOVA_NS_PREFIX + '1.1'
+from ufo_agent.hypervisor.domain import NOVA_NS
 
 # What Nova 34.0.0 writes (nova/virt/libvirt/config.py), trimmed to what a
 # libvirt 9.0 persistent definition keeps; libvirt formats with '.
