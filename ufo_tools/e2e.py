@@ -17,9 +17,9 @@ import sys
 import time
 import urllib.request
 
+from ufo_agent.hypervisor.domain import NOVA_NS
 from ufo_tools import testguest
 
-NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
 NOVA_META = """<instance>
   <name>%(name)s</name>
   <flavor name="%(flavor)s"><vcpus>%(vcpus)d</vcpus>

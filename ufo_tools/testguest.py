@@ -31,6 +31,7 @@ import uuid
 from xml.sax import saxutils
 
 from ufo_agent.channel import host_channel
+from ufo_agent.driver.libvirt import config as libvirt_config
 
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARE = os.path.join('share', 'ufo-nova')
@@ -155,10 +156,6 @@ def _give_to_qemu(path):
 
 def start_libvirtd():
     subprocess.run(_script('start-libvirtd.sh'), check=True)
-
-
-def shmem_xml(name, size_mib=SHM_SIZE_MIB):
-    return host_channel.shmem_xml(name, size_mib)
 
 
 class Console(object):
@@ -354,7 +351,7 @@ class TestGuest(object):
                 size=SHM_SIZE_MIB * 1024 * 1024)
             self.channel.initialize()
             _give_to_qemu(self.shm_path)
-            devices += shmem_xml(self.shm_name)
+            devices += libvirt_config.shmem_xml(self.shm_name, SHM_SIZE_MIB)
         dtype = 'kvm' if accel() == 'kvm' else 'qemu'
         xml = """
 <domain type='%(dtype)s'>
@@ -462,11 +459,11 @@ class TestGuest(object):
             with open(path, 'wb') as f:
                 f.truncate(size_mib * 1024 * 1024)
         _give_to_qemu(path)
-        self.dom.attachDeviceFlags(shmem_xml(name, size_mib),
+        self.dom.attachDeviceFlags(libvirt_config.shmem_xml(name, size_mib),
                                    self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     def detach_shmem(self, name, size_mib=SHM_SIZE_MIB):
-        self.dom.detachDeviceFlags(shmem_xml(name, size_mib),
+        self.dom.detachDeviceFlags(libvirt_config.shmem_xml(name, size_mib),
                                    self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     def online_cpus(self):

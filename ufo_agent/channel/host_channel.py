@@ -15,7 +15,6 @@ import pwd
 import re
 import struct
 import time
-from xml.sax import saxutils
 
 from ufo_agent.channel import layout
 from ufo_agent.channel import report
@@ -38,13 +37,6 @@ def shm_name(domain_uuid, prefix='ufo-'):
     if not re.match(r'^[A-Za-z0-9._-]{1,200}$', name):
         raise ValueError('unsafe shmem name %r' % name)
     return name
-
-
-def shmem_xml(name, size_mib=DEFAULT_SHM_SIZE // (1024 * 1024)):
-    """libvirt device XML of the channel (hot-pluggable)."""
-    return ("<shmem name='%s'><model type='ivshmem-plain'/>"
-            "<size unit='M'>%d</size></shmem>"
-            % (saxutils.escape(name, {"'": '&apos;'}), size_mib))
 
 
 def hand_to_qemu(path, user='libvirt-qemu', group='kvm'):

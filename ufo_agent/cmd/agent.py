@@ -22,6 +22,7 @@ from ufo_agent.controller import topology
 from ufo_agent.driver import base
 from ufo_agent import hostsignal
 from ufo_agent.hypervisor import managed_cpus
+from ufo_agent.hypervisor import sysfs
 from ufo_agent import publishers
 from ufo_agent.service import loop
 from ufo_agent.service import metrics
@@ -54,14 +55,14 @@ def _driver():
             'libvirt-python is not installed: install ufo-nova with its '
             'agent extra (pip install \'ufo-nova[agent]\'; building it '
             'needs libvirt-dev and pkg-config)')
-    from ufo_agent.driver import libvirt_driver
+    from ufo_agent.driver.libvirt import driver as libvirt_driver
     return libvirt_driver
 
 
 def resolve_managed_cpus(conf):
     """The managed host CPUs, before anything touches libvirt."""
     try:
-        online = managed_cpus.read_online_cpus()
+        online = sysfs.online_cpus()
     except (OSError, ValueError) as exc:
         raise StartupError('cannot read the online CPUs: %s' % exc)
     try:
@@ -81,7 +82,7 @@ def build(conf):
         raise StartupError(str(exc))
     managed = resolve_managed_cpus(conf)
     drivers = _driver()
-    host = drivers._sysfs_cpus()
+    host = sysfs.host_cpus()
     try:
         cores = topology.HostTopology(host.siblings, host.numa_of_cpu,
                                       managed=managed)

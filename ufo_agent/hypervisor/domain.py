@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 from ufo_agent import cpuset
 
 NOVA_NS_PREFIX = 'http://openstack.org/xmlns/libvirt/nova/'
+# The version Nova writes today, for tools that write Nova's metadata.
+NOVA_NS = NOVA_NS_PREFIX + '1.1'
 
 
 class DomainXMLError(ValueError):

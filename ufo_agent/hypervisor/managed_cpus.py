@@ -88,12 +88,6 @@ def _parse(text, option):
         raise ManagedCpusError('%s: %s' % (option, exc))
 
 
-def read_online_cpus(root='/sys/devices/system/cpu'):
-    """The online CPUs of this host, from sysfs."""
-    with open(os.path.join(root, 'online')) as handle:
-        return cpuset.parse_cpuset(handle.read().strip())
-
-
 def _paths(files):
     # One path, as before nova_config was a list, is a list of one.
     return [files] if isinstance(files, str) else list(files or ())

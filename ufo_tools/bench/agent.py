@@ -5,7 +5,7 @@ import resource
 import statistics
 import time
 
-NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
+from ufo_agent.hypervisor.domain import NOVA_NS
 
 
 def add_arguments(parser):
@@ -30,7 +30,8 @@ def run(args):
     import libvirt
 
     from ufo_agent.controller import ControllerConfig
-    from ufo_agent.driver import libvirt_driver
+    from ufo_agent.driver.libvirt import driver as libvirt_driver
+    from ufo_agent.hypervisor import sysfs
     from ufo_agent.service import loop
     from ufo_tools import testguest
 
@@ -50,7 +51,7 @@ def run(args):
                                   'nova', NOVA_NS,
                                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
             guests.append(guest)
-        host = libvirt_driver._sysfs_cpus()
+        host = sysfs.host_cpus()
         driver = libvirt_driver.LibvirtDriver(managed_cpus=host.online)
         stack.callback(driver.close)
         for guest in guests:

@@ -10,6 +10,7 @@ import pytest
 
 from ufo_agent.cmd import agent
 from ufo_agent.hypervisor import managed_cpus as mc
+from ufo_agent.hypervisor import sysfs
 
 
 @pytest.fixture
@@ -19,7 +20,7 @@ def start(tmp_path, monkeypatch, capsys):
         pytest.fail('the driver was loaded before the managed set was safe')
 
     monkeypatch.setattr(agent, '_driver', no_driver)
-    monkeypatch.setattr(mc, 'read_online_cpus',
+    monkeypatch.setattr(sysfs, 'online_cpus',
                         lambda root=None: frozenset(range(16)))
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level

@@ -114,3 +114,9 @@ def test_opt_out_hint_and_foreign_domains():
 def test_bad_domain_xml_is_refused(xml, match):
     with pytest.raises(dom.DomainXMLError, match=match):
         dom.parse_domain(xml)
+
+
+def test_the_namespace_tools_write_is_the_one_nova_writes():
+    assert dom.NOVA_NS == 'http://openstack.org/xmlns/libvirt/nova/1.1'
+    assert dom.NOVA_NS.startswith(dom.NOVA_NS_PREFIX)
+    assert dom.NOVA_NS in SHARED

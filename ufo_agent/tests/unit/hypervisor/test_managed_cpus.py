@@ -280,11 +280,6 @@ def test_shared_set_not_online_names_the_file(tmp_path):
         mc.resolve(ONLINE, None, '', [path])
 
 
-def test_online_cpus_from_sysfs(tmp_path):
-    (tmp_path / 'online').write_text('0-3,6\n')
-    assert mc.read_online_cpus(str(tmp_path)) == frozenset([0, 1, 2, 3, 6])
-
-
 # Nova 34.0.0's nova.virt.hardware.parse_cpu_spec on these strings (None:
 # exception.Invalid), recorded by running it; cpuset.parse_cpuset must
 # agree, since the agent parses Nova's options with it.

@@ -1,0 +1,244 @@
+"""The hypervisor driver for libvirt/QEMU hosts (the real one).
+
+* Inventory: running domains, parsed from their XML (Nova metadata,
+  restore pins), filtered by :mod:`ufo_agent.hypervisor.policy`.
+* Events: libvirt lifecycle and reboot events (:mod:`.host`), plus a
+  comparison of the running domains on every tick, so nothing is missed
+  across a libvirtd restart.
+* Guests: threads, counters, pins and release of one domain
+  (:mod:`.guest`).
+* Channel: one ``<shmem>`` ivshmem-plain device per guest, named after
+  its uuid, whose page is initialized before the device is hot-attached
+  (as migration master).
+"""
+
+import logging
+import os
+
+from ufo_agent.channel import host_channel
+from ufo_agent.driver import base
+from ufo_agent.driver.libvirt import config
+from ufo_agent.driver.libvirt import guest as libvirt_guest
+from ufo_agent.driver.libvirt import host as libvirt_host
+from ufo_agent.hypervisor import domain as domain_xml
+from ufo_agent.hypervisor import policy
+from ufo_agent.hypervisor import sysfs
+
+LOG = logging.getLogger(__name__)
+
+
+class LibvirtDriver(base.HypervisorDriver):
+    """:class:`HypervisorDriver` over libvirt-python."""
+
+    def __init__(self, uri='qemu:///system', managed_cpus=frozenset(),
+                 manage_non_nova=False, shm_dir='/dev/shm',
+                 name_prefix='ufo-', shm_size_mib=1, read_retries=100,
+                 attach_channels=True, run_dir='/run/libvirt/qemu',
+                 proc_root='/proc', sysfs_root=sysfs.CPU_ROOT):
+        import libvirt
+        self.libvirt = libvirt
+        self.uri = uri
+        self.managed_cpus = frozenset(managed_cpus)
+        self.manage_non_nova = manage_non_nova
+        self.shm_dir = shm_dir
+        self.name_prefix = name_prefix
+        self.shm_size_mib = shm_size_mib
+        self.read_retries = read_retries
+        self.attach_channels = attach_channels
+        self.run_dir = run_dir
+        self.proc_root = proc_root
+        self.sysfs_root = sysfs_root
+        self._guests = {}             # uuid -> libvirt_guest.Guest
+        self._skipped = {}            # uuid -> reason (logged once)
+        self._host = libvirt_host.Host(libvirt, uri)
+        self._host.get_connection()
+
+    # -- inventory ---------------------------------------------------------
+    def host_cpus(self):
+        return sysfs.host_cpus(self.sysfs_root)
+
+    def _all_cpus(self):
+        return sysfs.host_cpus(self.sysfs_root).online
+
+    def _pid(self, name):
+        try:
+            with open(os.path.join(self.run_dir, name + '.pid')) as handle:
+                return int(handle.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def guests(self):
+        seen = set()
+        for dom in self._host.running_domains():
+            uuid = dom.UUIDString()
+            seen.add(uuid)
+            known = self._guests.get(uuid)
+            if known is not None and known.dom_id == dom.ID():
+                continue
+            try:
+                self._adopt(dom, uuid, known)
+            except (base.DriverError, domain_xml.DomainXMLError,
+                    OSError, ValueError) as exc:
+                LOG.warning('Not managing domain %s: %s', uuid, exc)
+                self._skipped[uuid] = str(exc)
+        for uuid in list(self._guests):
+            if uuid not in seen:
+                self._drop(uuid, base.GuestEvent.STOPPED)
+        return [g.info for g in self._guests.values()]
+
+    def _adopt(self, dom, uuid, known):
+        call = self._host.call
+        xml = call('XML of %s' % uuid, dom.XMLDesc, 0)
+        # The persistent definition holds Nova's pins, never ufo-agent's
+        # live ones: it decides the policy and what to restore.
+        persistent = bool(call('persistence of %s' % uuid, dom.isPersistent))
+        if persistent:
+            parsed = domain_xml.parse_domain(call(
+                'XML of %s' % uuid, dom.XMLDesc,
+                self.libvirt.VIR_DOMAIN_XML_INACTIVE))
+        else:
+            parsed = domain_xml.parse_domain(xml)
+        verdict = policy.decide(parsed, self.managed_cpus,
+                                self.manage_non_nova, persistent)
+        if not verdict.managed:
+            if self._skipped.get(uuid) != verdict.reason:
+                LOG.info('Not managing domain %s (%s): %s', uuid,
+                         parsed.name, verdict.reason)
+                self._skipped[uuid] = verdict.reason
+            return
+        if known is not None:
+            # Same uuid, new QEMU process (hard reboot, migration back).
+            self._drop(uuid, base.GuestEvent.STARTED)
+        pid = self._pid(parsed.name)
+        if pid is None:
+            raise base.DriverError('no pid file for %s' % parsed.name)
+        restore_vcpu = parsed.vcpu_cpuset or self._all_cpus()
+        restore_emu = (parsed.emulatorpin if persistent else None) or \
+            restore_vcpu
+        channel = None
+        if self.attach_channels:
+            channel = self._ensure_channel(dom, uuid, parsed, xml)
+        info = base.Guest(uuid, parsed.nova.name if parsed.nova else
+                          parsed.name, verdict.vcpus,
+                          verdict.vm_class.value, frozenset(restore_vcpu),
+                          frozenset(restore_emu), channel is not None)
+        self._guests[uuid] = libvirt_guest.Guest(
+            self._host, info, dom.ID(), pid, channel, self.managed_cpus,
+            self.proc_root)
+        self._skipped.pop(uuid, None)
+
+    def _ensure_channel(self, dom, uuid, parsed, xml):
+        name = host_channel.shm_name(uuid, self.name_prefix)
+        path = os.path.join(self.shm_dir, name)
+        attached = ("<shmem name='%s'" % name) in xml or \
+            ('<shmem name="%s"' % name) in xml
+        try:
+            channel = host_channel.HostChannel(
+                path, parsed.vcpus, size=self.shm_size_mib * 1024 * 1024)
+            # Keeps a live guest's state: a restarted agent picks up.
+            channel.initialize()
+        except (OSError, ValueError) as exc:
+            LOG.warning('No channel for %s: %s', uuid, exc)
+            return None
+        if not attached:
+            host_channel.hand_to_qemu(path)
+            device = config.shmem_xml(name, self.shm_size_mib, role='master')
+            try:
+                self._host.call('attach channel to %s' % uuid,
+                                dom.attachDeviceFlags, device,
+                                self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
+                LOG.info('Attached UFO channel %s to %s', name, uuid)
+            except base.DriverError as exc:
+                LOG.warning('%s', exc)
+                channel.close()
+                return None
+        return channel
+
+    def _drop(self, uuid, event):
+        known = self._guests.pop(uuid, None)
+        if known is not None:
+            known.close()
+        self._host.queue_event(uuid, event)
+
+    def events(self):
+        out = self._host.take_events()
+        for uuid, event in out:
+            known = self._guests.get(uuid)
+            if event == base.GuestEvent.REBOOTED and known is not None:
+                known.rebooted()
+            elif event in (base.GuestEvent.STOPPED,
+                           base.GuestEvent.UNDEFINED) and known:
+                self._guests.pop(uuid)
+                known.close()
+        # A stopped domain that no longer exists (transient, or undefined
+        # meanwhile) is gone for good; drop duplicates (callback and poll).
+        unique = []
+        for uuid, event in out:
+            if event == base.GuestEvent.STOPPED and \
+                    not self._host.exists(uuid):
+                event = base.GuestEvent.UNDEFINED
+            if (uuid, event) not in unique:
+                unique.append((uuid, event))
+        return unique
+
+    # -- one guest -----------------------------------------------------------
+    def _get(self, uuid):
+        known = self._guests.get(uuid)
+        if known is None:
+            raise base.DriverError('guest %s is not managed' % uuid)
+        return known
+
+    def observe(self, uuid):
+        return self._get(uuid).observe(self.read_retries)
+
+    def pin_vcpus(self, uuid, cpus):
+        self._get(uuid).pin_vcpus(cpus)
+
+    def pin_emulator(self, uuid, cpus):
+        self._get(uuid).pin_emulator(cpus)
+
+    def read_pins(self, uuid):
+        return self._get(uuid).read_pins()
+
+    def set_vcpu_target(self, uuid, vcpus):
+        return self._get(uuid).set_vcpu_target(vcpus)
+
+    def acknowledged(self, uuid, seq):
+        return self._get(uuid).acknowledged(seq, self.read_retries)
+
+    def heartbeat(self):
+        for known in self._guests.values():
+            known.heartbeat()
+
+    def release(self, uuid):
+        self._get(uuid).release()
+
+    def forget(self, uuid):
+        known = self._guests.pop(uuid, None)
+        if known is not None:
+            known.close()
+        path = os.path.join(self.shm_dir,
+                            host_channel.shm_name(uuid, self.name_prefix))
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+    def remove_stale_pages(self):
+        """Delete the pages of domains that no longer exist."""
+        known = self._host.all_domain_uuids()
+        removed = []
+        for name in os.listdir(self.shm_dir):
+            if not name.startswith(self.name_prefix):
+                continue
+            uuid = name[len(self.name_prefix):]
+            if uuid not in known and len(uuid) == 36:
+                os.unlink(os.path.join(self.shm_dir, name))
+                removed.append(uuid)
+        return removed
+
+    def close(self):
+        for known in self._guests.values():
+            known.close()
+        self._guests.clear()
+        self._host.close()

@@ -1,0 +1,192 @@
+"""One managed domain: its threads, counters, pins and channel.
+
+Pins go through libvirt, live only (Nova's persistent XML is left
+alone): vCPUs, the emulator and I/O threads; vhost kernel threads get
+``sched_setaffinity``. Threads and counters come from /proc. The domain
+is looked up by uuid for every operation, so a reconnected
+:class:`~ufo_agent.driver.libvirt.host.Host` serves it too.
+"""
+
+import logging
+import os
+import time
+
+from ufo_agent.driver import base
+from ufo_agent.hypervisor import procfs
+
+LOG = logging.getLogger(__name__)
+
+
+def cpumap(cpus, managed_cpus):
+    """libvirt's CPU map of ``cpus``.
+
+    As wide as the highest of those CPUs, the managed CPUs and the host's
+    CPU count: libvirt leaves the CPUs beyond a short map as they were.
+    """
+    width = max(cpus) + 1 if cpus else 1
+    width = max(width, max(managed_cpus, default=0) + 1,
+                os.cpu_count() or 1)
+    return tuple(cpu in cpus for cpu in range(width))
+
+
+def _as_set(bits):
+    return frozenset(i for i, on in enumerate(bits) if on)
+
+
+class Guest:
+    """A running domain the driver manages.
+
+    ``info`` is the :class:`~ufo_agent.driver.base.Guest` the agent loop
+    sees; ``dom_id`` and ``pid`` identify the QEMU process; ``channel``
+    is its :class:`~ufo_agent.channel.host_channel.HostChannel` or None.
+    """
+
+    def __init__(self, host, info, dom_id, pid, channel,
+                 managed_cpus=frozenset(), proc_root='/proc'):
+        self.host = host
+        self.info = info
+        self.dom_id = dom_id
+        self.pid = pid
+        self.channel = channel
+        self.managed_cpus = frozenset(managed_cpus)
+        self.proc_root = proc_root
+        self._threads = None
+
+    @property
+    def uuid(self):
+        return self.info.uuid
+
+    def _dom(self):
+        return self.host.lookup(self.uuid)
+
+    def _cpumap(self, cpus):
+        return cpumap(cpus, self.managed_cpus)
+
+    def rebooted(self):
+        """The guest kernel starts over: find threads, restart history."""
+        self._threads = None
+        if self.channel is not None:
+            self.channel.reset_history()
+
+    def close(self):
+        if self.channel is not None:
+            self.channel.close()
+
+    # -- observation ---------------------------------------------------------
+    def threads(self):
+        """QEMU's threads, from /proc, cached until one comes or goes."""
+        if self._threads is None:
+            try:
+                self._threads = procfs.qemu_threads(self.pid, self.proc_root)
+            except OSError as exc:
+                raise base.DriverError('threads of %s: %s'
+                                       % (self.uuid, exc))
+        return self._threads
+
+    def observe(self, read_retries):
+        threads = self.threads()
+        now = time.monotonic()
+        cpu = wait = slices = emu = 0
+        try:
+            for tid in threads.vcpus.values():
+                stat = procfs.schedstat(self.pid, tid, self.proc_root)
+                cpu += stat.cpu_ns
+                wait += stat.wait_ns
+                slices += stat.slices
+            for tid in threads.others:
+                try:
+                    emu += procfs.schedstat(self.pid, tid,
+                                            self.proc_root).cpu_ns
+                except FileNotFoundError:
+                    self._threads = None        # a worker came or went
+            for pid in threads.vhost:
+                emu += procfs.schedstat(pid, None, self.proc_root).cpu_ns
+        except FileNotFoundError as exc:
+            self._threads = None
+            raise base.DriverError('guest %s: %s' % (self.uuid, exc))
+        report = None
+        if self.channel is not None:
+            report = self.channel.read_guest(read_retries)
+        return base.Observation(now, cpu, wait, slices, emu, report)
+
+    # -- enforcement ---------------------------------------------------------
+    def pin_vcpus(self, cpus):
+        dom = self._dom()
+        bits = self._cpumap(cpus)
+        vcpus = self.threads().vcpus or {
+            i: None for i in range(self.info.vcpus)}
+        for index in sorted(vcpus):
+            self.host.call('pin vCPU %d of %s' % (index, self.uuid),
+                           dom.pinVcpuFlags, index, bits,
+                           self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE)
+
+    def pin_emulator(self, cpus):
+        dom = self._dom()
+        bits = self._cpumap(cpus)
+        lv = self.host.libvirt
+        live = lv.VIR_DOMAIN_AFFECT_LIVE
+        self.host.call('pin emulator of %s' % self.uuid, dom.pinEmulator,
+                       bits, live)
+        try:
+            iothreads = dom.ioThreadInfo(live)
+        except lv.libvirtError:
+            iothreads = []
+        for info in iothreads:
+            self.host.call('pin I/O thread %d of %s' % (info[0], self.uuid),
+                           dom.pinIOThread, info[0], bits, live)
+        for pid in self.threads().vhost:
+            try:
+                os.sched_setaffinity(pid, cpus)
+            except OSError as exc:
+                LOG.warning('Cannot pin vhost thread %d of %s: %s', pid,
+                            self.uuid, exc)
+
+    def read_pins(self):
+        dom = self._dom()
+        live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
+        vcpus = self.host.call('pins of %s' % self.uuid, dom.vcpuPinInfo,
+                               live)
+        emulator = self.host.call('emulator pin of %s' % self.uuid,
+                                  dom.emulatorPinInfo, live)
+        return frozenset(_as_set(m) for m in vcpus), _as_set(emulator)
+
+    def set_vcpu_target(self, vcpus):
+        if self.channel is None:
+            return None
+        try:
+            return self.channel.set_target(
+                max(1, min(vcpus, self.channel.max_vcpus)))
+        except (OSError, ValueError) as exc:
+            raise base.DriverError('target of %s: %s' % (self.uuid, exc))
+
+    def acknowledged(self, seq, read_retries):
+        if self.channel is None:
+            return True
+        report = self.channel.read_guest(read_retries)
+        return report.ok and report.sample.ack_target_seq == seq
+
+    def heartbeat(self):
+        if self.channel is not None:
+            self.channel.beat()
+
+    def release(self):
+        """All vCPUs online and the restore pins back; every step is tried.
+
+        Raises one DriverError naming every step that failed.
+        """
+        errors = []
+        if self.channel is not None:
+            try:
+                self.channel.set_target(self.channel.max_vcpus)
+            except (OSError, ValueError) as exc:
+                errors.append('target: %s' % exc)
+        for step, cpus in ((self.pin_vcpus, self.info.restore_vcpu_cpus),
+                           (self.pin_emulator,
+                            self.info.restore_emulator_cpus)):
+            try:
+                step(cpus)
+            except base.DriverError as exc:
+                errors.append(str(exc))
+        if errors:
+            raise base.DriverError('release of %s: %s'
+                                   % (self.uuid, '; '.join(errors)))

@@ -1,0 +1,155 @@
+"""The libvirt connection of the driver, and the events it delivers.
+
+One :class:`Host` holds one connection (with keepalive), opens it again
+when libvirtd went away, and queues lifecycle and reboot events. libvirt
+calls the callbacks from its default event loop, run once per process on
+a daemon thread of its own; the agent loop drains the queue.
+"""
+
+import collections
+import logging
+import threading
+
+from ufo_agent.driver import base
+
+LOG = logging.getLogger(__name__)
+
+_event_loop_started = False
+_event_loop_lock = threading.Lock()
+
+
+def _start_event_loop(libvirt):
+    """libvirt's default event loop, once per process, on a daemon."""
+    global _event_loop_started
+    with _event_loop_lock:
+        if _event_loop_started:
+            return
+        libvirt.virEventRegisterDefaultImpl()
+
+        def run():
+            while True:
+                libvirt.virEventRunDefaultImpl()
+
+        threading.Thread(target=run, name='libvirt-events',
+                         daemon=True).start()
+        _event_loop_started = True
+
+
+class Host:
+    """A libvirt connection that reconnects, and its event queue.
+
+    ``libvirt`` is the libvirt-python module.
+    """
+
+    def __init__(self, libvirt, uri):
+        self.libvirt = libvirt
+        self.uri = uri
+        self._conn = None
+        self._events = collections.deque()
+        self._events_lock = threading.Lock()
+        _start_event_loop(libvirt)
+
+    def get_connection(self):
+        """The open connection, opened (again) if it is not alive."""
+        if self._conn is not None:
+            try:
+                if self._conn.isAlive():
+                    return self._conn
+            except self.libvirt.libvirtError:
+                pass
+            self._conn = None
+        try:
+            conn = self.libvirt.open(self.uri)
+        except self.libvirt.libvirtError as exc:
+            raise base.DriverError('cannot connect to %s: %s'
+                                   % (self.uri, exc))
+        lv = self.libvirt
+        conn.domainEventRegisterAny(
+            None, lv.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
+        conn.domainEventRegisterAny(
+            None, lv.VIR_DOMAIN_EVENT_ID_REBOOT, self._on_reboot, None)
+        conn.setKeepAlive(5, 3)
+        self._conn = conn
+        LOG.info('Connected to %s', self.uri)
+        return conn
+
+    def call(self, what, func, *args):
+        """``func(*args)``; a libvirt error becomes a DriverError.
+
+        A connection found dead on the way is dropped, so that the next
+        call opens a new one.
+        """
+        try:
+            return func(*args)
+        except self.libvirt.libvirtError as exc:
+            try:
+                alive = self._conn is not None and self._conn.isAlive()
+            except self.libvirt.libvirtError:
+                alive = False
+            if not alive:
+                self._conn = None
+            raise base.DriverError('%s: %s' % (what, exc))
+
+    # -- domains -----------------------------------------------------------
+    def running_domains(self):
+        conn = self.get_connection()
+        return self.call('list domains', conn.listAllDomains,
+                         self.libvirt.VIR_CONNECT_LIST_DOMAINS_RUNNING)
+
+    def all_domain_uuids(self):
+        """The uuids of every domain, running or only defined."""
+        conn = self.get_connection()
+        return {dom.UUIDString() for dom in self.call(
+            'list domains', conn.listAllDomains, 0)}
+
+    def lookup(self, uuid):
+        conn = self.get_connection()
+        return self.call('domain %s' % uuid, conn.lookupByUUIDString, uuid)
+
+    def exists(self, uuid):
+        """False only when libvirt says the domain does not exist."""
+        try:
+            self.get_connection().lookupByUUIDString(uuid)
+        except self.libvirt.libvirtError as exc:
+            return exc.get_error_code() != self.libvirt.VIR_ERR_NO_DOMAIN
+        except base.DriverError:
+            return True
+        return True
+
+    # -- events --------------------------------------------------------------
+    def _on_lifecycle(self, conn, dom, event, detail, opaque):
+        lv = self.libvirt
+        mapping = {
+            lv.VIR_DOMAIN_EVENT_STARTED: base.GuestEvent.STARTED,
+            lv.VIR_DOMAIN_EVENT_RESUMED: base.GuestEvent.STARTED,
+            lv.VIR_DOMAIN_EVENT_STOPPED: base.GuestEvent.STOPPED,
+            lv.VIR_DOMAIN_EVENT_SUSPENDED: base.GuestEvent.STOPPED,
+            lv.VIR_DOMAIN_EVENT_SHUTDOWN: None,
+            lv.VIR_DOMAIN_EVENT_UNDEFINED: base.GuestEvent.UNDEFINED,
+        }
+        kind = mapping.get(event)
+        if kind is not None:
+            self.queue_event(dom.UUIDString(), kind)
+
+    def _on_reboot(self, conn, dom, opaque):
+        self.queue_event(dom.UUIDString(), base.GuestEvent.REBOOTED)
+
+    def queue_event(self, uuid, event):
+        """Queue an event (the callbacks do; so does the driver's poll)."""
+        with self._events_lock:
+            self._events.append((uuid, event))
+
+    def take_events(self):
+        """The queued (uuid, GuestEvent) pairs, oldest first; forgotten."""
+        with self._events_lock:
+            out = list(self._events)
+            self._events.clear()
+        return out
+
+    def close(self):
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except self.libvirt.libvirtError:
+                pass
+            self._conn = None

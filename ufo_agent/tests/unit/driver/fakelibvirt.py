@@ -1,0 +1,212 @@
+"""A small fake of libvirt-python for unit tests of the libvirt driver.
+
+Only what the driver calls, with libvirt's real constant values. An
+instance stands in for the ``libvirt`` module (tests put it into
+``sys.modules``); every connection it opens sees the same domains. Calls
+that change a domain are recorded in ``FakeLibvirt.calls``; a domain's
+``fail`` dict makes one of its methods raise ``libvirtError``.
+"""
+
+import threading
+
+VIR_DOMAIN_EVENT_DEFINED = 0
+VIR_DOMAIN_EVENT_UNDEFINED = 1
+VIR_DOMAIN_EVENT_STARTED = 2
+VIR_DOMAIN_EVENT_SUSPENDED = 3
+VIR_DOMAIN_EVENT_RESUMED = 4
+VIR_DOMAIN_EVENT_STOPPED = 5
+VIR_DOMAIN_EVENT_SHUTDOWN = 6
+VIR_DOMAIN_EVENT_PMSUSPENDED = 7
+VIR_DOMAIN_EVENT_CRASHED = 8
+VIR_DOMAIN_EVENT_ID_LIFECYCLE = 0
+VIR_DOMAIN_EVENT_ID_REBOOT = 1
+VIR_CONNECT_LIST_DOMAINS_RUNNING = 16
+VIR_DOMAIN_XML_INACTIVE = 2
+VIR_DOMAIN_AFFECT_LIVE = 1
+VIR_DOMAIN_AFFECT_CONFIG = 2
+VIR_ERR_INTERNAL_ERROR = 1
+VIR_ERR_SYSTEM_ERROR = 38
+VIR_ERR_NO_DOMAIN = 42
+VIR_ERR_OPERATION_INVALID = 55
+
+
+class libvirtError(Exception):
+    def __init__(self, msg, code=VIR_ERR_INTERNAL_ERROR):
+        super().__init__(msg)
+        self.code = code
+
+    def get_error_code(self):
+        return self.code
+
+
+class FakeDomain:
+    """One domain: its persistent definition and its live XML."""
+
+    def __init__(self, hv, uuid, xml, live_xml=None, dom_id=1,
+                 persistent=True, running=True, iothreads=()):
+        self.hv = hv
+        self.uuid = uuid
+        self.config_xml = xml
+        self.live_xml = live_xml or xml.replace(
+            "<domain type='kvm'>", "<domain type='kvm' id='%d'>" % dom_id)
+        self.dom_id = dom_id
+        self.persistent = persistent
+        self.running = running
+        self.iothreads = list(iothreads)
+        self.vcpu_pins = {}
+        self.emulator_pin = None
+        self.fail = {}
+
+    def _maybe_fail(self, method):
+        exc = self.fail.get(method)
+        if exc is not None:
+            raise exc
+
+    def _record(self, *call):
+        self.hv.calls.append((self.uuid,) + call)
+
+    def UUIDString(self):
+        return self.uuid
+
+    def ID(self):
+        return self.dom_id if self.running else -1
+
+    def isPersistent(self):
+        self._maybe_fail('isPersistent')
+        return 1 if self.persistent else 0
+
+    def XMLDesc(self, flags=0):
+        self._maybe_fail('XMLDesc')
+        if flags & VIR_DOMAIN_XML_INACTIVE and self.persistent:
+            return self.config_xml
+        return self.live_xml
+
+    def attachDeviceFlags(self, xml, flags):
+        self._maybe_fail('attachDeviceFlags')
+        self._record('attachDeviceFlags', xml, flags)
+        self.live_xml = self.live_xml.replace('</devices>',
+                                              xml + '</devices>')
+
+    def pinVcpuFlags(self, vcpu, cpumap, flags):
+        self._maybe_fail('pinVcpuFlags')
+        self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
+        self.vcpu_pins[vcpu] = tuple(cpumap)
+
+    def pinEmulator(self, cpumap, flags):
+        self._maybe_fail('pinEmulator')
+        self._record('pinEmulator', tuple(cpumap), flags)
+        self.emulator_pin = tuple(cpumap)
+
+    def ioThreadInfo(self, flags):
+        self._maybe_fail('ioThreadInfo')
+        return [(i, (True,)) for i in self.iothreads]
+
+    def pinIOThread(self, iothread, cpumap, flags):
+        self._maybe_fail('pinIOThread')
+        self._record('pinIOThread', iothread, tuple(cpumap), flags)
+
+    def vcpuPinInfo(self, flags):
+        self._maybe_fail('vcpuPinInfo')
+        return [self.vcpu_pins[i] for i in sorted(self.vcpu_pins)]
+
+    def emulatorPinInfo(self, flags):
+        self._maybe_fail('emulatorPinInfo')
+        return self.emulator_pin
+
+
+class FakeConnection:
+    def __init__(self, hv, uri):
+        self.hv = hv
+        self.uri = uri
+        self.alive = True
+        self.closed = False
+        self.callbacks = {}
+        self.keepalive = None
+
+    def isAlive(self):
+        if self.hv.is_alive_error:
+            raise libvirtError('connection is broken')
+        return 1 if self.alive and not self.closed else 0
+
+    def close(self):
+        self.closed = True
+        return 0
+
+    def setKeepAlive(self, interval, count):
+        self.keepalive = (interval, count)
+
+    def domainEventRegisterAny(self, dom, event_id, callback, opaque):
+        self.callbacks[event_id] = (callback, opaque)
+        return len(self.callbacks)
+
+    def listAllDomains(self, flags=0):
+        if self.hv.list_error is not None:
+            self.alive = not self.hv.error_kills_connection
+            raise self.hv.list_error
+        domains = list(self.hv.domains.values())
+        if flags & VIR_CONNECT_LIST_DOMAINS_RUNNING:
+            domains = [d for d in domains if d.running]
+        return domains
+
+    def lookupByUUIDString(self, uuid):
+        if self.hv.lookup_error is not None:
+            raise self.hv.lookup_error
+        try:
+            return self.hv.domains[uuid]
+        except KeyError:
+            raise libvirtError('Domain not found: no domain with matching '
+                               'uuid %r' % uuid, VIR_ERR_NO_DOMAIN)
+
+    # What libvirt's event loop thread would do.
+    def fire_lifecycle(self, dom, event, detail=0):
+        callback, opaque = self.callbacks[VIR_DOMAIN_EVENT_ID_LIFECYCLE]
+        callback(self, dom, event, detail, opaque)
+
+    def fire_reboot(self, dom):
+        callback, opaque = self.callbacks[VIR_DOMAIN_EVENT_ID_REBOOT]
+        callback(self, dom, opaque)
+
+
+class FakeLibvirt:
+    """Stands in for the ``libvirt`` module."""
+
+    libvirtError = libvirtError
+
+    def __init__(self):
+        self.domains = {}
+        self.connections = []
+        self.calls = []
+        self.open_error = None
+        self.list_error = None
+        self.error_kills_connection = False
+        self.lookup_error = None
+        self.is_alive_error = False
+        self.event_impl_registered = 0
+        self.event_loop_ran = threading.Event()
+        for name, value in globals().items():
+            if name.startswith('VIR_'):
+                setattr(self, name, value)
+
+    def add(self, uuid, xml, **kwargs):
+        dom = FakeDomain(self, uuid, xml, **kwargs)
+        self.domains[uuid] = dom
+        return dom
+
+    @property
+    def conn(self):
+        """The latest connection."""
+        return self.connections[-1]
+
+    def open(self, uri):
+        if self.open_error is not None:
+            raise self.open_error
+        conn = FakeConnection(self, uri)
+        self.connections.append(conn)
+        return conn
+
+    def virEventRegisterDefaultImpl(self):
+        self.event_impl_registered += 1
+
+    def virEventRunDefaultImpl(self):
+        self.event_loop_ran.set()
+        threading.Event().wait()        # the loop thread parks for good

@@ -1,0 +1,131 @@
+"""The libvirt driver's guest channel pages and shmem devices."""
+
+import xml.etree.ElementTree as ET
+
+from ufo_agent.channel import host_channel
+from ufo_agent.tests.unit.driver.fakehost import nova_xml
+from ufo_agent.tests.unit.driver import fakelibvirt as lv
+
+U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
+U2 = '3b7e0a52-6c1d-4f0e-a9b8-7d6c5b4a3f2e'
+U3 = 'c0ffee00-1234-4abc-8def-0123456789ab'
+GONE = 'deadbeef-0000-4000-8000-000000000000'
+
+
+def _attached(hv):
+    return [call[2:] for call in hv.calls if call[1] == 'attachDeviceFlags']
+
+
+def test_page_is_set_up_then_attached_as_migration_master(host, hv):
+    host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver(attach_channels=True, shm_size_mib=2)
+    [guest] = driver.guests()
+    assert guest.has_channel
+    page = host.shm / ('ufo-' + U1)
+    assert page.stat().st_size == 2 * 1024 * 1024
+    assert host.handed == [str(page)]
+    [(device, flags)] = _attached(hv)
+    assert flags == lv.VIR_DOMAIN_AFFECT_LIVE
+    shmem = ET.fromstring(device)
+    assert shmem.tag == 'shmem'
+    assert shmem.attrib == {'name': 'ufo-' + U1, 'role': 'master'}
+    assert shmem.find('model').attrib == {'type': 'ivshmem-plain'}
+    assert shmem.find('size').attrib == {'unit': 'M'}
+    assert shmem.find('size').text == '2'
+
+
+def test_a_restarted_agent_does_not_attach_again(host, hv):
+    host.boot(U1, nova_xml(U1), pid=500)
+    host.driver(attach_channels=True).guests()
+    host.drivers[0].close()
+    [guest] = host.driver(attach_channels=True).guests()
+    assert guest.has_channel
+    assert len(_attached(hv)) == 1
+
+
+def test_attach_failure_leaves_a_managed_guest_without_channel(host, hv):
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    dom.fail['attachDeviceFlags'] = lv.libvirtError(
+        'internal error: unable to execute QEMU command device_add')
+    [guest] = host.driver(attach_channels=True).guests()
+    assert not guest.has_channel
+
+
+def test_dry_run_attaches_nothing(host, hv):
+    host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver(attach_channels=False)
+    [guest] = driver.guests()
+    assert not guest.has_channel and _attached(hv) == []
+    assert list(host.shm.iterdir()) == []
+    assert driver.set_vcpu_target(U1, 1) is None
+    assert driver.acknowledged(U1, 5)
+
+
+def test_targets_are_clamped_to_the_domain_vcpus(host, hv, monkeypatch):
+    targets = []
+    monkeypatch.setattr(host_channel.HostChannel, 'set_target',
+                        lambda self, n: targets.append(n) or len(targets))
+    host.boot(U1, nova_xml(U1, vcpus=2, flavor_vcpus=4), pid=500)
+    driver = host.driver(attach_channels=True)
+    driver.guests()
+    assert driver.set_vcpu_target(U1, 9) == 1
+    assert driver.set_vcpu_target(U1, 0) == 2
+    assert targets == [2, 1]
+    assert not driver.acknowledged(U1, 2)      # no guest module
+
+
+def test_reboot_resets_the_channel_history(host, hv, monkeypatch):
+    resets = []
+    monkeypatch.setattr(host_channel.HostChannel, 'reset_history',
+                        lambda self: resets.append(self.path))
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver(attach_channels=True)
+    driver.guests()
+    del resets[:]                       # initialize() starts afresh too
+    hv.conn.fire_reboot(dom)
+    driver.events()
+    assert resets == [str(host.shm / ('ufo-' + U1))]
+
+
+def test_stale_pages_of_gone_domains_are_removed(host, hv):
+    host.boot(U1, nova_xml(U1), pid=500)
+    host.boot(U2, nova_xml(U2, name='instance-0000002b'), pid=600,
+              name='instance-0000002b', running=False)
+    for name in ('ufo-' + U1, 'ufo-' + U2, 'ufo-' + GONE, 'ufo-short',
+                 'other-' + GONE, 'ufo-' + GONE + '-x'):
+        (host.shm / name).write_bytes(b'\0' * 64)
+    assert host.driver().remove_stale_pages() == [GONE]
+    assert sorted(p.name for p in host.shm.iterdir()) == sorted([
+        'ufo-' + U1, 'ufo-' + U2, 'ufo-short', 'other-' + GONE,
+        'ufo-' + GONE + '-x'])
+
+
+def test_stale_pages_follow_the_name_prefix(host, hv):
+    for name in ('ufo-' + GONE, 'x-' + GONE):
+        (host.shm / name).write_bytes(b'\0')
+    assert host.driver(name_prefix='x-').remove_stale_pages() == [GONE]
+    assert [p.name for p in host.shm.iterdir()] == ['ufo-' + GONE]
+
+
+def test_forget_closes_and_removes_the_page(host, hv):
+    host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver(attach_channels=True)
+    driver.guests()
+    driver.forget(U1)
+    assert list(host.shm.iterdir()) == []
+    driver.forget(U1)                   # twice is fine
+    driver.forget(U3)
+
+
+def test_heartbeat_beats_every_channel(host, hv, monkeypatch):
+    beats = []
+    monkeypatch.setattr(host_channel.HostChannel, 'beat',
+                        lambda self: beats.append(self.path))
+    host.boot(U1, nova_xml(U1), pid=500)
+    host.boot(U2, nova_xml(U2, name='instance-0000002b'), pid=600,
+              name='instance-0000002b')
+    driver = host.driver(attach_channels=True)
+    driver.guests()
+    driver.heartbeat()
+    assert sorted(beats) == sorted(str(host.shm / ('ufo-' + u))
+                                   for u in (U1, U2))

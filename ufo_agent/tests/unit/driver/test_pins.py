@@ -1,0 +1,214 @@
+"""Pinning, reading pins back and releasing guests, over a fake libvirt."""
+
+import logging
+import os
+
+import pytest
+
+from ufo_agent.channel import host_channel
+from ufo_agent.driver import base
+from ufo_agent.tests.unit.driver import fakehost
+from ufo_agent.tests.unit.driver.fakehost import nova_xml
+from ufo_agent.tests.unit.driver import fakelibvirt as lv
+
+U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
+LIVE = lv.VIR_DOMAIN_AFFECT_LIVE
+
+
+def _bits(width, cpus):
+    return tuple(cpu in cpus for cpu in range(width))
+
+
+def _calls(hv, method):
+    return [call[2:] for call in hv.calls if call[1] == method]
+
+
+@pytest.fixture
+def guest(host, hv):
+    """A managed 2-vCPU Nova guest with one I/O thread."""
+    dom = host.boot(U1, nova_xml(U1, cpuset='2-7'), pid=500, iothreads=[1])
+    driver = host.driver()
+    driver.guests()
+    return driver, dom
+
+
+@pytest.mark.parametrize('managed,cpus,cpu_count,width', [
+    (range(8), {3}, 2, 8),          # the managed set
+    (range(8), {12}, 2, 13),        # the highest CPU pinned to
+    (range(16), {1}, 4, 16),
+    ({0, 1}, {1}, 6, 6),            # every CPU of the host
+    ({0, 1}, set(), None, 2),       # os.cpu_count() may say None
+])
+def test_cpu_map_is_wide_enough_for_every_cpu(host, hv, monkeypatch,
+                                              managed, cpus, cpu_count,
+                                              width):
+    monkeypatch.setattr(os, 'cpu_count', lambda: cpu_count)
+    host.boot(U1, nova_xml(U1, cpuset=None), pid=500)
+    driver = host.driver(managed_cpus=frozenset(managed))
+    driver.guests()
+    driver.pin_vcpus(U1, frozenset(cpus))
+    assert _calls(hv, 'pinVcpuFlags') == [
+        (0, _bits(width, cpus), LIVE), (1, _bits(width, cpus), LIVE)]
+
+
+def test_every_vcpu_thread_is_pinned_live(guest, hv, monkeypatch):
+    monkeypatch.setattr(os, 'cpu_count', lambda: 8)
+    driver, dom = guest
+    driver.pin_vcpus(U1, frozenset({3, 5}))
+    assert _calls(hv, 'pinVcpuFlags') == [
+        (0, _bits(8, {3, 5}), LIVE), (1, _bits(8, {3, 5}), LIVE)]
+
+
+def test_vcpus_are_pinned_by_flavor_count_without_vcpu_threads(
+        host, hv, monkeypatch):
+    monkeypatch.setattr(os, 'cpu_count', lambda: 8)
+    host.boot(U1, nova_xml(U1, flavor_vcpus=3), pid=500, vcpus=0)
+    driver = host.driver()
+    driver.guests()
+    driver.pin_vcpus(U1, frozenset({2}))
+    assert [call[0] for call in _calls(hv, 'pinVcpuFlags')] == [0, 1, 2]
+
+
+def test_emulator_io_and_vhost_threads_are_pinned(host, hv, monkeypatch,
+                                                  caplog):
+    monkeypatch.setattr(os, 'cpu_count', lambda: 8)
+    affinity = []
+
+    def sched_setaffinity(pid, cpus):
+        if pid == 902:
+            raise PermissionError(1, 'Operation not permitted')
+        affinity.append((pid, frozenset(cpus)))
+
+    monkeypatch.setattr(os, 'sched_setaffinity', sched_setaffinity)
+    host.boot(U1, nova_xml(U1), pid=500, iothreads=[1, 2])
+    fakehost.write_qemu(host.proc, 500, 2, vhost=(901, 902))
+    driver = host.driver()
+    driver.guests()
+    driver.pin_emulator(U1, frozenset({0, 1}))
+    assert _calls(hv, 'pinEmulator') == [(_bits(8, {0, 1}), LIVE)]
+    assert _calls(hv, 'pinIOThread') == [(1, _bits(8, {0, 1}), LIVE),
+                                         (2, _bits(8, {0, 1}), LIVE)]
+    assert affinity == [(901, {0, 1})]
+    assert any('Cannot pin vhost thread 902' in r.getMessage()
+               for r in caplog.records if r.levelno == logging.WARNING)
+
+
+def test_io_thread_info_errors_do_not_stop_the_emulator_pin(guest, hv):
+    driver, dom = guest
+    dom.fail['ioThreadInfo'] = lv.libvirtError('unsupported', 3)
+    driver.pin_emulator(U1, frozenset({0}))
+    assert len(_calls(hv, 'pinEmulator')) == 1
+    assert _calls(hv, 'pinIOThread') == []
+
+
+def test_pin_errors_name_the_guest_and_the_vcpu(guest, hv):
+    driver, dom = guest
+    dom.fail['pinVcpuFlags'] = lv.libvirtError('cgroup: Invalid argument')
+    with pytest.raises(base.DriverError,
+                       match='pin vCPU 0 of %s: cgroup' % U1):
+        driver.pin_vcpus(U1, frozenset({2}))
+
+
+def test_read_pins_returns_sets(guest, hv):
+    driver, dom = guest
+    driver.pin_vcpus(U1, frozenset({2, 3}))
+    driver.pin_emulator(U1, frozenset({0}))
+    assert driver.read_pins(U1) == ({frozenset({2, 3})}, frozenset({0}))
+    dom.vcpu_pins[1] = _bits(8, {4})
+    assert driver.read_pins(U1) == ({frozenset({2, 3}), frozenset({4})},
+                                    frozenset({0}))
+
+
+def test_operations_on_unmanaged_guests_are_errors(host, hv):
+    driver = host.driver()
+    for call in (lambda: driver.pin_vcpus(U1, {1}),
+                 lambda: driver.pin_emulator(U1, {1}),
+                 lambda: driver.read_pins(U1),
+                 lambda: driver.observe(U1),
+                 lambda: driver.set_vcpu_target(U1, 1),
+                 lambda: driver.release(U1)):
+        with pytest.raises(base.DriverError, match='not managed'):
+            call()
+
+
+def test_a_guest_gone_from_libvirt_is_an_error(guest, hv):
+    driver, dom = guest
+    del hv.domains[U1]
+    with pytest.raises(base.DriverError, match='domain %s: Domain not '
+                       'found' % U1):
+        driver.pin_vcpus(U1, frozenset({2}))
+
+
+def test_release_restores_the_definition_pins_and_all_vcpus(
+        host, hv, monkeypatch):
+    monkeypatch.setattr(os, 'cpu_count', lambda: 8)
+    targets = []
+    monkeypatch.setattr(host_channel.HostChannel, 'set_target',
+                        lambda self, n: targets.append(n) or 1)
+    host.boot(U1, nova_xml(U1, vcpus=2, cpuset='2-7', emulatorpin='2-3'),
+              pid=500, iothreads=[1])
+    driver = host.driver(attach_channels=True)
+    driver.guests()
+    driver.release(U1)
+    assert targets == [2]
+    assert _calls(hv, 'pinVcpuFlags') == [
+        (0, _bits(8, range(2, 8)), LIVE), (1, _bits(8, range(2, 8)), LIVE)]
+    assert _calls(hv, 'pinEmulator') == [(_bits(8, {2, 3}), LIVE)]
+    assert _calls(hv, 'pinIOThread') == [(1, _bits(8, {2, 3}), LIVE)]
+
+
+def test_release_tries_every_step_and_reports_every_error(
+        host, hv, monkeypatch):
+    def broken(self, n):
+        raise OSError('page is gone')
+
+    monkeypatch.setattr(host_channel.HostChannel, 'set_target', broken)
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver(attach_channels=True)
+    driver.guests()
+    dom.fail['pinVcpuFlags'] = lv.libvirtError('vcpu cgroup gone')
+    dom.fail['pinEmulator'] = lv.libvirtError('emulator cgroup gone')
+    with pytest.raises(base.DriverError) as err:
+        driver.release(U1)
+    assert str(err.value) == (
+        'release of %s: target: page is gone; pin vCPU 0 of %s: vcpu '
+        'cgroup gone; pin emulator of %s: emulator cgroup gone'
+        % (U1, U1, U1))
+
+
+def test_release_pins_even_when_the_target_fails(host, hv, monkeypatch):
+    def broken(self, n):
+        raise ValueError('bad target')
+
+    monkeypatch.setattr(host_channel.HostChannel, 'set_target', broken)
+    host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver(attach_channels=True)
+    driver.guests()
+    with pytest.raises(base.DriverError, match='^release of .*: target: '
+                       'bad target$'):
+        driver.release(U1)
+    assert len(_calls(hv, 'pinVcpuFlags')) == 2
+    assert len(_calls(hv, 'pinEmulator')) == 1
+
+
+def test_release_without_a_channel_only_restores_pins(guest, hv):
+    driver, dom = guest
+    driver.release(U1)
+    assert len(_calls(hv, 'pinVcpuFlags')) == 2
+    assert len(_calls(hv, 'pinEmulator')) == 1
+
+
+def test_observe_sums_the_threads_of_each_pool(host, hv):
+    host.boot(U1, nova_xml(U1), pid=500)
+    fakehost.write_qemu(host.proc, 500, 2, others=('IO iothread1',),
+                        vhost=(901,))
+    (host.proc / '500' / 'task' / '501' / 'schedstat').write_text(
+        '1000 300 7\n')
+    driver = host.driver()
+    driver.guests()
+    obs = driver.observe(U1)
+    # vCPUs 501 and 502; main thread 500, iothread 503 and vhost 901.
+    assert (obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices) == (
+        1100, 320, 10)
+    assert obs.emulator_cpu_ns == 300
+    assert obs.guest is None
