@@ -114,7 +114,11 @@ class Enforcer:
 
     # -- one pass ----------------------------------------------------------
     def apply(self, plan, guest_online=None):
-        """Enforce ``plan``; ``guest_online`` is what each guest reports."""
+        """Enforce ``plan``.
+
+        ``guest_online`` maps the guests whose page holds a valid report to
+        the vCPU count they report online.
+        """
         guest_online = guest_online or {}
         now = self.clock()
         failed, deferred, fallbacks = {}, {}, []
@@ -132,7 +136,9 @@ class Enforcer:
                 if st.state == acks_mod.AckState.NO_CHANNEL:
                     continue
                 if phase == 'probe':
-                    if st.wants_probe(now):
+                    # Only a guest whose module answers on its page: one
+                    # still booting is not yet proven, but not punished.
+                    if st.wants_probe(now) and uuid in guest_online:
                         targets += self._send(uuid, st.vcpus, now, failed)
                 elif st.may_shrink and not st.waiting:
                     want = self._wanted_online(uuid, plan)

@@ -37,6 +37,11 @@ def _setup(*guests, cores=8):
     return driver, controller, enf
 
 
+def _online(driver):
+    """What every guest reports online on its page."""
+    return {u: g.online for u, g in driver.all.items()}
+
+
 def _plan(controller, t, utils):
     return controller.tick(t, {u: VmSample(v, 1000.0)
                                for u, v in utils.items()}, 10.0)
@@ -45,7 +50,7 @@ def _plan(controller, t, utils):
 def test_shrink_tells_the_guest_first_and_grow_tells_it_last():
     a = fakes.FakeGuest('a', 8)
     driver, controller, enf = _setup(a)
-    enf.apply(_plan(controller, 0.0, {'a': 100.0}))
+    enf.apply(_plan(controller, 0.0, {'a': 100.0}), _online(driver))
     assert a.vcpu_pins == controller.topology.cpus_of(
         controller.vms['a'].cores)
     driver.calls.clear()
@@ -69,13 +74,13 @@ def test_nothing_is_rewritten_when_nothing_changed():
     a, b = fakes.FakeGuest('a', 4), fakes.FakeGuest('b', 4)
     driver, controller, enf = _setup(a, b)
     plan = _plan(controller, 0.0, {'a': 100.0, 'b': 100.0})
-    first = enf.apply(plan)
+    first = enf.apply(plan, _online(driver))
     assert first.pinned == 4 and first.targets == 2
     driver.calls.clear()
-    again = enf.apply(plan)
+    again = enf.apply(plan, _online(driver))
     assert (again.pinned, again.targets, driver.calls) == (0, 0, [])
     enf.invalidate('a')
-    enf.apply(plan)
+    enf.apply(plan, _online(driver))
     assert {c[1] for c in driver.calls} == {'a'}
 
 
@@ -129,7 +134,7 @@ def test_host_only_guest_is_asked_again_after_a_growing_backoff():
     probes = []
     for t in range(200):
         plan = _plan(controller, float(t), {'a': 100.0})
-        outcome = enf.apply(plan)
+        outcome = enf.apply(plan, _online(driver))
         if outcome.fallbacks:
             probes.append(t)
         enf.clock.now += 1.0
@@ -137,8 +142,24 @@ def test_host_only_guest_is_asked_again_after_a_growing_backoff():
     assert len(probes) >= 3 and gaps == sorted(gaps) and gaps[-1] > gaps[0]
     stuck.acks = True                   # the module was loaded meanwhile
     for t in range(200, 400):
-        enf.apply(_plan(controller, float(t), {'a': 100.0}))
+        enf.apply(_plan(controller, float(t), {'a': 100.0}),
+                  _online(driver))
         enf.clock.now += 1.0
+    assert enf.ack_state('a') == 'proven'
+
+
+def test_a_guest_without_a_valid_page_is_not_probed_nor_punished():
+    booting = fakes.FakeGuest('a', 4, acks=False)
+    driver, controller, enf = _setup(booting)
+    for t in range(10):
+        # Its module is not bound yet: no valid report, so no probe.
+        outcome = enf.apply(_plan(controller, float(t), {'a': 100.0}), {})
+        assert outcome.fallbacks == ()
+        enf.clock.now += 1.0
+    assert not [c for c in driver.calls if c[0] == 'target']
+    assert enf.ack_state('a') == 'unproven'
+    booting.acks = True
+    enf.apply(_plan(controller, 10.0, {'a': 100.0}), _online(driver))
     assert enf.ack_state('a') == 'proven'
 
 
@@ -227,7 +248,7 @@ def test_a_guest_that_lost_its_target_gets_it_again():
     clock_guest = fakes.FakeGuest('a', 8)
     driver, controller, enf = _setup(clock_guest, cores=3)
     plan = _plan(controller, 0.0, {'a': 100.0})
-    enf.apply(plan)
+    enf.apply(plan, _online(driver))
     target = plan.vms['a'].online_vcpus
     assert target == 4 and clock_guest.online == target
     assert not enf.check_guest('a', target)
@@ -245,12 +266,12 @@ def test_drifted_pins_are_written_again():
     a = fakes.FakeGuest('a', 4)
     driver, controller, enf = _setup(a)
     plan = _plan(controller, 0.0, {'a': 100.0})
-    enf.apply(plan)
+    enf.apply(plan, _online(driver))
     assert enf.check_drift() == []
     a.vcpu_pins = frozenset(range(16))          # someone ran virsh vcpupin
     assert enf.check_drift() == ['a']
     driver.calls.clear()
-    enf.apply(plan)
+    enf.apply(plan, _online(driver))
     assert ('pin_vcpus', 'a', plan.vms['a'].cpus) in driver.calls
     assert enf.check_drift() == []
 
@@ -260,10 +281,10 @@ def test_pin_failure_is_reported_and_retried():
     driver, controller, enf = _setup(a)
     driver.fail_pin.add('a')
     plan = _plan(controller, 0.0, {'a': 100.0})
-    outcome = enf.apply(plan)
+    outcome = enf.apply(plan, _online(driver))
     assert 'vcpu pin' in outcome.failed['a']
     driver.fail_pin.clear()
-    outcome = enf.apply(plan)
+    outcome = enf.apply(plan, _online(driver))
     assert outcome.failed == {} and a.vcpu_pins == plan.vms['a'].cpus
 
 
