@@ -259,6 +259,10 @@ class Agent:
                 continue
             rates = self.sampler.rates(uuid, obs)
             if rates is None:
+                # No rates yet, but a valid page already says the module
+                # answers: the enforcer may prove it this tick.
+                if obs.guest is not None and obs.guest.ok:
+                    online[uuid] = obs.guest.sample.online_vcpus
                 continue
             emulator_busy += rates.emulator_pct
             samples[uuid] = rates.sample
