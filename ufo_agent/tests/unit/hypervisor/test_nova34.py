@@ -366,3 +366,31 @@ def test_bad_cpu_elements_are_refused(fragment, match):
     xml = "<domain><uuid>u</uuid><vcpu>2</vcpu>%s</domain>" % fragment
     with pytest.raises(dom.DomainXMLError, match=match):
         dom.parse_domain(xml)
+
+
+def test_adapt_changes_only_what_a_test_host_needs():
+    cpu_map = {cpu: 1 if cpu in HOST.shared else 0 for cpu in HOST.online}
+    original = nova_fixtures.xml('shared-numa2')
+    text = nova_fixtures.adapt(
+        original, cpu_map, uuid='11111111-2222-3333-4444-555555555555',
+        name='ufo-test-x', memory_mib=64, kernel='/k', initrd='/i',
+        cmdline='console=ttyS0')
+    before, after = parse('shared-numa2'), dom.parse_domain(text)
+    assert after.uuid == '11111111-2222-3333-4444-555555555555'
+    assert after.name == 'ufo-test-x'
+    assert after.nova == before.nova
+    assert after.vcpupins == {0: {1}, 1: {1}}
+    assert after.emulatorpin == {1} and after.iothreadpins == {1: {1}}
+    assert after.numatune.nodeset == {0}
+    assert {m.nodeset for m in after.numatune.memnodes.values()} == {
+        frozenset([0])}
+    assert after.numa_cells == before.numa_cells
+    assert '<domain type="qemu">' in text and '<disk ' not in text
+    assert '<memory>65536</memory>' in text
+    assert text.count('memory="32768"') == 2
+    assert '<kernel>/k</kernel><initrd>/i</initrd>' in text
+    assert '<log file=' not in text and '<serial type="pty">' in text
+    assert before.uuid not in text
+    shared = dom.parse_domain(nova_fixtures.adapt(
+        nova_fixtures.xml('shared'), cpu_map))
+    assert shared.vcpu_cpuset == {1} and shared.uuid == parse('shared').uuid
