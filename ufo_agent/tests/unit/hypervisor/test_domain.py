@@ -66,8 +66,16 @@ def test_dedicated_instance_is_never_managed():
     domain = dom.parse_domain(DEDICATED)
     assert domain.dedicated() and domain.vcpupins == {0: {20}, 1: {21}}
     assert domain.emulatorpin == {20, 21}
+    # Old Nova: no extra specs, so the CPU policy is unknown.
+    assert domain.nova.extra_specs is None
     verdict = policy.decide(domain, managed_cpus=range(0, 32))
-    assert not verdict.managed and 'dedicated' in verdict.reason
+    assert not verdict.managed and 'extraSpecs' in verdict.reason
+    # Extra specs that say nothing: the pins alone rule it out.
+    said = DEDICATED.replace('<nova:vcpus>2</nova:vcpus>',
+                             '<nova:vcpus>2</nova:vcpus><nova:extraSpecs/>')
+    verdict = policy.decide(dom.parse_domain(said), range(0, 32),
+                            online_cpus=range(32))
+    assert not verdict.managed and 'pinned to different' in verdict.reason
 
 
 def test_live_pins_of_ufo_agent_do_not_make_a_guest_dedicated():
@@ -97,7 +105,7 @@ def test_opt_out_hint_and_foreign_domains():
              "<vcpu>4</vcpu></domain>")
     assert not policy.decide(dom.parse_domain(plain), range(8)).managed
     assert policy.decide(dom.parse_domain(plain), range(8),
-                         manage_non_nova=True).managed
+                         manage_non_nova=True, online_cpus=range(8)).managed
     outside = policy.decide(dom.parse_domain(SHARED), range(20, 30))
     assert not outside.managed and 'outside' in outside.reason
 
