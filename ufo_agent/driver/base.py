@@ -45,9 +45,12 @@ class HostCpus:
 class Guest:
     """A running guest the agent manages.
 
-    ``vcpus`` is the flavor's vCPU count; ``restore_vcpu_cpus`` and
-    ``restore_emulator_cpus`` are the pins to put back when the agent lets
-    go (what the domain XML had, or the managed set).
+    ``vcpus`` is the flavor's vCPU count. ``restore_vcpu_cpus`` and
+    ``restore_emulator_cpus`` are every CPU its vCPU threads, and its other
+    threads, may run on when the agent lets go; ``restore_vcpus`` maps
+    each vCPU to its own CPUs when the definition pins vCPUs one by one
+    (empty: every vCPU gets ``restore_vcpu_cpus``), and
+    ``restore_iothreads`` each I/O thread to its CPUs.
     """
 
     uuid: str
@@ -57,6 +60,8 @@ class Guest:
     restore_vcpu_cpus: frozenset
     restore_emulator_cpus: frozenset
     has_channel: bool
+    restore_vcpus: dict = dataclasses.field(default_factory=dict)
+    restore_iothreads: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

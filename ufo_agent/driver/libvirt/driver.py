@@ -16,6 +16,7 @@ import logging
 import os
 
 from ufo_agent.channel import host_channel
+from ufo_agent import cpuset
 from ufo_agent.driver import base
 from ufo_agent.driver.libvirt import config
 from ufo_agent.driver.libvirt import guest as libvirt_guest
@@ -57,9 +58,6 @@ class LibvirtDriver(base.HypervisorDriver):
     def host_cpus(self):
         return sysfs.host_cpus(self.sysfs_root)
 
-    def _all_cpus(self):
-        return sysfs.host_cpus(self.sysfs_root).online
-
     def _pid(self, name):
         try:
             with open(os.path.join(self.run_dir, name + '.pid')) as handle:
@@ -98,13 +96,25 @@ class LibvirtDriver(base.HypervisorDriver):
                 self.libvirt.VIR_DOMAIN_XML_INACTIVE))
         else:
             parsed = domain_xml.parse_domain(xml)
+        host = self.host_cpus()
         verdict = policy.decide(parsed, self.managed_cpus,
-                                self.manage_non_nova, persistent)
+                                self.manage_non_nova, persistent,
+                                online_cpus=host.online,
+                                numa_of_cpu=host.numa_of_cpu)
+        if verdict.managed and verdict.allowed_cpus != self.managed_cpus:
+            # The controller does not place guests by NUMA node yet.
+            verdict = policy.Verdict(
+                False, 'memory bound to the NUMA node(s) of CPUs %s: '
+                'ufo-agent does not place guests by NUMA node yet'
+                % cpuset.format_cpuset(verdict.allowed_cpus))
         if not verdict.managed:
             if self._skipped.get(uuid) != verdict.reason:
                 LOG.info('Not managing domain %s (%s): %s', uuid,
                          parsed.name, verdict.reason)
                 self._skipped[uuid] = verdict.reason
+            if known is not None:
+                # Its new definition is hands-off (a resize to dedicated).
+                self._drop(uuid, base.GuestEvent.STOPPED)
             return
         if known is not None:
             # Same uuid, new QEMU process (hard reboot, migration back).
@@ -112,16 +122,17 @@ class LibvirtDriver(base.HypervisorDriver):
         pid = self._pid(parsed.name)
         if pid is None:
             raise base.DriverError('no pid file for %s' % parsed.name)
-        restore_vcpu = parsed.vcpu_cpuset or self._all_cpus()
-        restore_emu = (parsed.emulatorpin if persistent else None) or \
-            restore_vcpu
+        restore_vcpu = frozenset().union(*verdict.restore_vcpus.values())
+        restore_emu = verdict.restore_emulator
         channel = None
         if self.attach_channels:
             channel = self._ensure_channel(dom, uuid, parsed, xml)
         info = base.Guest(uuid, parsed.nova.name if parsed.nova else
                           parsed.name, verdict.vcpus,
-                          verdict.vm_class.value, frozenset(restore_vcpu),
-                          frozenset(restore_emu), channel is not None)
+                          verdict.vm_class.value, restore_vcpu, restore_emu,
+                          channel is not None,
+                          dict(verdict.restore_vcpus),
+                          dict(verdict.restore_iothreads))
         self._guests[uuid] = libvirt_guest.Guest(
             self._host, info, dom.ID(), pid, channel, self.managed_cpus,
             self.proc_root)

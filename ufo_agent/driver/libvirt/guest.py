@@ -169,8 +169,51 @@ class Guest:
         if self.channel is not None:
             self.channel.beat()
 
+    def _restore_vcpus(self):
+        """Each vCPU back to exactly what the definition gives it."""
+        info = self.info
+        if not info.restore_vcpus:
+            self.pin_vcpus(info.restore_vcpu_cpus)
+            return
+        dom = self._dom()
+        live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
+        present = self.threads().vcpus or info.restore_vcpus
+        for index in sorted(present):
+            cpus = info.restore_vcpus.get(index, info.restore_vcpu_cpus)
+            self.host.call('restore vCPU %d of %s' % (index, self.uuid),
+                           dom.pinVcpuFlags, index, self._cpumap(cpus),
+                           live)
+
+    def _restore_emulator(self):
+        """Emulator, each I/O thread and vhost back to the definition."""
+        info = self.info
+        dom = self._dom()
+        lv = self.host.libvirt
+        live = lv.VIR_DOMAIN_AFFECT_LIVE
+        self.host.call('restore emulator of %s' % self.uuid,
+                       dom.pinEmulator,
+                       self._cpumap(info.restore_emulator_cpus), live)
+        try:
+            iothreads = dom.ioThreadInfo(live)
+        except lv.libvirtError:
+            iothreads = []
+        for thread in iothreads:
+            cpus = info.restore_iothreads.get(thread[0],
+                                              info.restore_emulator_cpus)
+            self.host.call('restore I/O thread %d of %s'
+                           % (thread[0], self.uuid), dom.pinIOThread,
+                           thread[0], self._cpumap(cpus), live)
+        for pid in self.threads().vhost:
+            try:
+                os.sched_setaffinity(pid, info.restore_emulator_cpus)
+            except OSError as exc:
+                LOG.warning('Cannot restore vhost thread %d of %s: %s',
+                            pid, self.uuid, exc)
+
     def release(self):
-        """All vCPUs online and the restore pins back; every step is tried.
+        """All vCPUs online and the definition's pins back, per vCPU.
+
+        Every step is tried.
 
         Raises one DriverError naming every step that failed.
         """
@@ -180,11 +223,11 @@ class Guest:
                 self.channel.set_target(self.channel.max_vcpus)
             except (OSError, ValueError) as exc:
                 errors.append('target: %s' % exc)
-        for step, cpus in ((self.pin_vcpus, self.info.restore_vcpu_cpus),
-                           (self.pin_emulator,
-                            self.info.restore_emulator_cpus)):
+        steps = [('vCPU pins', self._restore_vcpus),
+                 ('emulator pins', self._restore_emulator)]
+        for what, step in steps:
             try:
-                step(cpus)
+                step()
             except base.DriverError as exc:
                 errors.append(str(exc))
         if errors:

@@ -23,9 +23,10 @@ def test_shared_nova_instance_is_adopted_from_its_metadata(host, hv):
                                         'hw:cpu_policy': 'shared'})
     host.boot(U1, xml, pid=500)
     guests = host.driver().guests()
+    every = frozenset(range(2, 8))
     assert guests == [base.Guest(
-        U1, 'web-1', 4, 'lc', frozenset(range(2, 8)),
-        frozenset(range(2, 8)), False)]
+        U1, 'web-1', 4, 'lc', every, every, False,
+        restore_vcpus={0: every, 1: every})]
 
 
 def test_persistent_definition_decides_policy_and_restore_pins(host, hv):
@@ -46,8 +47,9 @@ def test_dedicated_persistent_definition_is_never_adopted(host, hv, caplog):
     caplog.set_level(logging.INFO)
     assert host.driver().guests() == []
     assert _skip_logs(caplog, U1) == [
-        'Not managing domain %s (instance-0000002a): dedicated CPU policy'
-        % U1]
+        'Not managing domain %s (instance-0000002a): its vCPUs are pinned '
+        'to different CPU sets (4, 5): a guest pinned per vCPU or spanning '
+        'NUMA nodes' % U1]
 
 
 def test_transient_domain_is_judged_by_its_live_xml(host, hv):
@@ -82,8 +84,8 @@ def test_skipped_domains_are_logged_once_per_reason(host, hv, caplog):
     assert _skip_logs(caplog, U2) == [
         'Not managing domain %s (scratch): no Nova metadata' % U2]
     assert _skip_logs(caplog, U3) == [
-        'Not managing domain %s (instance-0000002c): its CPUs are outside '
-        'the managed set' % U3]
+        'Not managing domain %s (instance-0000002c): its definition lets it '
+        'run on CPUs 12-15 outside the managed set' % U3]
     # A new reason is logged again.
     hv.domains[U1].config_xml = nova_xml(U1, specs={'ufo:managed': 'no'})
     driver.guests()

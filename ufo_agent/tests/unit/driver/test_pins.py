@@ -6,6 +6,7 @@ import os
 import pytest
 
 from ufo_agent.channel import host_channel
+from ufo_agent import cpuset
 from ufo_agent.driver import base
 from ufo_agent.tests.unit.driver import fakehost
 from ufo_agent.tests.unit.driver.fakehost import nova_xml
@@ -43,7 +44,10 @@ def test_cpu_map_is_wide_enough_for_every_cpu(host, hv, monkeypatch,
                                               managed, cpus, cpu_count,
                                               width):
     monkeypatch.setattr(os, 'cpu_count', lambda: cpu_count)
-    host.boot(U1, nova_xml(U1, cpuset=None), pid=500)
+    # A guest of the managed CPUs only: one that may float over the
+    # others is left alone.
+    host.boot(U1, nova_xml(U1, cpuset=cpuset.format_cpuset(managed)),
+              pid=500)
     driver = host.driver(managed_cpus=frozenset(managed))
     driver.guests()
     driver.pin_vcpus(U1, frozenset(cpus))
@@ -171,8 +175,8 @@ def test_release_tries_every_step_and_reports_every_error(
     with pytest.raises(base.DriverError) as err:
         driver.release(U1)
     assert str(err.value) == (
-        'release of %s: target: page is gone; pin vCPU 0 of %s: vcpu '
-        'cgroup gone; pin emulator of %s: emulator cgroup gone'
+        'release of %s: target: page is gone; restore vCPU 0 of %s: vcpu '
+        'cgroup gone; restore emulator of %s: emulator cgroup gone'
         % (U1, U1, U1))
 
 
@@ -212,3 +216,51 @@ def test_observe_sums_the_threads_of_each_pool(host, hv):
         1100, 320, 10)
     assert obs.emulator_cpu_ns == 300
     assert obs.guest is None
+
+
+def _nova34(name, cpu_map):
+    from ufo_agent.tests import nova_fixtures
+    return nova_fixtures.adapt(nova_fixtures.xml(name), cpu_map, uuid=U1,
+                               name='instance-0000002a')
+
+
+# Nova 34's fake host: shared 1-2,8-9 (node 0: 0-6, node 1: 7-13). Here
+# one node: its shared CPUs become 2-3, everything else 0.
+_ONE_NODE = {cpu: {1: 2, 2: 3, 8: 2, 9: 3}.get(cpu, 0)
+             for cpu in range(14)}
+
+
+def test_numa_guest_is_restored_per_vcpu_not_onto_every_cpu(
+        host, hv, monkeypatch):
+    # Defect: Nova gives NUMA guests per-vCPU <vcpupin> and no cpuset;
+    # release restored every online CPU, dedicated and reserved ones too.
+    monkeypatch.setattr(os, 'cpu_count', lambda: 8)
+    fakehost.write_sysfs(host.sysfs / 'numa', '0-7',
+                         numa={cpu: 0 for cpu in range(8)})
+    host.boot(U1, _nova34('shared-numa', _ONE_NODE), pid=500,
+              iothreads=[1])
+    driver = host.driver(managed_cpus=frozenset({2, 3}),
+                         sysfs_root=str(host.sysfs / 'numa'))
+    assert [g.uuid for g in driver.guests()] == [U1]
+    driver.pin_vcpus(U1, frozenset({3}))
+    hv.calls.clear()
+    driver.release(U1)
+    assert _calls(hv, 'pinVcpuFlags') == [
+        (0, _bits(8, {2, 3}), LIVE), (1, _bits(8, {2, 3}), LIVE)]
+    assert _calls(hv, 'pinEmulator') == [(_bits(8, {2, 3}), LIVE)]
+    assert _calls(hv, 'pinIOThread') == [(1, _bits(8, {2, 3}), LIVE)]
+
+
+def test_numa_bound_guest_on_a_two_node_host_is_left_alone(
+        host, hv, caplog):
+    # Pinned without regard to its NUMA memory binding while managed: until
+    # the controller places guests by node, such a guest is hands off.
+    caplog.set_level(logging.INFO)
+    fakehost.write_sysfs(host.sysfs / 'two', '0-13',
+                         numa={cpu: cpu // 7 for cpu in range(14)})
+    host.boot(U1, _nova34('shared-numa', {c: c for c in range(14)}),
+              pid=500)
+    driver = host.driver(managed_cpus=frozenset({1, 2, 8, 9}),
+                         sysfs_root=str(host.sysfs / 'two'))
+    assert driver.guests() == []
+    assert 'does not place guests by NUMA node' in caplog.text
