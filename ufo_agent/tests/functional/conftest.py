@@ -5,12 +5,4 @@ to the Debian archive the first time (the test guest is built by
 tools/build-test-guest.sh and cached).
 """
 
-import pytest
-
-from ufo_tools import testguest
-
-
-@pytest.fixture(scope='session')
-def guest_artifacts():
-    testguest.start_libvirtd()
-    return testguest.build_artifacts()
+from ufo_tools.tests.fixtures import guest_artifacts  # noqa: F401
