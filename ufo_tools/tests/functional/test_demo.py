@@ -24,7 +24,7 @@ def test_demo_runs_end_to_end(guest_artifacts, tmp_path):
     out = tmp_path / 'out'
     proc = subprocess.run(
         [sys.executable, '-m', 'ufo_tools.demo.run', '--out', str(out),
-         '--phase-seconds', '20', '--plain'],
+         '--phase-seconds', '30', '--plain'],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (out / 'ufo-demo.png').stat().st_size > 10000
