@@ -207,7 +207,10 @@ class Controller:
                 now, uuid, Action.PARK, len(state.cores), 0,
                 'util below %.1f%% for %.0f s' % (
                     self.config.idle_util, self.config.idle_after)))
-        elif state.mode == VmMode.IDLE and state.idle.woke(sample.util):
+            # Its vCPUs go offline now: that work is not a wake-up.
+            state.changed_at = now
+        elif state.mode == VmMode.IDLE and state.idle.woke(sample.util) \
+                and state.settled(now, self.config.settle_time):
             state.mode = VmMode.ACTIVE
             state.committed = state.want = state.cores_before_idle
             state.last_action = (Action.WAKE, 'util %.1f%% after idle'

@@ -93,3 +93,24 @@ def test_controller_refuses_what_it_cannot_manage():
         VmSpec('b', 0)
     with pytest.raises(ValueError):
         VmSpec('b', 2, 'gold')
+
+
+def test_the_work_of_parking_does_not_wake_the_vm():
+    # Taking vCPUs offline costs the guest a moment of CPU: that blip in
+    # the settle window after a park is not a wake-up (the demo's idle
+    # guest woke from its own park and took a core for ten more seconds).
+    config = ControllerConfig(idle_after=5.0, settle_time=3.0)
+    controller = Controller(HostTopology.uniform(4, 2), config)
+    controller.add_vm(VmSpec('idle', 2, 'lc'))
+    actions = []
+    for t in range(12):
+        util = 5.0 if t in (6, 7) else 0.0     # the park is at t=5
+        plan = controller.tick(float(t), {'idle': VmSample(util, 20.0)},
+                               5.0)
+        actions += [(d.time, d.action) for d in plan.decisions]
+    assert (5.0, 'park') in actions
+    assert 'wake' not in [a for _, a in actions]
+    assert plan.vms['idle'].mode == plan_mod.VmMode.IDLE
+    # Busy once the park has settled: it wakes.
+    plan = controller.tick(12.0, {'idle': VmSample(40.0, 2000.0)}, 5.0)
+    assert plan.vms['idle'].mode == plan_mod.VmMode.ACTIVE
