@@ -24,6 +24,9 @@ from ufo_agent.channel import report
 DEFAULT_SHM_SIZE = 1024 * 1024
 MAX_CTXSW_PER_SEC = 10 ** 9
 MAX_INTERVAL_NS = 3600 * 10 ** 9
+# Reading a torn area: spins, and a time budget for all of them together.
+READ_RETRIES = 100
+READ_BUDGET_NS = 200 * 1000
 QEMU_USER = 'libvirt-qemu'
 QEMU_GROUP = 'kvm'
 PAGE_MODE = 0o660
@@ -301,16 +304,25 @@ class HostChannel(object):
 
     # -- guest area -------------------------------------------------------
 
-    def _read_area(self, base, st, fields, retries=100):
+    def _read_area(self, base, st, fields, retries=READ_RETRIES,
+                   budget_ns=READ_BUDGET_NS):
+        """One consistent copy of an area, or None when it stays torn.
+
+        The writer holds ``seq`` odd for a few stores; a guest that holds
+        it odd longer (preempted mid-write, or on purpose) costs at most
+        ``retries`` spins and ``budget_ns`` of the agent's time, never a
+        sleep.
+        """
         seq_off = base + 8
-        for i in range(retries):
+        deadline = time.monotonic_ns() + budget_ns
+        for _ in range(max(1, retries)):
             seq = _U32.unpack_from(self._mm, seq_off)[0]
             if not seq & 1:
                 data = self._mm[base:base + st.size]
                 if _U32.unpack_from(self._mm, seq_off)[0] == seq:
                     return layout.unpack(fields, st, data)
-            if i > 10:
-                time.sleep(0.0005)
+            if time.monotonic_ns() >= deadline:
+                break
         return None
 
     def reset_history(self):
@@ -318,13 +330,14 @@ class HostChannel(object):
         self._last_count = None
         self._last_ts = None
 
-    def read_guest(self, retries=100):
+    def read_guest(self, retries=READ_RETRIES):
         """Read and validate the guest area: a :class:`report.GuestReport`."""
         g = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
                             layout.GUEST_FIELDS, retries)
         if g is None:
-            return report.GuestReport(report.STATUS_BUSY,
-                                      'guest sequence kept changing')
+            return report.GuestReport(
+                report.STATUS_BUSY, 'guest area sequence odd or changing on '
+                'every read for %d us' % (READ_BUDGET_NS // 1000))
         if g['magic'] == 0:
             self.reset_history()
             return report.GuestReport(report.STATUS_ABSENT,
