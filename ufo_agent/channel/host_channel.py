@@ -8,11 +8,13 @@ host knows (the domain's vCPU count, the targets it issued, the previous
 sample); no guest value is used to index, size or allocate anything.
 """
 
+import errno
 import grp
 import mmap
 import os
 import pwd
 import re
+import stat
 import struct
 import time
 
@@ -22,13 +24,26 @@ from ufo_agent.channel import report
 DEFAULT_SHM_SIZE = 1024 * 1024
 MAX_CTXSW_PER_SEC = 10 ** 9
 MAX_INTERVAL_NS = 3600 * 10 ** 9
+# Reading a torn area: spins, and a time budget for all of them together.
+READ_RETRIES = 100
+READ_BUDGET_NS = 200 * 1000
+QEMU_USER = 'libvirt-qemu'
+QEMU_GROUP = 'kvm'
+PAGE_MODE = 0o660
 _U32 = struct.Struct('<I')
 _U64 = struct.Struct('<Q')
 _U32_MAX = 0xFFFFFFFF
+# Never follow a link planted at the page's (predictable) name, never
+# block on a FIFO, never leak the descriptor into a child.
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class ChannelError(Exception):
     pass
+
+
+class UnsafePage(ChannelError):
+    """The page path holds something the agent must not use or touch."""
 
 
 def shm_name(domain_uuid, prefix='ufo-'):
@@ -39,15 +54,149 @@ def shm_name(domain_uuid, prefix='ufo-'):
     return name
 
 
-def hand_to_qemu(path, user='libvirt-qemu', group='kvm'):
-    """Make a page file usable by QEMU (libvirt does not relabel it)."""
+def qemu_owner(user=QEMU_USER, group=QEMU_GROUP):
+    """(uid, gid) QEMU runs as, or None where there is no such user."""
     try:
-        uid = pwd.getpwnam(user).pw_uid
-        gid = grp.getgrnam(group).gr_gid
+        return pwd.getpwnam(user).pw_uid, grp.getgrnam(group).gr_gid
     except KeyError:
+        return None
+
+
+def trusted_uids(owner=None):
+    """Owners a page file may have: root, this process and QEMU's user.
+
+    /dev/shm is world-writable: anybody can create a file at a page's
+    predictable name before the agent does. Such a file is never used.
+    """
+    uids = {0, os.geteuid()}
+    qemu = qemu_owner()
+    if qemu is not None:
+        uids.add(qemu[0])
+    if owner is not None:
+        uids.add(owner[0])
+    return uids
+
+
+def _check_page(fd, path, trusted):
+    """fstat the open page; raise UnsafePage unless it is ours to use."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePage('%s is not a regular file (mode 0o%o)'
+                         % (path, st.st_mode))
+    if st.st_uid not in trusted:
+        raise UnsafePage('%s belongs to uid %d, not to root or QEMU: '
+                         'refusing it' % (path, st.st_uid))
+    if st.st_nlink != 1:
+        raise UnsafePage('%s has %d hard links' % (path, st.st_nlink))
+    return st
+
+
+def _hand_over(fd, st, owner, created):
+    """Give an open page to QEMU: fchown/fchmod on the descriptor."""
+    if owner is None:
+        return
+    if created or st.st_uid != owner[0]:
+        os.fchown(fd, owner[0], owner[1])
+        os.fchmod(fd, PAGE_MODE)
+
+
+def open_page(path, size, owner=None, trusted=None):
+    """Open the page file at ``path``, creating it if missing.
+
+    Safe in a world-writable sticky directory such as /dev/shm, also with
+    ``fs.protected_regular`` and ``fs.protected_symlinks`` set:
+
+    * a new file is created with ``O_CREAT | O_EXCL`` (mode 0600), an
+      existing one is opened without ``O_CREAT`` (which protected_regular
+      refuses, even to root, for a file QEMU owns);
+    * ``O_NOFOLLOW``: a symbolic link at the path is refused;
+    * the open file must be a regular file with one link, owned by one of
+      ``trusted`` (default :func:`trusted_uids`);
+    * ``owner`` (uid, gid), when given, is applied with ``fchown`` and
+      mode 0660 with ``fchmod``, on the descriptor, to a file created
+      here or not yet owned by that uid.
+
+    Returns (fd, created). Raises :class:`UnsafePage` or OSError.
+    """
+    if trusted is None:
+        trusted = trusted_uids(owner)
+    for _ in range(3):
+        created = True
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
+                         _OPEN_FLAGS, 0o600)
+        except FileExistsError:
+            created = False
+            try:
+                fd = os.open(path, os.O_RDWR | _OPEN_FLAGS)
+            except FileNotFoundError:
+                continue            # removed in between: create it
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise UnsafePage('%s is a symbolic link' % path)
+                if exc.errno in (errno.EISDIR, errno.ENXIO):
+                    raise UnsafePage('%s is not a regular file: %s'
+                                     % (path, exc.strerror))
+                raise
+        try:
+            st = _check_page(fd, path, trusted)
+            _hand_over(fd, st, owner, created)
+            if st.st_size < size:
+                os.ftruncate(fd, size)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, created
+    raise ChannelError('%s keeps disappearing' % path)
+
+
+def hand_to_qemu(path, user=QEMU_USER, group=QEMU_GROUP):
+    """Make an existing page file usable by QEMU (libvirt does not).
+
+    The file is opened without following links and checked like
+    :func:`open_page`; ownership and mode change on the descriptor.
+    Returns False where QEMU's user does not exist.
+    """
+    owner = qemu_owner(user, group)
+    if owner is None:
         return False
-    os.chown(path, uid, gid)
-    os.chmod(path, 0o660)
+    try:
+        fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePage('%s is a symbolic link' % path)
+        raise
+    try:
+        _check_page(fd, path, trusted_uids(owner))
+        os.fchown(fd, owner[0], owner[1])
+        os.fchmod(fd, PAGE_MODE)
+    finally:
+        os.close(fd)
+    return True
+
+
+def remove_page(path, trusted=None):
+    """Unlink a page file: only a regular file that root or QEMU owns.
+
+    ``lstat``, so a link is never followed. Returns True when removed,
+    False when there was nothing to remove; raises :class:`UnsafePage`
+    for anything else at the path.
+    """
+    if trusted is None:
+        trusted = trusted_uids()
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePage('%s is not a regular file: not removing it' % path)
+    if st.st_uid not in trusted:
+        raise UnsafePage('%s belongs to uid %d: not removing it'
+                         % (path, st.st_uid))
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
     return True
 
 
@@ -55,21 +204,23 @@ class HostChannel(object):
     """The host end of one guest's shared page.
 
     :param path: the page file, e.g. ``/dev/shm/ufo-<uuid>``; created
-        when missing and grown to ``size`` bytes (the shmem size).
+        when missing and grown to ``size`` bytes (the shmem size), see
+        :func:`open_page` for what is refused.
     :param max_vcpus: vCPUs of the domain, as the host configured it.
+    :param owner: (uid, gid) to give the page to (QEMU's, from
+        :func:`qemu_owner`), or None to leave ownership alone.
     """
 
-    def __init__(self, path, max_vcpus, size=DEFAULT_SHM_SIZE):
+    def __init__(self, path, max_vcpus, size=DEFAULT_SHM_SIZE, owner=None):
         if not 1 <= max_vcpus <= layout.MASK_CPUS:
             raise ValueError('max_vcpus must be in 1..%d' % layout.MASK_CPUS)
         if size < layout.PAGE_SIZE or size & (size - 1):
             raise ValueError('size must be a power of two >= one page')
         self.path = path
         self.max_vcpus = max_vcpus
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._mm = None
+        fd, self.created = open_page(path, size, owner)
         try:
-            if os.fstat(fd).st_size < size:
-                os.ftruncate(fd, size)
             self._mm = mmap.mmap(fd, layout.PAGE_SIZE, mmap.MAP_SHARED,
                                  mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
@@ -153,16 +304,25 @@ class HostChannel(object):
 
     # -- guest area -------------------------------------------------------
 
-    def _read_area(self, base, st, fields, retries=100):
+    def _read_area(self, base, st, fields, retries=READ_RETRIES,
+                   budget_ns=READ_BUDGET_NS):
+        """One consistent copy of an area, or None when it stays torn.
+
+        The writer holds ``seq`` odd for a few stores; a guest that holds
+        it odd longer (preempted mid-write, or on purpose) costs at most
+        ``retries`` spins and ``budget_ns`` of the agent's time, never a
+        sleep.
+        """
         seq_off = base + 8
-        for i in range(retries):
+        deadline = time.monotonic_ns() + budget_ns
+        for _ in range(max(1, retries)):
             seq = _U32.unpack_from(self._mm, seq_off)[0]
             if not seq & 1:
                 data = self._mm[base:base + st.size]
                 if _U32.unpack_from(self._mm, seq_off)[0] == seq:
                     return layout.unpack(fields, st, data)
-            if i > 10:
-                time.sleep(0.0005)
+            if time.monotonic_ns() >= deadline:
+                break
         return None
 
     def reset_history(self):
@@ -170,13 +330,14 @@ class HostChannel(object):
         self._last_count = None
         self._last_ts = None
 
-    def read_guest(self, retries=100):
+    def read_guest(self, retries=READ_RETRIES):
         """Read and validate the guest area: a :class:`report.GuestReport`."""
         g = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
                             layout.GUEST_FIELDS, retries)
         if g is None:
-            return report.GuestReport(report.STATUS_BUSY,
-                                      'guest sequence kept changing')
+            return report.GuestReport(
+                report.STATUS_BUSY, 'guest area sequence odd or changing on '
+                'every read for %d us' % (READ_BUDGET_NS // 1000))
         if g['magic'] == 0:
             self.reset_history()
             return report.GuestReport(report.STATUS_ABSENT,
@@ -308,10 +469,7 @@ class HostChannel(object):
 
     def unlink(self):
         self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        remove_page(self.path)
 
     def __enter__(self):
         return self

@@ -49,8 +49,9 @@ OPTS = [
         'guest_util_tolerance', default=_DEFAULTS.guest_util_tolerance,
         min=0.0, max=10.0,
         help='Relative tolerance when checking a guest\'s reported '
-             'utilization against the CPU time its vCPU threads ran. A '
-             'guest above it is handled in host-only mode.'),
+             'utilization against the time its vCPU threads ran or waited '
+             'to run on the host. A guest above it is handled in host-only '
+             'mode.'),
     cfg.FloatOpt(
         'drift_check_interval', default=_DEFAULTS.drift_check_interval,
         min=0.0,

@@ -1,27 +1,33 @@
 """Turn cumulative observations into one controller sample per guest.
 
 Guest mode: utilization and scheduling frequency come from the guest's
-page, after checking its utilization against what its vCPU threads ran.
-Host-only mode (no module, an invalid page, a lying guest): utilization is
-the vCPU threads' CPU time and the scheduling-frequency signal is how
-often they were scheduled in. The emulator pool's load is the CPU time of
-every other thread of every guest.
+page, after checking both against what its vCPU threads did on the host
+(:mod:`ufo_agent.channel.crosscheck`). Host-only mode (no module, an
+invalid page, a page held busy, a lying guest): utilization is the vCPU
+threads' CPU time and the scheduling-frequency signal is how often they
+were scheduled in. The emulator pool's load is the CPU time of every
+other thread of every guest.
 """
 
+import collections
 import dataclasses
 
 from ufo_agent.channel import crosscheck
+from ufo_agent.channel import report as report_mod
 from ufo_agent.controller.plan import VmSample
 
 MODE_GUEST = 'guest'
 MODE_HOST_ONLY = 'host-only'
+# Torn reads in a row that a guest in guest mode is forgiven (its last
+# sample is used again); one more and it is host-only.
+BUSY_FORGIVEN = 1
 
 
 @dataclasses.dataclass(frozen=True)
 class GuestRates:
     """One guest over one tick."""
 
-    sample: VmSample          # what the controller gets (None: hold)
+    sample: VmSample          # what the controller gets
     mode: str
     reason: str               # why host-only, '' in guest mode
     vcpu_pct: float           # host CPU time of vCPU threads, % of a CPU
@@ -30,24 +36,47 @@ class GuestRates:
     online_vcpus: int         # as the guest reports (0 if unknown)
 
 
-class Sampler:
-    """Keeps the previous observation of each guest to compute rates."""
+class _History:
+    """What the sampler remembers of one guest."""
 
-    def __init__(self, tolerance=0.10, stale_after=2.5):
+    def __init__(self):
+        self.last = None                  # the previous Observation
+        self.points = collections.deque(maxlen=crosscheck.HISTORY + 4)
+        self.claims = collections.deque(maxlen=crosscheck.HISTORY)
+        self.read_at = None               # host time of the last good read
+        self.count = None                 # sample_count it showed
+        self.count_since = None           # host time that count appeared
+        self.busy = 0                     # torn reads in a row
+        self.held = None                  # (VmSample, online) of guest mode
+
+
+class Sampler:
+    """Keeps recent observations of each guest to compute and check rates."""
+
+    def __init__(self, tolerance=0.10, stale_after=2.5,
+                 busy_forgiven=BUSY_FORGIVEN):
         self.tolerance = tolerance
         self.stale_after = stale_after
-        self._last = {}          # uuid -> Observation
-        self._guest_seen = {}    # uuid -> (sample_count, host time)
+        self.busy_forgiven = busy_forgiven
+        self._guests = {}        # uuid -> _History
 
     def forget(self, uuid):
-        self._last.pop(uuid, None)
-        self._guest_seen.pop(uuid, None)
+        self._guests.pop(uuid, None)
 
     def rates(self, uuid, obs):
         """Return :class:`GuestRates`, or None on the first observation."""
-        last = self._last.get(uuid)
-        self._last[uuid] = obs
-        if last is None or obs.time <= last.time:
+        hist = self._guests.setdefault(uuid, _History())
+        last, hist.last = hist.last, obs
+        if last is not None and obs.time <= last.time:
+            # The clock went backwards: nothing before is comparable.
+            self._guests[uuid] = hist = _History()
+            hist.last = obs
+            last = None
+        hist.points.append(crosscheck.HostPoint(
+            obs.time, obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices))
+        report = obs.guest
+        self._note_claim(hist, obs.time, report)
+        if last is None:
             return None
         span = obs.time - last.time
         vcpu_pct = max(0, obs.vcpu_cpu_ns - last.vcpu_cpu_ns) / span / 1e7
@@ -55,32 +84,71 @@ class Sampler:
             span / 1e7
         delay_ms = max(0, obs.vcpu_wait_ns - last.vcpu_wait_ns) / span / 1e6
         slices = max(0, obs.vcpu_slices - last.vcpu_slices) / span
-        report = obs.guest
-        reason = self._guest_problem(uuid, obs, report, vcpu_pct)
+        reason = self._guest_problem(hist, obs, report)
+        if reason is None:
+            # A torn read forgiven: the guest's last sample once more.
+            sample, online = hist.held
+            return GuestRates(sample, MODE_GUEST, '', vcpu_pct, emu_pct,
+                              delay_ms, online)
         if not reason:
             sample = report.sample
             vm_sample = VmSample(sample.util, float(sample.ctxsw_per_sec))
+            hist.held = (vm_sample, sample.online_vcpus)
             return GuestRates(vm_sample, MODE_GUEST, '', vcpu_pct, emu_pct,
                               delay_ms, sample.online_vcpus)
+        hist.held = None
         util, sf = host_only_sample(vcpu_pct, slices)
         online = report.sample.online_vcpus if (
             report is not None and report.ok) else 0
         return GuestRates(VmSample(util, sf), MODE_HOST_ONLY, reason,
                           vcpu_pct, emu_pct, delay_ms, online)
 
-    def _guest_problem(self, uuid, obs, report, vcpu_pct):
+    @staticmethod
+    def _note_claim(hist, now, report):
+        """Record a guest sample the first time it is read."""
+        if report is None or report.status == report_mod.STATUS_BUSY:
+            return              # no read: the last good one still bounds
+        if not report.ok:
+            # No module, or a broken page: the next samples start afresh.
+            hist.claims.clear()
+            hist.read_at = hist.count = None
+            return
+        sample = report.sample
+        if sample.sample_count != hist.count:
+            if hist.read_at is not None and sample.sample_count and \
+                    sample.interval_ns > 0:
+                hist.claims.append(crosscheck.Claim(
+                    after=hist.read_at, seen=now,
+                    interval_s=sample.interval_ns / 1e9,
+                    util_pct=sample.util,
+                    switches_per_s=float(sample.ctxsw_per_sec +
+                                         sample.own_ctxsw_per_sec),
+                    vcpus=max(1, sample.present_vcpus)))
+            hist.count = sample.sample_count
+            hist.count_since = now
+        hist.read_at = now
+
+    def _guest_problem(self, hist, obs, report):
+        """Why the guest's numbers cannot be used ('' if they can).
+
+        None: a torn read that is forgiven (use the last sample again).
+        """
         if report is None:
             return 'no guest channel'
+        if report.status == report_mod.STATUS_BUSY:
+            hist.busy += 1
+            if hist.busy <= self.busy_forgiven and hist.held is not None:
+                return None
+            return '%s: %s (%d reads in a row)' % (report.status,
+                                                   report.reason, hist.busy)
+        hist.busy = 0
         if not report.ok:
             return '%s: %s' % (report.status, report.reason)
-        sample = report.sample
-        count, seen_at = self._guest_seen.get(uuid, (None, obs.time))
-        if count != sample.sample_count:
-            self._guest_seen[uuid] = (sample.sample_count, obs.time)
-        elif obs.time - seen_at > self.stale_after:
-            return 'guest stats stale for %.1f s' % (obs.time - seen_at)
-        verdict = crosscheck.check_guest_util(sample.util, vcpu_pct,
-                                              self.tolerance)
+        if obs.time - hist.count_since > self.stale_after:
+            return 'guest stats stale for %.1f s' % (
+                obs.time - hist.count_since)
+        verdict = crosscheck.check_claims(hist.points, hist.claims,
+                                          self.tolerance)
         if not verdict.ok:
             return verdict.reason
         return ''

@@ -144,15 +144,17 @@ class LibvirtDriver(base.HypervisorDriver):
         attached = ("<shmem name='%s'" % name) in xml or \
             ('<shmem name="%s"' % name) in xml
         try:
+            # Created for QEMU, or opened as it is (QEMU's by now): never
+            # a link, a foreign file or anything but a regular file.
             channel = host_channel.HostChannel(
-                path, parsed.vcpus, size=self.shm_size_mib * 1024 * 1024)
+                path, parsed.vcpus, size=self.shm_size_mib * 1024 * 1024,
+                owner=host_channel.qemu_owner())
             # Keeps a live guest's state: a restarted agent picks up.
             channel.initialize()
-        except (OSError, ValueError) as exc:
+        except (host_channel.ChannelError, OSError, ValueError) as exc:
             LOG.warning('No channel for %s: %s', uuid, exc)
             return None
         if not attached:
-            host_channel.hand_to_qemu(path)
             device = config.shmem_xml(name, self.shm_size_mib, role='master')
             try:
                 self._host.call('attach channel to %s' % uuid,
@@ -228,12 +230,15 @@ class LibvirtDriver(base.HypervisorDriver):
         known = self._guests.pop(uuid, None)
         if known is not None:
             known.close()
-        path = os.path.join(self.shm_dir,
-                            host_channel.shm_name(uuid, self.name_prefix))
+        self._remove_page(host_channel.shm_name(uuid, self.name_prefix))
+
+    def _remove_page(self, name):
+        """Unlink a page: only a regular file of root or QEMU (lstat)."""
         try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+            return host_channel.remove_page(os.path.join(self.shm_dir, name))
+        except (host_channel.ChannelError, OSError) as exc:
+            LOG.warning('Not removing %s: %s', name, exc)
+            return False
 
     def remove_stale_pages(self):
         """Delete the pages of domains that no longer exist."""
@@ -243,8 +248,8 @@ class LibvirtDriver(base.HypervisorDriver):
             if not name.startswith(self.name_prefix):
                 continue
             uuid = name[len(self.name_prefix):]
-            if uuid not in known and len(uuid) == 36:
-                os.unlink(os.path.join(self.shm_dir, name))
+            if uuid not in known and len(uuid) == 36 and \
+                    self._remove_page(name):
                 removed.append(uuid)
         return removed
 

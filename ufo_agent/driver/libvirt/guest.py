@@ -86,6 +86,11 @@ class Guest:
     def observe(self, read_retries):
         threads = self.threads()
         now = time.monotonic()
+        # The page first: a guest sample it shows ended before the vCPU
+        # counters below are read, so they cover it (crosscheck).
+        report = None
+        if self.channel is not None:
+            report = self.channel.read_guest(read_retries)
         cpu = wait = slices = emu = 0
         try:
             for tid in threads.vcpus.values():
@@ -104,9 +109,6 @@ class Guest:
         except FileNotFoundError as exc:
             self._threads = None
             raise base.DriverError('guest %s: %s' % (self.uuid, exc))
-        report = None
-        if self.channel is not None:
-            report = self.channel.read_guest(read_retries)
         return base.Observation(now, cpu, wait, slices, emu, report)
 
     # -- enforcement ---------------------------------------------------------

@@ -5,6 +5,7 @@ prints its /proc/stat every second; the tests run in file order on it and
 each leaves it with a valid page, a live heartbeat and every vCPU online.
 """
 
+import dataclasses
 import os
 import random
 import re
@@ -13,8 +14,13 @@ import time
 
 import pytest
 
+from ufo_agent.channel import crosscheck
 from ufo_agent.channel import layout
 from ufo_agent.channel import report as channel_report
+from ufo_agent.driver import base
+from ufo_agent.hypervisor import procfs
+from ufo_agent.service import sampler as sampler_mod
+from ufo_tools import e2e
 from ufo_tools import testguest
 
 VCPUS = 4
@@ -152,6 +158,110 @@ def test_stats_agree_with_proc_stat(guest):
     assert own > 0
     assert abs(ctx - (proc_ctx - own)) <= 0.10 * (proc_ctx - own)
     assert abs((ctx + own) - proc_ctx) <= 0.10 * proc_ctx
+
+
+def _vcpu_observer(guest):
+    """Observations of the guest's vCPU threads, as the driver makes them."""
+    with open('/run/libvirt/qemu/%s.pid' % guest.name) as handle:
+        pid = int(handle.read())
+    threads = procfs.qemu_threads(pid)
+    assert len(threads.vcpus) == VCPUS, threads
+
+    def observe():
+        now = time.monotonic()
+        report = guest.channel.read_guest()         # the page first
+        cpu = wait = slices = 0
+        for tid in threads.vcpus.values():
+            stat = procfs.schedstat(pid, tid)
+            cpu += stat.cpu_ns
+            wait += stat.wait_ns
+            slices += stat.slices
+        return base.Observation(now, cpu, wait, slices, 0, report)
+    return observe
+
+
+def _lie(obs, make):
+    """``obs`` with the guest's claims changed by ``make(sample)``."""
+    sample = obs.guest.sample
+    sample = dataclasses.replace(sample, **make(sample))
+    return dataclasses.replace(obs, guest=dataclasses.replace(
+        obs.guest, sample=sample))
+
+
+def _crosscheck_phase(guest, seconds, lies):
+    """Feed real observations to an honest sampler and to lying ones.
+
+    Returns (honest rates, {lie: rates}, first and last observation).
+    """
+    observe = _vcpu_observer(guest)
+    honest = sampler_mod.Sampler()
+    liars = {name: sampler_mod.Sampler() for name in lies}
+    out, lied = [], {name: [] for name in lies}
+    first = last = None
+    for _ in range(seconds):
+        obs = observe()
+        assert obs.guest.ok, obs.guest
+        first = first or obs
+        last = obs
+        rates = honest.rates('g', obs)
+        if rates is not None:
+            out.append(rates)
+        for name, make in lies.items():
+            rates = liars[name].rates('g', _lie(obs, make))
+            if rates is not None:
+                lied[name].append(rates)
+        time.sleep(1.0)
+    return out, lied, first, last
+
+
+def _print_phase(name, out, first, last):
+    span = last.time - first.time
+    cpu = (last.vcpu_cpu_ns - first.vcpu_cpu_ns) / span / 1e7
+    wait = (last.vcpu_wait_ns - first.vcpu_wait_ns) / span / 1e7
+    slices = (last.vcpu_slices - first.vcpu_slices) / span
+    util = sum(r.sample.util for r in out) / len(out)
+    switches = sum(r.sample.sf for r in out) / len(out)
+    own = last.guest.sample.own_ctxsw_per_sec
+    print('%s: guest util %.1f%%, ctxsw %.0f/s (+%d own); vCPU threads '
+          'cpu %.1f%%, wait %.1f%%, scheduled in %.0f/s; switch bound '
+          '%.0f/s' % (name, util, switches, own, cpu, wait, slices,
+                      crosscheck.switch_limit(crosscheck.HostUsage(
+                          (cpu + wait) / 100.0, cpu / 100.0, slices))))
+
+
+def test_crosscheck_accepts_the_real_guest_and_catches_lies(guest):
+    """The host-side bounds against a real guest, busy and then idle.
+
+    Every tick an honest sampler must keep the guest in guest mode; the
+    same observations with the guest's claims inflated beyond what its
+    vCPU threads did must not. The numbers are printed: under TCG the
+    vCPU threads run much more than the guest (emulation), under KVM about
+    as much.
+    """
+    busy, lied, first, last = _crosscheck_phase(guest, 14, {
+        'util x10': lambda s: dict(util=min(10 * s.util,
+                                            100.0 * s.online_vcpus))})
+    _print_phase('busy', busy, first, last)
+    assert {r.mode for r in busy} == {sampler_mod.MODE_GUEST}, \
+        [r.reason for r in busy if r.reason]
+    assert lied['util x10'][-1].mode == sampler_mod.MODE_HOST_ONLY
+    print('util x10: %s' % lied['util x10'][-1].reason)
+    e2e.set_load(guest, 0)
+    try:
+        time.sleep(2)
+        # Under TCG the threads of an idle guest still run a few percent
+        # of a CPU: claims beyond what that allows.
+        idle, lied, first, last = _crosscheck_phase(guest, 14, {
+            'every vCPU busy': lambda s: dict(util=100.0 * s.online_vcpus),
+            'ctxsw 10^7/s': lambda s: dict(ctxsw_per_sec=10 ** 7)})
+        _print_phase('idle', idle, first, last)
+        assert {r.mode for r in idle} == {sampler_mod.MODE_GUEST}, \
+            [r.reason for r in idle if r.reason]
+        for name, rates in sorted(lied.items()):
+            assert rates[-1].mode == sampler_mod.MODE_HOST_ONLY, name
+            print('%s: %s' % (name, rates[-1].reason))
+    finally:
+        e2e.set_load(guest, 300, svc_us=1000, workers=4)
 
 
 def test_target_followed(guest):

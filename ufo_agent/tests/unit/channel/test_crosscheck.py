@@ -1,14 +1,120 @@
-"""A guest's claims checked against what the host saw."""
+"""A guest's claims checked against what the host saw its vCPUs do."""
 
-from ufo_agent.channel import crosscheck
+import pytest
+
+from ufo_agent.channel import crosscheck as cc
 from ufo_agent.service import sampler
 
 
-def test_guest_util_cannot_exceed_what_its_threads_ran():
-    assert crosscheck.check_guest_util(180.0, 200.0).ok
-    assert crosscheck.check_guest_util(225.0, 200.0).ok      # tolerance
-    lie = crosscheck.check_guest_util(800.0, 200.0)
-    assert not lie.ok and '800%' in lie.reason
+def points(*rows):
+    """HostPoints from (time, cpu s, wait s, slices) rows."""
+    return [cc.HostPoint(t, int(cpu * 1e9), int(wait * 1e9), slices)
+            for t, cpu, wait, slices in rows]
+
+
+def claim(seen, util, switches=0.0, interval=1.0, vcpus=2, after=None):
+    return cc.Claim(after=seen - 1.0 if after is None else after,
+                    seen=seen, interval_s=interval, util_pct=util,
+                    switches_per_s=switches, vcpus=vcpus)
+
+
+STEADY = points(*[(100.0 + i, 0.5 * i, 0.1 * i, 100 * i)
+                  for i in range(12)])      # 50 % CPU, 10 % wait, 100/s
+
+
+def test_host_usage_over_whole_and_partial_intervals():
+    pts = points((10.0, 0, 0, 0), (11.0, 1.0, 0.5, 10), (12.0, 1.5, 0.5, 20))
+    whole = cc.host_usage(pts, 10.0, 12.0, vcpus=4)
+    assert whole == cc.HostUsage(2.0, 1.5, 20)
+    # A quarter of the first second: at most all of it, at most 4 x 0.25.
+    part = cc.host_usage(pts, 10.75, 12.0, vcpus=4)
+    assert part.runnable_s == pytest.approx(1.0 + 0.5)
+    part = cc.host_usage(pts, 10.95, 12.0, vcpus=4)
+    assert part.runnable_s == pytest.approx(0.5 + 0.2)
+    assert part.cpu_s == pytest.approx(0.5 + 0.2)
+    assert part.slices == 20
+
+
+def test_host_usage_without_counters_counts_every_vcpu_busy():
+    pts = points((10.0, 0, 0, 0), (11.0, 0.1, 0, 5))
+    usage = cc.host_usage(pts, 9.5, 11.0, vcpus=2)
+    assert usage.runnable_s == pytest.approx(1.0 + 0.1)
+    assert usage.slices == 5
+    assert cc.host_usage([], 0.0, 2.0, 3).cpu_s == 6.0
+
+
+def test_an_honest_steady_guest_passes():
+    # Claims what the threads ran, and more (its wait counts as busy
+    # without steal-time accounting): 60 %.
+    claims = [claim(102.0 + i, 60.0, switches=50_000) for i in range(10)]
+    assert cc.check_claims(STEADY, claims).ok
+
+
+def test_a_guest_without_steal_accounting_may_count_waits_as_busy():
+    # 50 % on a CPU and 10 % waiting for one: up to 60 % (+10 %) is fine.
+    claims = [claim(102.0 + i, 65.0) for i in range(10)]
+    assert cc.check_claims(STEADY, claims).ok
+
+
+def test_a_lasting_lie_of_a_third_is_caught():
+    claims = [claim(102.0 + i, 80.0) for i in range(10)]
+    verdict = cc.check_claims(STEADY, claims)
+    assert not verdict.ok and 'vCPU-s busy' in verdict.reason
+    # A single sample can be explained by the misalignment...
+    assert cc.check_claims(STEADY, claims[-1:]).ok
+    # ...but not a gross lie.
+    assert not cc.check_claims(STEADY, [claim(110.0, 200.0)]).ok
+
+
+def test_an_idle_guest_cannot_claim_to_be_busy():
+    # Its vCPU threads ran 0.2 % of a CPU; the idle threshold is 1 %.
+    idle = points(*[(100.0 + i, 0.002 * i, 0, 50 * i) for i in range(12)])
+    honest = [claim(102.0 + i, 0.15) for i in range(10)]
+    assert cc.check_claims(idle, honest).ok
+    assert not cc.check_claims(idle, [claim(110.0, 10.0)]).ok
+    lie = [claim(102.0 + i, 1.5) for i in range(10)]
+    assert not cc.check_claims(idle, lie[:5]).ok      # within 5 seconds
+
+
+def test_an_idle_guest_cannot_claim_thousands_of_switches():
+    # 0.2 ms of CPU a second and 50 wake-ups: its module's poll thread.
+    idle = points(*[(100.0 + i, 0.0002 * i, 0, 50 * i) for i in range(12)])
+    honest = [claim(102.0 + i, 0.02, switches=100) for i in range(10)]
+    assert cc.check_claims(idle, honest).ok
+    verdict = cc.check_claims(idle, [claim(110.0, 0.02, switches=5000)])
+    assert not verdict.ok and 'context switches' in verdict.reason
+    # With 1 ms of CPU a second, 4000 switches a second are possible.
+    idle = points(*[(100.0 + i, 0.001 * i, 0, 50 * i) for i in range(12)])
+    assert cc.check_claims(idle, [claim(102.0 + i, 0.1, switches=3000)
+                                  for i in range(10)]).ok
+    assert not cc.check_claims(idle, [claim(110.0, 0.1, switches=30000)]).ok
+
+
+def test_switches_are_bounded_by_cpu_time():
+    # 0.5 s of CPU a second: at most 0.5 / MIN_SWITCH_NS switches.
+    most = 0.5e9 / cc.MIN_SWITCH_NS
+    assert cc.check_claims(STEADY, [claim(102.0 + i, 50.0,
+                                          switches=0.9 * most)
+                                    for i in range(10)]).ok
+    assert not cc.check_claims(STEADY, [claim(102.0 + i, 50.0,
+                                              switches=1.5 * most)
+                                        for i in range(10)]).ok
+
+
+def test_a_burst_across_a_tick_boundary_is_not_a_lie():
+    # One second at 100 % of a vCPU, half in each of two host ticks; the
+    # guest's sample window holds all of it, each host tick half.
+    pts = points((100.0, 0, 0, 0), (101.0, 0, 0, 0), (102.0, 0.5, 0, 10),
+                 (103.0, 1.0, 0, 20), (104.0, 1.0, 0, 30))
+    burst = claim(103.0, 100.0, after=102.0)
+    assert cc.check_claims(pts, [claim(102.0, 0.0, after=101.0), burst]).ok
+
+
+def test_sample_windows_that_overlap_do_not_add_up():
+    # A guest that says its samples cover 3 s each while it publishes
+    # every second counts each busy second three times.
+    claims = [claim(102.0 + i, 50.0, interval=3.0) for i in range(10)]
+    assert not cc.check_claims(STEADY, claims).ok
 
 
 def test_host_only_sample_is_never_negative():

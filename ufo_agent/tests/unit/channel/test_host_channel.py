@@ -2,6 +2,8 @@
 
 import os
 import struct
+import time
+from unittest import mock
 
 import hypothesis
 from hypothesis import strategies as st
@@ -153,6 +155,40 @@ def test_torn_guest_area(chan):
     write_guest(chan, seq=3)
     r = chan.read_guest(retries=20)
     assert r.status == report.STATUS_BUSY
+
+
+@pytest.mark.parametrize('retries', [None, 100, 1000])
+def test_a_guest_holding_its_seq_odd_costs_the_host_little(chan, retries):
+    # A guest that keeps its seqlock odd must not stall the agent's tick:
+    # every read gives up within a few hundred microseconds, not 55 ms.
+    write_guest(chan, seq=3)
+    kwargs = {} if retries is None else {'retries': retries}
+    times = []
+    for _ in range(21):
+        start = time.perf_counter()
+        r = chan.read_guest(**kwargs)
+        times.append(time.perf_counter() - start)
+        assert r.status == report.STATUS_BUSY
+    times.sort()
+    assert times[10] < 0.002, times         # the median
+    assert times[-1] < 0.02, times          # a scheduling hiccup at most
+
+
+def test_a_seq_that_keeps_changing_is_busy_too(chan, monkeypatch):
+    write_guest(chan)
+    seq_off = layout.offset('guest', 'seq')
+    real = host_channel._U32.unpack_from
+    counter = iter(range(0, 10 ** 9, 2))
+
+    def moving(buf, offset=0):
+        if offset == seq_off:
+            return (next(counter),)
+        return real(buf, offset)
+    monkeypatch.setattr(host_channel, '_U32', mock.Mock(
+        unpack_from=moving, pack_into=host_channel._U32.pack_into))
+    start = time.perf_counter()
+    assert chan.read_guest(retries=1000).status == report.STATUS_BUSY
+    assert time.perf_counter() - start < 0.005
 
 
 def test_counters_going_backwards_reported_once(chan):

@@ -1,3 +1,4 @@
+import os
 import sys
 
 import pytest
@@ -35,7 +36,6 @@ class Host:
         for path in (self.proc, self.run, self.shm):
             path.mkdir()
         fakehost.write_sysfs(self.sysfs, '0-7')
-        self.handed = []
         self.drivers = []
 
     def boot(self, uuid, xml, pid, vcpus=2, name='instance-0000002a',
@@ -59,9 +59,9 @@ class Host:
 @pytest.fixture
 def host(hv, tmp_path, monkeypatch):
     h = Host(tmp_path, hv)
-    # Tests do not run as root: record the hand-over instead of chown.
-    monkeypatch.setattr(host_channel, 'hand_to_qemu',
-                        lambda path, *a: h.handed.append(path))
+    # Tests need not run as root: "QEMU" is this test's own user.
+    monkeypatch.setattr(host_channel, 'qemu_owner',
+                        lambda *a: (os.getuid(), os.getgid()))
     yield h
     for driver in h.drivers:
         driver.close()

@@ -1,5 +1,7 @@
 """The libvirt driver's guest channel pages and shmem devices."""
 
+import os
+import stat
 import xml.etree.ElementTree as ET
 
 from ufo_agent.channel import host_channel
@@ -23,7 +25,10 @@ def test_page_is_set_up_then_attached_as_migration_master(host, hv):
     assert guest.has_channel
     page = host.shm / ('ufo-' + U1)
     assert page.stat().st_size == 2 * 1024 * 1024
-    assert host.handed == [str(page)]
+    # Handed to "QEMU" (this test's user, see conftest) on the descriptor.
+    st = page.stat()
+    assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())
+    assert stat.S_IMODE(st.st_mode) == 0o660
     [(device, flags)] = _attached(hv)
     assert flags == lv.VIR_DOMAIN_AFFECT_LIVE
     shmem = ET.fromstring(device)
@@ -100,6 +105,60 @@ def test_stale_pages_of_gone_domains_are_removed(host, hv):
         'ufo-' + GONE + '-x'])
 
 
+def test_stale_pages_removes_only_regular_files_of_root_or_qemu(
+        host, hv, monkeypatch, tmp_path):
+    gone = ['deadbeef-0000-4000-8000-00000000000%d' % i for i in range(5)]
+    target = tmp_path / 'precious'
+    target.write_bytes(b'keep')
+    (host.shm / ('ufo-' + gone[0])).symlink_to(target)
+    (host.shm / ('ufo-' + gone[1])).mkdir()
+    os.mkfifo(str(host.shm / ('ufo-' + gone[2])))
+    (host.shm / ('ufo-' + gone[3])).write_bytes(b'\0')     # someone else's
+    (host.shm / ('ufo-' + gone[4])).write_bytes(b'\0')     # ours
+    real_lstat = os.lstat
+
+    def lstat(path, *a, **kw):
+        st = real_lstat(path, *a, **kw)
+        if str(path).endswith(gone[3]):
+            fields = list(st)
+            fields[stat.ST_UID] = 4242
+            return os.stat_result(fields)
+        return st
+    monkeypatch.setattr(os, 'lstat', lstat)
+    assert host.driver().remove_stale_pages() == [gone[4]]
+    left = sorted(p.name for p in host.shm.iterdir())
+    assert left == sorted('ufo-' + u for u in gone[:4])
+    assert target.read_bytes() == b'keep'
+
+
+def test_a_foreign_file_at_the_page_name_means_no_channel(
+        host, hv, monkeypatch, caplog):
+    host.boot(U1, nova_xml(U1), pid=500)
+    page = host.shm / ('ufo-' + U1)
+    page.write_bytes(b'\xa5' * 4096)
+    # Pre-created by another user at the predictable name.
+    monkeypatch.setattr(host_channel, 'trusted_uids',
+                        lambda owner=None: {os.getuid() + 1})
+    [guest] = host.driver(attach_channels=True).guests()
+    assert not guest.has_channel
+    assert _attached(hv) == []
+    assert page.read_bytes() == b'\xa5' * 4096
+    assert 'No channel for %s' % U1 in caplog.text
+    assert 'refusing it' in caplog.text
+
+
+def test_a_symlink_at_the_page_name_means_no_channel(
+        host, hv, tmp_path, caplog):
+    host.boot(U1, nova_xml(U1), pid=500)
+    target = tmp_path / 'precious'
+    target.write_bytes(b'keep')
+    (host.shm / ('ufo-' + U1)).symlink_to(target)
+    [guest] = host.driver(attach_channels=True).guests()
+    assert not guest.has_channel and _attached(hv) == []
+    assert target.read_bytes() == b'keep'
+    assert 'symbolic link' in caplog.text
+
+
 def test_stale_pages_follow_the_name_prefix(host, hv):
     for name in ('ufo-' + GONE, 'x-' + GONE):
         (host.shm / name).write_bytes(b'\0')
@@ -115,6 +174,19 @@ def test_forget_closes_and_removes_the_page(host, hv):
     assert list(host.shm.iterdir()) == []
     driver.forget(U1)                   # twice is fine
     driver.forget(U3)
+
+
+def test_forget_leaves_what_is_not_a_page_alone(host, hv, tmp_path):
+    (host.shm / ('ufo-' + U1)).mkdir()
+    target = tmp_path / 'precious'
+    target.write_bytes(b'keep')
+    (host.shm / ('ufo-' + U2)).symlink_to(target)
+    driver = host.driver()
+    driver.forget(U1)
+    driver.forget(U2)
+    assert (host.shm / ('ufo-' + U1)).is_dir()
+    assert (host.shm / ('ufo-' + U2)).is_symlink()
+    assert target.read_bytes() == b'keep'
 
 
 def test_heartbeat_beats_every_channel(host, hv, monkeypatch):

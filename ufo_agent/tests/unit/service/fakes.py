@@ -23,8 +23,11 @@ class FakeSample:
     def __init__(self, util, ctxsw, online, count):
         self.util = util
         self.ctxsw_per_sec = ctxsw
+        self.own_ctxsw_per_sec = 0
         self.online_vcpus = online
+        self.present_vcpus = online
         self.sample_count = count
+        self.interval_ns = 10 ** 9
 
 
 class FakeGuest:

@@ -1,0 +1,259 @@
+"""Opening, handing over and removing page files safely.
+
+The pages live in /dev/shm: world-writable and sticky, where anybody can
+create a file, a FIFO or a link at a page's predictable name, and where
+``fs.protected_regular`` forbids ``O_CREAT`` on another user's file even
+to root. These tests run in a temporary directory; the functional test
+``test_page_files.py`` runs a real agent in /dev/shm with the sysctls set.
+"""
+
+import errno
+import os
+import stat
+
+import pytest
+
+from ufo_agent.channel import host_channel
+from ufo_agent.channel import layout
+
+VCPUS = 4
+NOBODY = 65534
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason='needs root')
+
+
+def _page(tmp_path):
+    return str(tmp_path / 'ufo-page')
+
+
+@pytest.fixture
+def opens(monkeypatch):
+    """Record the flags of every os.open."""
+    calls = []
+    real_open = os.open
+
+    def recording_open(path, flags, *args, **kwargs):
+        calls.append((path, flags))
+        return real_open(path, flags, *args, **kwargs)
+    monkeypatch.setattr(os, 'open', recording_open)
+    return calls
+
+
+def _by_path_forbidden(name, real):
+    def fake(path, *args, **kwargs):
+        if not isinstance(path, int):
+            raise AssertionError('os.%s(%r): by path' % (name, path))
+        return real(path, *args, **kwargs)
+    return fake
+
+
+@pytest.fixture
+def no_path_chown(monkeypatch):
+    """Ownership and mode may change only on a descriptor."""
+    for name in ('chown', 'chmod', 'lchown'):
+        monkeypatch.setattr(os, name,
+                            _by_path_forbidden(name, getattr(os, name)))
+    fchowns = []
+    real_fchown = os.fchown
+
+    def fchown(fd, uid, gid):
+        fchowns.append((uid, gid))
+        return real_fchown(fd, uid, gid)
+    monkeypatch.setattr(os, 'fchown', fchown)
+    return fchowns
+
+
+def test_a_new_page_is_created_exclusively_without_following_links(
+        tmp_path, opens):
+    path = _page(tmp_path)
+    ch = host_channel.HostChannel(path, VCPUS)
+    ch.close()
+    assert ch.created
+    [(_, flags)] = [c for c in opens if c[0] == path]
+    assert flags & os.O_CREAT and flags & os.O_EXCL
+    assert flags & os.O_NOFOLLOW
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_an_existing_page_is_reopened_without_o_creat(tmp_path, opens):
+    # fs.protected_regular refuses O_CREAT (without O_EXCL) on a file of
+    # another user in a sticky directory: /dev/shm/X belongs to QEMU.
+    path = _page(tmp_path)
+    host_channel.HostChannel(path, VCPUS).close()
+    del opens[:]
+    ch = host_channel.HostChannel(path, VCPUS)
+    ch.close()
+    assert not ch.created
+    for _, flags in opens:
+        assert flags & os.O_NOFOLLOW
+        assert not flags & os.O_CREAT or flags & os.O_EXCL
+    assert any(not flags & os.O_CREAT for _, flags in opens)
+
+
+def test_a_restarted_agent_keeps_the_page_content(tmp_path):
+    path = _page(tmp_path)
+    ch = host_channel.HostChannel(path, VCPUS)
+    ch.initialize()
+    seq = ch.set_target(2)
+    guest = layout.pack(layout.GUEST_FIELDS, layout.GUEST_STRUCT, dict(
+        magic=layout.GUEST_MAGIC, abi_version=layout.ABI_VERSION, seq=2,
+        ack_target_seq=seq, applied_target=2, online_vcpus=2,
+        present_vcpus=4, online_mask=(3, 0, 0, 0)))
+    ch.write_raw(layout.GUEST_OFFSET, guest)
+    before = ch.read_raw()
+    ch.close()
+    again = host_channel.HostChannel(path, VCPUS)
+    assert again.read_raw() == before
+    again.initialize()
+    assert again.target_seq == seq and again.read_guest().ok
+    again.close()
+
+
+@needs_root
+def test_a_page_qemu_owns_is_reopened_and_kept(tmp_path, no_path_chown):
+    path = _page(tmp_path)
+    qemu = (NOBODY, NOBODY)
+    ch = host_channel.HostChannel(path, VCPUS, owner=qemu)
+    ch.initialize()
+    ch.set_target(3)
+    before = ch.read_raw()
+    ch.close()
+    st = os.stat(path)
+    assert (st.st_uid, st.st_gid) == qemu
+    assert stat.S_IMODE(st.st_mode) == 0o660
+    assert no_path_chown == [qemu]
+    again = host_channel.HostChannel(path, VCPUS, owner=qemu)
+    assert again.read_raw() == before
+    again.close()
+    assert no_path_chown == [qemu]          # already QEMU's: left alone
+
+
+def test_ownership_changes_on_the_descriptor_only(tmp_path, no_path_chown):
+    me = (os.getuid(), os.getgid())
+    path = _page(tmp_path)
+    host_channel.HostChannel(path, VCPUS, owner=me).close()
+    assert no_path_chown == [me]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o660
+
+
+def test_hand_to_qemu_uses_the_descriptor(tmp_path, no_path_chown,
+                                          monkeypatch):
+    me = (os.getuid(), os.getgid())
+    monkeypatch.setattr(host_channel, 'qemu_owner', lambda *a: me)
+    path = _page(tmp_path)
+    with open(path, 'wb') as handle:
+        handle.truncate(4096)
+    assert host_channel.hand_to_qemu(path)
+    assert no_path_chown == [me]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o660
+
+
+def test_hand_to_qemu_refuses_a_symlink(tmp_path, monkeypatch):
+    monkeypatch.setattr(host_channel, 'qemu_owner',
+                        lambda *a: (os.getuid(), os.getgid()))
+    target = tmp_path / 'target'
+    target.write_bytes(b'x')
+    os.chmod(str(target), 0o600)
+    os.symlink(str(target), _page(tmp_path))
+    with pytest.raises(host_channel.UnsafePage, match='symbolic link'):
+        host_channel.hand_to_qemu(_page(tmp_path))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_symlink_at_the_page_path_is_refused(tmp_path):
+    target = tmp_path / 'etc-shadow'
+    target.write_bytes(b'secret')
+    os.symlink(str(target), _page(tmp_path))
+    with pytest.raises(host_channel.UnsafePage, match='symbolic link'):
+        host_channel.HostChannel(_page(tmp_path), VCPUS)
+    assert target.read_bytes() == b'secret'         # not truncated
+
+
+def test_a_dangling_symlink_creates_nothing(tmp_path):
+    target = tmp_path / 'nowhere'
+    os.symlink(str(target), _page(tmp_path))
+    with pytest.raises(host_channel.UnsafePage, match='symbolic link'):
+        host_channel.HostChannel(_page(tmp_path), VCPUS)
+    assert not target.exists()
+
+
+def test_a_symlink_fails_with_eloop_from_o_nofollow(tmp_path):
+    # The refusal comes from the kernel, not from a check that races.
+    os.symlink(str(tmp_path / 'x'), _page(tmp_path))
+    with pytest.raises(OSError) as err:
+        os.open(_page(tmp_path), os.O_RDWR | os.O_NOFOLLOW)
+    assert err.value.errno == errno.ELOOP
+
+
+@pytest.mark.parametrize('kind', ['fifo', 'directory'])
+def test_anything_but_a_regular_file_is_refused(tmp_path, kind):
+    path = _page(tmp_path)
+    if kind == 'fifo':
+        os.mkfifo(path)
+    else:
+        os.mkdir(path)
+    with pytest.raises(host_channel.UnsafePage, match='regular file'):
+        host_channel.HostChannel(path, VCPUS)
+
+
+def test_a_hard_link_is_refused(tmp_path):
+    other = tmp_path / 'other'
+    other.write_bytes(b'\0' * 4096)
+    os.link(str(other), _page(tmp_path))
+    with pytest.raises(host_channel.UnsafePage, match='hard links'):
+        host_channel.HostChannel(_page(tmp_path), VCPUS)
+
+
+@needs_root
+def test_a_file_another_user_created_is_refused(tmp_path):
+    path = _page(tmp_path)
+    with open(path, 'wb') as handle:
+        handle.write(b'\xa5' * 4096)
+    os.chown(path, NOBODY, NOBODY)
+    with pytest.raises(host_channel.UnsafePage, match='uid %d' % NOBODY):
+        host_channel.HostChannel(path, VCPUS)
+    assert os.stat(path).st_size == 4096            # not grown
+    with open(path, 'rb') as handle:
+        assert handle.read() == b'\xa5' * 4096
+    with pytest.raises(host_channel.UnsafePage):
+        host_channel.hand_to_qemu(path)
+    assert os.stat(path).st_uid == NOBODY
+
+
+def test_an_untrusted_owner_is_refused(tmp_path, monkeypatch):
+    # The same check without root: this process is not trusted here.
+    path = _page(tmp_path)
+    host_channel.HostChannel(path, VCPUS).close()
+    monkeypatch.setattr(host_channel, 'trusted_uids',
+                        lambda owner=None: {os.geteuid() + 1})
+    with pytest.raises(host_channel.UnsafePage, match='refusing it'):
+        host_channel.HostChannel(path, VCPUS)
+
+
+def test_trusted_owners_are_root_this_process_and_qemu(monkeypatch):
+    monkeypatch.setattr(host_channel, 'qemu_owner', lambda *a: (123, 45))
+    assert host_channel.trusted_uids() == {0, os.geteuid(), 123}
+    assert 77 in host_channel.trusted_uids((77, 1))
+
+
+def test_remove_page_never_follows_or_removes_foreign_things(tmp_path):
+    target = tmp_path / 'target'
+    target.write_bytes(b'keep')
+    link = tmp_path / 'link'
+    link.symlink_to(target)
+    with pytest.raises(host_channel.UnsafePage):
+        host_channel.remove_page(str(link))
+    assert link.is_symlink() and target.read_bytes() == b'keep'
+    (tmp_path / 'dir').mkdir()
+    with pytest.raises(host_channel.UnsafePage):
+        host_channel.remove_page(str(tmp_path / 'dir'))
+    with pytest.raises(host_channel.UnsafePage):
+        host_channel.remove_page(str(target), trusted={os.geteuid() + 1})
+    assert host_channel.remove_page(str(target))
+    assert not host_channel.remove_page(str(target))
+
+
+def test_unlink_removes_the_page(tmp_path):
+    ch = host_channel.HostChannel(_page(tmp_path), VCPUS)
+    ch.unlink()
+    assert not os.path.exists(_page(tmp_path))
+    ch.unlink()

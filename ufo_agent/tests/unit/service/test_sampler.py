@@ -1,0 +1,187 @@
+"""The sampler: guest mode, host-only mode and why.
+
+A simulated guest publishes a sample every second of its own clock, out
+of phase with the host's ticks, from the same busy profile whose
+integral the host sees as its vCPU threads' CPU time.
+"""
+
+import pytest
+
+from ufo_agent.channel import layout
+from ufo_agent.channel import report
+from ufo_agent.driver import base
+from ufo_agent.service import sampler as sampler_mod
+
+STEP = 0.001
+
+
+class Guest:
+    """Busy profile ``busy(t)`` in vCPUs; wake-ups and switches per s."""
+
+    def __init__(self, busy, vcpus=2, phase=0.37, wakeups=50.0,
+                 switches_per_cpu_s=2000.0, own=100.0):
+        self.busy = busy
+        self.vcpus = vcpus
+        self.phase = phase
+        self.wakeups = wakeups
+        self.switches_per_cpu_s = switches_per_cpu_s
+        self.own = own
+        self.lie_util = 1.0
+        self.lie_switches = 1.0
+        self.busy_reads = 0
+        self._cum = [0.0]
+
+    def cpu_s(self, t):
+        """CPU seconds of the vCPU threads from 0 to ``t``."""
+        steps = int(round(t / STEP))
+        cum = self._cum
+        while len(cum) <= steps:
+            cum.append(cum[-1] + self.busy((len(cum) - 1) * STEP) * STEP)
+        return cum[steps]
+
+    def sample(self, t):
+        """The newest sample published by host time ``t``."""
+        k = int((t - self.phase) // 1.0)
+        end = self.phase + k
+        busy = self.cpu_s(end) - self.cpu_s(end - 1.0)
+        util = 100.0 * busy * self.lie_util
+        switches = (busy * self.switches_per_cpu_s + self.wakeups) * \
+            self.lie_switches
+        return report.GuestSample(
+            flags=layout.GUEST_FLAG_HOST_VALID, ack_target_seq=0,
+            applied_target=0, online_vcpus=self.vcpus,
+            present_vcpus=self.vcpus,
+            online_cpus=tuple(range(self.vcpus)), sample_count=k,
+            timestamp_ns=int(end * 1e9), interval_ns=10 ** 9,
+            util=min(util, 100.0 * self.vcpus), steal=0.0,
+            ctxsw_per_sec=int(switches), own_ctxsw_per_sec=int(self.own),
+            host_errors=0, watchdog_fires=0)
+
+    def observe(self, t):
+        if self.busy_reads:
+            self.busy_reads -= 1
+            guest = report.GuestReport(report.STATUS_BUSY, 'seq odd')
+        else:
+            guest = report.GuestReport(report.STATUS_OK, '', self.sample(t))
+        slices = int(t * (self.wakeups + self.own))
+        return base.Observation(t, int(self.cpu_s(t) * 1e9), 0, slices, 0,
+                                guest)
+
+
+def run(guest, ticks, sampler=None, start=100.0, tick=1.0):
+    sampler = sampler or sampler_mod.Sampler()
+    out = []
+    for i in range(ticks):
+        rates = sampler.rates('g', guest.observe(start + i * tick))
+        if rates is not None:
+            out.append(rates)
+    return sampler, out
+
+
+def steady(rate):
+    return lambda t: rate
+
+
+def test_an_honest_guest_is_in_guest_mode():
+    _, out = run(Guest(steady(0.6)), 15)
+    assert {r.mode for r in out} == {sampler_mod.MODE_GUEST}
+    assert out[-1].sample.util == pytest.approx(60.0, abs=0.5)
+
+
+def test_an_idle_guest_claiming_ten_percent_is_host_only():
+    # The controller parks a guest below 1 %: claiming 10 % while its
+    # vCPU threads run 0.2 % of a CPU keeps cores it does not use.
+    guest = Guest(steady(0.002))
+    sampler, out = run(guest, 4)
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+    guest.lie_util = 50.0
+    _, out = run(guest, 2, sampler, start=104.0)
+    assert out[-1].mode == sampler_mod.MODE_HOST_ONLY
+    assert 'vCPU-s busy' in out[-1].reason
+    assert out[-1].sample.util == pytest.approx(0.2, abs=0.05)
+
+
+def test_an_idle_guest_claiming_thousands_of_switches_is_host_only():
+    # 0.2 ms of CPU a second, 50 wake-ups: about 50 switches, then 5000.
+    guest = Guest(steady(0.0002), switches_per_cpu_s=1000.0, wakeups=50.0)
+    sampler, out = run(guest, 4)
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+    guest.lie_switches = 100.0
+    _, out = run(guest, 2, sampler, start=104.0)
+    assert out[-1].mode == sampler_mod.MODE_HOST_ONLY
+    assert 'context switches' in out[-1].reason
+
+
+def test_a_guest_that_keeps_lying_a_little_is_caught_and_stays_caught():
+    guest = Guest(steady(1.0))
+    guest.lie_util = 1.5
+    _, out = run(guest, 15)
+    modes = [r.mode for r in out]
+    assert modes[-1] == sampler_mod.MODE_HOST_ONLY
+    first = modes.index(sampler_mod.MODE_HOST_ONLY)
+    assert first <= 5
+    assert set(modes[first:]) == {sampler_mod.MODE_HOST_ONLY}
+
+
+def test_bursts_out_of_phase_with_the_ticks_are_not_lies():
+    # One-second bursts at 100 % of both vCPUs every four seconds, which
+    # the guest's windows hold whole and the host's ticks split in two.
+    def burst(t):
+        return 2.0 if (t - 0.37) % 4.0 < 1.0 else 0.0
+    _, out = run(Guest(burst, phase=0.37), 30, start=100.87)
+    assert {r.mode for r in out} == {sampler_mod.MODE_GUEST}, \
+        [r.reason for r in out if r.reason]
+
+
+def test_one_torn_read_keeps_the_last_sample_two_mean_host_only():
+    guest = Guest(steady(0.5))
+    sampler, out = run(guest, 4)
+    last = out[-1].sample
+    guest.busy_reads = 1
+    _, out = run(guest, 1, sampler, start=104.0)
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+    assert out[-1].sample == last
+    _, out = run(guest, 1, sampler, start=105.0)
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+    guest.busy_reads = 2
+    _, out = run(guest, 2, sampler, start=106.0)
+    assert out[0].mode == sampler_mod.MODE_GUEST
+    assert out[1].mode == sampler_mod.MODE_HOST_ONLY
+    assert 'busy' in out[1].reason and '2 reads in a row' in out[1].reason
+    _, out = run(guest, 1, sampler, start=108.0)
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+
+
+def test_a_torn_read_before_any_sample_is_host_only():
+    guest = Guest(steady(0.5))
+    guest.busy_reads = 3
+    _, out = run(guest, 3)
+    assert [r.mode for r in out] == [sampler_mod.MODE_HOST_ONLY] * 2
+
+
+def test_stale_stats_mean_host_only():
+    guest = Guest(steady(0.5))
+    sampler, _ = run(guest, 3)
+    frozen = guest.sample(102.5)
+    guest.sample = lambda t: frozen
+    _, out = run(guest, 4, sampler, start=103.0)
+    assert out[-1].mode == sampler_mod.MODE_HOST_ONLY
+    assert 'stale' in out[-1].reason
+
+
+def test_an_invalid_page_starts_the_claims_afresh():
+    guest = Guest(steady(0.5))
+    sampler, _ = run(guest, 4)
+    real = guest.observe
+
+    def invalid(t):
+        obs = real(t)
+        return base.Observation(obs.time, obs.vcpu_cpu_ns, 0,
+                                obs.vcpu_slices, 0, report.GuestReport(
+                                    report.STATUS_INVALID, 'bad magic'))
+    guest.observe = invalid
+    _, out = run(guest, 1, sampler, start=104.0)
+    assert out[-1].reason == 'invalid: bad magic'
+    guest.observe = real
+    _, out = run(guest, 3, sampler, start=105.0)
+    assert {r.mode for r in out} == {sampler_mod.MODE_GUEST}
