@@ -120,10 +120,10 @@ class LibvirtDriver(base.HypervisorDriver):
         else:
             parsed = domain_xml.parse_domain(xml)
         host = self.host_cpus()
-        verdict = policy.decide(parsed, self.managed_cpus,
-                                self.manage_non_nova, persistent,
-                                online_cpus=host.online,
-                                numa_of_cpu=host.numa_of_cpu)
+        verdict = policy.decide(
+            parsed, self.managed_cpus, self.manage_non_nova, persistent,
+            online_cpus=host.online, numa_of_cpu=host.numa_of_cpu,
+            channel_name=host_channel.shm_name(uuid, self.name_prefix))
         if verdict.managed and verdict.allowed_cpus != self.managed_cpus:
             # The controller does not place guests by NUMA node yet.
             verdict = policy.Verdict(
