@@ -75,7 +75,10 @@ class LibvirtDriver(base.HypervisorDriver):
         seen = set()
         for dom, paused_reason in self._host.active_domains():
             uuid = dom.UUIDString()
-            paused = paused_reason is not None
+            # Paused by its own live migration (the source's switchover)
+            # is not paused: it leaves, or runs on if the migration fails.
+            paused = paused_reason not in (
+                None, self.libvirt.VIR_DOMAIN_PAUSED_MIGRATION)
             known = self._guests.get(uuid)
             if known is not None and known.dom_id == dom.ID():
                 seen.add(uuid)

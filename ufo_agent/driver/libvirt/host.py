@@ -152,6 +152,11 @@ class Host:
             lv.VIR_DOMAIN_EVENT_UNDEFINED: base.GuestEvent.UNDEFINED,
         }
         kind = mapping.get(event)
+        if event == lv.VIR_DOMAIN_EVENT_SUSPENDED and \
+                detail == lv.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED:
+            # The switchover of an outgoing live migration: it is gone in
+            # a moment, or runs on here if the migration fails.
+            kind = None
         if kind is not None:
             self.queue_event(dom.UUIDString(), kind)
 

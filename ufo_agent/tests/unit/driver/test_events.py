@@ -191,7 +191,8 @@ def test_the_source_of_a_migration_is_paused_then_gone(host, hv):
     del hv.domains[U1]                  # Nova's VIR_MIGRATE_UNDEFINE_SOURCE
     hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_UNDEFINED)
     assert driver.guests() == []
-    assert driver.events() == [(U1, E.PAUSED), (U1, E.UNDEFINED)]
+    # Not parked for the switchover's pause: it leaves in a moment.
+    assert driver.events() == [(U1, E.UNDEFINED)]
 
 
 def test_new_qemu_process_of_a_known_uuid_is_a_start(host, hv):
@@ -295,3 +296,20 @@ def test_event_loop_starts_once_per_process(host, hv, monkeypatch):
     # Its thread runs libvirt's loop (the fake parks it for good).
     assert hv.event_loop_ran.wait(5)
     assert sys.modules['libvirt'] is hv
+
+
+def test_the_source_of_a_failed_migration_stays_managed(host, hv):
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver()
+    driver.guests()
+    dom.paused = lv.VIR_DOMAIN_PAUSED_MIGRATION     # switchover
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_SUSPENDED,
+                           lv.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED)
+    assert [g.uuid for g in driver.guests()] == [U1]
+    assert driver.events() == []
+    dom.paused = None                               # the migration failed
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_RESUMED,
+                           lv.VIR_DOMAIN_EVENT_RESUMED_MIGRATED)
+    assert [g.uuid for g in driver.guests()] == [U1]
+    assert driver.events() == [(U1, E.RESUMED)]
+    assert driver.observe(U1).vcpu_slices == 6
