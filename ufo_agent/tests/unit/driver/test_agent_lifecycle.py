@@ -45,6 +45,7 @@ class Host:
         self.clock = Clock()
         monkeypatch.setattr(libvirt_guest.time, 'monotonic', self.clock)
         self.doms = {}
+        self.pids = dict(PIDS)
         self.busy = {}           # uuid -> running vCPUs (100 % each)
         self.cpu_ns = {}
         for uuid in (BUSY, PAUSED):
@@ -93,7 +94,7 @@ class Host:
             if dom.running and dom.paused is None:
                 self.cpu_ns[uuid] += 10 ** 9 * self.busy[uuid]
             # Each vCPU thread ran a quarter; the emulator nothing.
-            pid = PIDS[uuid]
+            pid = self.pids[uuid]
             fakehost.write_qemu(self.host.proc, pid, 4,
                                 stat=(self.cpu_ns[uuid] // 4, 0,
                                       int(self.clock.now * 1000)))
@@ -159,3 +160,44 @@ def test_a_guest_found_paused_at_start_is_parked(world, hv):
     assert plan.vms[PAUSED].mode.value == 'idle'
     assert _pins(dom) <= plan.shared_cpus
     assert world.violations == []
+
+
+def test_a_reset_keeps_the_pins_and_restarts_the_handshake(world, hv):
+    agent = world.agent
+    agent.start()
+    for _ in range(4):
+        world.tick()
+    dom = world.doms[PAUSED]
+    pins = _pins(dom)
+    acks = agent.enforcer.acks[PAUSED]
+    hv.conn.fire_reboot(dom)        # same QEMU, same threads
+    hv.calls.clear()
+    world.tick()
+    assert _pins(dom) == pins
+    assert acks.target is None and acks.online is None
+    assert acks.state in ('unproven', 'no-channel')
+    assert world.violations == []
+
+
+def test_a_new_qemu_starts_on_its_definition_and_is_narrowed(world, hv):
+    agent = world.agent
+    agent.start()
+    for _ in range(4):
+        plan = world.tick()
+    dom = world.doms[PAUSED]
+    # destroy + create: a new QEMU, on the definition's CPUs (0-7).
+    dom.running = False
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_STOPPED)
+    dom.running, dom.dom_id = True, 9
+    (world.host.run / (NAMES[PAUSED] + '.pid')).write_text('900\n')
+    world.pids[PAUSED] = 900
+    dom.vcpu_pins = {i: (True,) * 8 for i in range(4)}
+    dom.emulator_pin = (True,) * 8
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_STARTED)
+    world.violations.clear()
+    plan = world.tick()
+    # Narrowed on the first tick after it started.
+    assert _pins(dom) == plan.vms[PAUSED].cpus
+    assert not _pins(dom) & _pins(world.doms[BUSY])
+    # (Its new QEMU ran on every CPU until then, as Nova started it.)
+    assert [v for v in world.violations if 'after tick' in v] == []
