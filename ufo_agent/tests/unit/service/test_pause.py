@@ -167,3 +167,13 @@ def test_controller_park_frees_the_cores_and_logs_why():
                                5.0)
     assert plan.vms['a'].mode == plan_mod.VmMode.ACTIVE
     assert len(plan.vms['a'].cores) == held
+
+
+def test_status_shows_a_paused_guest():
+    from ufo_agent.cmd import status
+    driver, agent, tick, busy, paused = _busy_pair()
+    driver.pending_events.append(('p', base.GuestEvent.PAUSED))
+    tick()
+    vms = {vm['uuid']: vm for vm in agent.snapshot['vms']}
+    assert vms['p']['paused'] and not vms['b']['paused']
+    assert 'idle (paused)' in status.format_status(agent.snapshot)
