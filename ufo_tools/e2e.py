@@ -51,7 +51,9 @@ def host_online_cpus():
 class AgentProcess:
     """``ufo-agent`` as a subprocess; options are ``group__name=value``."""
 
-    def __init__(self, workdir, **options):
+    def __init__(self, workdir, command_prefix=(), **options):
+        # command_prefix: e.g. NamespaceHost.command([]) to run it there.
+        self.command_prefix = list(command_prefix)
         self.port = free_port()
         self.state = workdir / 'state'
         self.log = workdir / 'agent.log'
@@ -78,6 +80,7 @@ class AgentProcess:
 
     def start(self):
         self.proc = subprocess.Popen(
+            self.command_prefix +
             [sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
              str(self.conf), '--log-file', str(self.log)])
         return self
@@ -156,11 +159,15 @@ def nova_guest(vcpus=2, name='e2e-web', flavor='lc.small', vm_class='lc',
     uuid = g.dom.UUIDString()
     specs = ('<extraSpec name="ufo:class">%s</extraSpec>' % vm_class
              if vm_class else '')
+    flags = libvirt.VIR_DOMAIN_AFFECT_LIVE
+    if g.persistent:
+        # Into the definition too, as Nova writes it there.
+        flags |= libvirt.VIR_DOMAIN_AFFECT_CONFIG
     try:
         g.dom.setMetadata(libvirt.VIR_DOMAIN_METADATA_ELEMENT,
                           NOVA_META % {'name': name, 'flavor': flavor,
                                        'vcpus': vcpus, 'specs': specs},
-                          'nova', NOVA_NS, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+                          'nova', NOVA_NS, flags)
         yield g
     finally:
         g.close()

@@ -283,7 +283,8 @@ class TestGuest(object):
     def __init__(self, vcpus=4, memory_mib=256, cmdline='', channel=True,
                  workdir=None, watchdog_ms=None, poll_ms=None, kernel=None,
                  initrd=None, disk=None, test_init=True,
-                 on_reboot='destroy'):
+                 on_reboot='destroy', uri=None, persistent=False,
+                 cpuset=None, metadata=''):
         import libvirt  # only the functional tests and benches need it
 
         self.libvirt = libvirt
@@ -295,6 +296,12 @@ class TestGuest(object):
         self.disk = disk
         self.test_init = test_init
         self.on_reboot = on_reboot
+        # Another libvirtd (ufo_tools.nshost); a defined domain, as Nova's
+        # are; <vcpu cpuset>; <metadata> content.
+        self.uri = uri or LIBVIRT_URI
+        self.persistent = persistent
+        self.cpuset = cpuset
+        self.metadata = metadata
         self.vcpus = vcpus
         self.memory_mib = memory_mib
         tag = uuid.uuid4().hex[:10]
@@ -356,8 +363,8 @@ class TestGuest(object):
         xml = """
 <domain type='%(dtype)s'>
   <name>%(name)s</name>
-  <memory unit='MiB'>%(mem)d</memory>
-  <vcpu placement='static'>%(vcpus)d</vcpu>
+  <memory unit='MiB'>%(mem)d</memory>%(metadata)s
+  <vcpu placement='static'%(cpuset)s>%(vcpus)d</vcpu>
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>%(kernel)s</kernel>
@@ -379,9 +386,17 @@ class TestGuest(object):
                     on_reboot=self.on_reboot,
                     vcpus=self.vcpus, kernel=saxutils.escape(kernel),
                     initrd=saxutils.escape(initrd),
-                    cmdline=saxutils.escape(self.cmdline), devices=devices)
-        self.conn = self.libvirt.open(LIBVIRT_URI)
-        self.dom = self.conn.createXML(xml, 0)
+                    cmdline=saxutils.escape(self.cmdline), devices=devices,
+                    metadata=('\n  <metadata>%s</metadata>' % self.metadata
+                              if self.metadata else ''),
+                    cpuset=(" cpuset='%s'" % self.cpuset
+                            if self.cpuset else ''))
+        self.conn = self.libvirt.open(self.uri)
+        if self.persistent:
+            self.dom = self.conn.defineXML(xml)
+            self.dom.create()
+        else:
+            self.dom = self.conn.createXML(xml, 0)
         live = self.dom.XMLDesc(0)
         m = re.search(r"<serial type='pty'>\s*<source path='([^']+)'", live)
         if not m:
@@ -497,6 +512,8 @@ class TestGuest(object):
                 # The connection may have died with libvirtd: try anew,
                 # so no guest outlives its test.
                 self._destroy_by_name()
+            if self.persistent:
+                self._undefine_by_name()
         if self.console is not None:
             self.console.close()
         if self.conn is not None:
@@ -520,17 +537,24 @@ class TestGuest(object):
             self.log_path = os.path.join(LOG_DIR, self.name + '.log')
         shutil.rmtree(self._tmp, ignore_errors=True)
 
-    def _destroy_by_name(self):
+    def _destroy_by_name(self, undefine=False):
         try:
-            conn = self.libvirt.open(LIBVIRT_URI)
+            conn = self.libvirt.open(self.uri)
         except self.libvirt.libvirtError:
             return
         try:
-            conn.lookupByName(self.name).destroy()
+            dom = conn.lookupByName(self.name)
+            if undefine:
+                dom.undefine()
+            else:
+                dom.destroy()
         except self.libvirt.libvirtError:
             pass
         finally:
             conn.close()
+
+    def _undefine_by_name(self):
+        self._destroy_by_name(undefine=True)
 
     def __enter__(self):
         return self.start()

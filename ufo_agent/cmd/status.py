@@ -39,7 +39,9 @@ def format_status(snap):
     rows = [header]
     for vm in snap.get('vms', []):
         rows.append((
-            vm['name'][:24], vm['uuid'][:8], vm['mode'], vm['signal'],
+            vm['name'][:24], vm['uuid'][:8],
+            vm['mode'] + (' (paused)' if vm.get('paused') else ''),
+            vm['signal'],
             str(vm['cores']), str(vm['wanted_cores']),
             '%d/%d' % (vm['online_vcpus'], vm['vcpus']),
             '%.0f' % vm['util'], '%.0f' % vm['sf'],

@@ -99,6 +99,7 @@ class Controller:
         self.idle_cores = topology.core_ids - self.emulator_cores
         self.emulator_util = 0.0
         self.last_plan = None
+        self._pending = []        # decisions made between two ticks
 
     # -- inventory -------------------------------------------------------
     def add_vm(self, spec, learned=None, now=0.0):
@@ -137,6 +138,22 @@ class Controller:
         if state is not None:
             self.idle_cores |= state.cores
 
+    def park(self, uuid, now, reason):
+        """Park an active VM at once (it was paused): no cores, idle pool.
+
+        The next plan moves it to the shared CPUs and frees its cores; it
+        wakes like any parked VM, with the cores it had, once its samples
+        show it busy again. Best-effort and parked VMs stay as they are.
+        """
+        state = self.vms.get(uuid)
+        if state is None or state.mode != VmMode.ACTIVE:
+            return
+        state.mode = VmMode.IDLE
+        state.cores_before_idle = max(1, len(state.cores))
+        state.trial = None
+        self._pending.append(Decision(now, uuid, Action.PARK,
+                                      len(state.cores), 0, reason))
+
     # -- one tick --------------------------------------------------------
     def tick(self, now, samples, emulator_busy_pct):
         """Run one control step.
@@ -159,6 +176,9 @@ class Controller:
                 else Action.EMULATOR_SHRINK,
                 emu_now, emu_want, 'emulator pool utilization %.0f%%'
                 % (100 * self.emulator_util)))
+        # Parked between two ticks (after the emulator's, which comes first).
+        decisions += self._pending
+        self._pending = []
 
         for uuid in sorted(self.vms):
             state = self.vms[uuid]

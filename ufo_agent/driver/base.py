@@ -23,9 +23,11 @@ class DriverError(Exception):
 class GuestEvent(str, enum.Enum):
     """Lifecycle changes the loop must react to."""
 
-    STARTED = 'started'        # booted, resumed, migrated in, restored
+    STARTED = 'started'        # booted, migrated in, restored
     REBOOTED = 'rebooted'      # guest reset: its kernel starts over
-    STOPPED = 'stopped'        # shut off, crashed, paused, migrated out
+    PAUSED = 'paused'          # its vCPUs stopped; its QEMU lives on
+    RESUMED = 'resumed'        # running again after PAUSED
+    STOPPED = 'stopped'        # shut off, crashed, migrated out
     UNDEFINED = 'undefined'    # gone for good
 
 
@@ -90,7 +92,12 @@ class HypervisorDriver(abc.ABC):
 
     @abc.abstractmethod
     def guests(self):
-        """Return the managed running guests as a list of :class:`Guest`."""
+        """Return the managed guests as a list of :class:`Guest`.
+
+        Running and paused ones: a paused guest keeps its QEMU process,
+        its threads and their pins. Whether a guest is paused is told by
+        PAUSED and RESUMED events (also for a guest found paused).
+        """
 
     @abc.abstractmethod
     def events(self):

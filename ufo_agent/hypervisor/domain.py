@@ -122,6 +122,7 @@ class Domain:
     # <cpu><numa><cell>: guest cell id -> frozenset of its vCPUs
     numa_cells: dict = dataclasses.field(default_factory=dict)
     cputune: CpuTune = CpuTune()
+    shmem_names: tuple = ()     # <devices><shmem name=...>, in order
 
     @property
     def vcpu_indexes(self):
@@ -365,4 +366,6 @@ def parse_domain(xml):
         max_vcpus=max_vcpus, vcpu_placement=vcpu.get('placement') or 'static',
         iothreadpins=iothreads, iothreads=iothread_count,
         numatune=_parse_numatune(root), numa_cells=_parse_numa_cells(root),
-        cputune=bandwidth)
+        cputune=bandwidth, shmem_names=tuple(
+            shmem.get('name') or '' for shmem in root.findall(
+                'devices/shmem')))

@@ -22,6 +22,15 @@ guest; anything unknown or contradictory means hands off, with the reason:
 * Every CPU the definition lets any of its threads use is managed: its
   restore pins never reach ``cpu_dedicated_set`` or reserved CPUs.
 
+A definition that carries ufo-agent's own channel device was copied from
+a live XML that ufo-agent pinned: Nova persists a live-migrated guest on
+the destination from the source's live XML, rewriting ``<vcpu cpuset>``
+for the destination but, for a guest without a NUMA topology, keeping
+the source's live ``<vcpupin>``, ``<emulatorpin>`` and ``<iothreadpin>``.
+Those pins are then ufo-agent's, numbered for the source host, and are
+ignored as a live XML's are (for a NUMA-bound guest Nova rewrites every
+pin for the destination, and they are kept).
+
 ``ufo:class=lc|be|auto`` hints the service class.
 
 A managed guest's :class:`Verdict` carries what the driver needs: the
@@ -140,7 +149,7 @@ def _pins_verdict(domain, managed, numa_of_cpu):
 
 
 def decide(domain, managed_cpus, manage_non_nova=False, persistent=True,
-           online_cpus=None, numa_of_cpu=None):
+           online_cpus=None, numa_of_cpu=None, channel_name=None):
     """Return a :class:`Verdict` for a parsed :class:`Domain`.
 
     ``persistent`` says the XML is the persistent definition: its pins are
@@ -150,7 +159,10 @@ def decide(domain, managed_cpus, manage_non_nova=False, persistent=True,
     ``online_cpus`` are the host's online CPUs (where a thread the
     definition does not restrict runs); without them such a guest is left
     alone. ``numa_of_cpu`` maps host CPUs to NUMA nodes; without it a guest
-    whose memory is bound to NUMA nodes is left alone.
+    whose memory is bound to NUMA nodes is left alone. ``channel_name``
+    is the name of ufo-agent's channel device for this domain: a
+    persistent definition that carries it holds ufo-agent's pins (see the
+    module docstring).
     """
     managed = frozenset(managed_cpus)
     nova = domain.nova
@@ -171,15 +183,25 @@ def decide(domain, managed_cpus, manage_non_nova=False, persistent=True,
             domain.numatune.placement == 'auto'):
         return _hands_off("placement='auto': numad picks its CPUs at start")
 
-    if not persistent:
+    note = ''
+    carried = (persistent and channel_name is not None and
+               channel_name in domain.shmem_names and
+               not (domain.numatune is not None and
+                    domain.numatune.bound_nodes()))
+    if carried and (domain.vcpupins or domain.emulatorpin or
+                    domain.iothreadpins):
+        note = ('; pins of a live XML ufo-agent pinned (a live migration '
+                'copied them) ignored')
+    if not persistent or carried:
         # Only <vcpu cpuset> is the definition's in a live XML.
         domain = dataclasses.replace(domain, vcpupins={},
                                      emulatorpin=frozenset(), iothreadpins={})
     if nova is None and domain.vcpupins:
         return _hands_off('non-Nova domain with per-vCPU <vcpupin>')
-    reason, note = _pins_verdict(domain, managed, numa_of_cpu)
+    reason, pins_note = _pins_verdict(domain, managed, numa_of_cpu)
     if reason:
         return _hands_off(reason)
+    note += pins_note
 
     pins = domain_xml.restore_pins(domain, online_cpus)
     if pins.all_cpus() is None:

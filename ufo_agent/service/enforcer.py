@@ -68,6 +68,7 @@ class Enforcer:
         self.ledger = ledger_mod.Ledger()
         self.acks = {}            # uuid -> acks.GuestAcks
         self.guests = {}          # uuid -> driver Guest
+        self.paused = set()       # uuids whose vCPUs are stopped
         self.fallbacks = 0
 
     # -- inventory ---------------------------------------------------------
@@ -92,6 +93,28 @@ class Enforcer:
         self.ledger.forget_guest(uuid)
         self.acks.pop(uuid, None)
         self.guests.pop(uuid, None)
+        self.paused.discard(uuid)
+
+    def pause(self, uuid):
+        """The guest's vCPUs stopped: it cannot answer until it resumes.
+
+        It is sent no target meanwhile and an unanswered one is given up
+        (not a miss): its vCPUs are taken as all online. Its pins follow
+        the plan as before: a paused guest's threads keep their pins and
+        run on them again when it resumes, so its CPUs change owner only
+        after its pins moved (the ledger's rule, as for any guest).
+        """
+        st = self.acks.get(uuid)
+        if st is None:
+            return
+        self.paused.add(uuid)
+        if st.waiting:
+            st.seq = None
+            st.online = None
+
+    def resume(self, uuid):
+        """The guest runs again, on the pins it had: targets may follow."""
+        self.paused.discard(uuid)
 
     def _adopt_pins(self, uuid):
         guest = self.guests[uuid]
@@ -133,7 +156,8 @@ class Enforcer:
             waiting = {}
             for uuid in uuids:
                 st = self.acks[uuid]
-                if st.state == acks_mod.AckState.NO_CHANNEL:
+                if st.state == acks_mod.AckState.NO_CHANNEL or \
+                        uuid in self.paused:
                     continue
                 if phase == 'probe':
                     # Only a guest whose module answers on its page: one
@@ -183,7 +207,8 @@ class Enforcer:
         # Growing guests last; their answer is collected on a later tick.
         for uuid in uuids:
             st = self.acks[uuid]
-            if uuid in failed or not st.may_shrink or st.waiting:
+            if uuid in failed or not st.may_shrink or st.waiting or \
+                    uuid in self.paused:
                 continue
             entry = self.ledger.get((uuid, VCPU))
             want = self._wanted_online(uuid, plan)

@@ -102,8 +102,22 @@ class Ledger:
         joining = joining or {}
         return sorted(key for key, entry in self._entries.items()
                       if key != exclude and joining.get(key) != pool and
+                      not self._own_unknown(key, entry, pool, exclude) and
                       any(part_pool != pool and part_cpus & cpus
                           for part_pool, part_cpus in entry.parts))
+
+    @staticmethod
+    def _own_unknown(key, entry, pool, exclude):
+        """A pinning that cannot keep a guest's vCPUs from its own pool.
+
+        The guest's other pinning (its emulator threads), as found and
+        not yet placed: a label nobody else shares, so only that guest's
+        own threads run there. Found pins may need a swap (a guest that
+        migrated in from a host whose plan differs): its vCPUs go first.
+        """
+        return (key[0] == exclude[0] and pool == vm_pool(exclude[0]) and
+                all(part_pool == unknown(key) for part_pool, _ in
+                    entry.parts))
 
     def keys(self):
         return sorted(self._entries)

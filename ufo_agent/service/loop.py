@@ -49,6 +49,7 @@ class VmStatus:
     run_delay_ms: float = 0.0
     wanted_cores: int = 0
     note: str = ''
+    paused: bool = False
 
 
 class Agent:
@@ -78,6 +79,7 @@ class Agent:
             max_vcpu_step=self.settings.max_vcpu_step,
             managed_cpus=self.topology.cpus_of(self.topology.core_ids))
         self.guests = {}
+        self.paused = set()       # guests whose vCPUs are stopped
         self.status = {}
         self.last_plan = None
         self.tick_seconds = 0.0
@@ -190,13 +192,44 @@ class Agent:
         for uuid, event in events:
             LOG.info('Guest %s %s', uuid, event.value)
             if event in (base.GuestEvent.STARTED, base.GuestEvent.REBOOTED):
+                if event == base.GuestEvent.STARTED:
+                    self._resume(uuid)      # a new QEMU runs (or says so)
                 # Pins and online vCPUs were reset: write them again.
                 self.enforcer.invalidate(uuid)
                 self.sampler.forget(uuid)
+            elif event == base.GuestEvent.PAUSED:
+                self._pause(uuid)
+            elif event == base.GuestEvent.RESUMED:
+                self._resume(uuid)
             elif event == base.GuestEvent.STOPPED:
                 self._drop(uuid, keep_state=True)
             elif event == base.GuestEvent.UNDEFINED:
                 self._drop(uuid, keep_state=False)
+
+    def _pause(self, uuid):
+        """Park a paused guest; it stays managed, its pins are moved.
+
+        Its cores go back to the idle pool only through the enforcer,
+        which frees them after the guest's pins left them: when it runs
+        again it runs on the shared CPUs, never on another guest's.
+        """
+        if uuid not in self.guests or uuid in self.paused:
+            return
+        self.paused.add(uuid)
+        self.controller.park(uuid, self.clock(), 'paused')
+        self.enforcer.pause(uuid)
+        self.sampler.forget(uuid)
+        self.status[uuid].paused = True
+
+    def _resume(self, uuid):
+        """Running again, parked: it wakes when its samples show load."""
+        if uuid not in self.paused:
+            return
+        self.paused.discard(uuid)
+        self.enforcer.resume(uuid)
+        self.sampler.forget(uuid)
+        if uuid in self.status:
+            self.status[uuid].paused = False
 
     def _sync_guests(self):
         try:
@@ -207,7 +240,8 @@ class Agent:
         for uuid in sorted(set(self.guests) - set(current)):
             self._drop(uuid, keep_state=True)
         now = self.clock()
-        for uuid in sorted(set(current) - set(self.guests)):
+        added = sorted(set(current) - set(self.guests))
+        for uuid in added:
             guest = current[uuid]
             learned = self.store.load(uuid) if self.store else None
             spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
@@ -219,6 +253,9 @@ class Agent:
             LOG.info('Managing guest %s (%s, %d vCPUs, class %s%s)', uuid,
                      guest.name, guest.vcpus, guest.vm_class,
                      ', learned state restored' if learned else '')
+        if added:
+            # Adopted ones found paused say so by an event: park them now.
+            self._handle_events()
 
     def _drop(self, uuid, keep_state):
         if uuid not in self.guests:
@@ -233,6 +270,7 @@ class Agent:
                 LOG.warning('Could not save learned state of %s: %s',
                             uuid, exc)
         self.controller.remove_vm(uuid)
+        self.paused.discard(uuid)
         self.specs.pop(uuid, None)
         self.enforcer.forget(uuid)
         self.sampler.forget(uuid)
@@ -252,6 +290,8 @@ class Agent:
     def _observe(self):
         samples, online, emulator_busy = {}, {}, 0.0
         for uuid in sorted(self.guests):
+            if uuid in self.paused:
+                continue            # stopped vCPUs: nothing to learn
             try:
                 obs = self.driver.observe(uuid)
             except base.DriverError as exc:

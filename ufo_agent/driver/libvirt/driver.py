@@ -3,8 +3,10 @@
 * Inventory: running domains, parsed from their XML (Nova metadata,
   restore pins), filtered by :mod:`ufo_agent.hypervisor.policy`.
 * Events: libvirt lifecycle and reboot events (:mod:`.host`), plus a
-  comparison of the running domains on every tick, so nothing is missed
-  across a libvirtd restart.
+  comparison of the running and paused domains on every tick, so nothing
+  is missed across a libvirtd restart. A paused guest stays managed (its
+  QEMU and the live pins of its threads stay); a domain paused by an
+  incoming migration or still starting is adopted once it runs.
 * Guests: threads, counters, pins and release of one domain
   (:mod:`.guest`).
 * Channel: one ``<shmem>`` ivshmem-plain device per guest, named after
@@ -52,6 +54,10 @@ class LibvirtDriver(base.HypervisorDriver):
         self._guests = {}             # uuid -> libvirt_guest.Guest
         self._skipped = {}            # uuid -> reason (logged once)
         self._host = libvirt_host.Host(libvirt, uri)
+        # Paused domains not to adopt yet: not running any guest code.
+        self._not_ready = frozenset([
+            libvirt.VIR_DOMAIN_PAUSED_MIGRATION,
+            libvirt.VIR_DOMAIN_PAUSED_STARTING_UP])
         self._host.get_connection()
 
     # -- inventory ---------------------------------------------------------
@@ -67,18 +73,38 @@ class LibvirtDriver(base.HypervisorDriver):
 
     def guests(self):
         seen = set()
-        for dom in self._host.running_domains():
+        for dom, paused_reason in self._host.active_domains():
             uuid = dom.UUIDString()
-            seen.add(uuid)
+            # Paused by its own live migration (the source's switchover)
+            # is not paused: it leaves, or runs on if the migration fails.
+            paused = paused_reason not in (
+                None, self.libvirt.VIR_DOMAIN_PAUSED_MIGRATION)
             known = self._guests.get(uuid)
             if known is not None and known.dom_id == dom.ID():
+                seen.add(uuid)
+                if known.paused != paused:
+                    # A pause or resume whose event was missed.
+                    known.paused = paused
+                    self._host.queue_event(uuid, base.GuestEvent.PAUSED
+                                           if paused else
+                                           base.GuestEvent.RESUMED)
                 continue
+            if paused_reason in self._not_ready:
+                # An incoming migration, or a QEMU still starting: it is
+                # adopted once it runs.
+                continue
+            seen.add(uuid)
             try:
                 self._adopt(dom, uuid, known)
             except (base.DriverError, domain_xml.DomainXMLError,
                     OSError, ValueError) as exc:
                 LOG.warning('Not managing domain %s: %s', uuid, exc)
                 self._skipped[uuid] = str(exc)
+                continue
+            if paused and uuid in self._guests:
+                # Found paused: the loop parks it like one paused now.
+                self._guests[uuid].paused = True
+                self._host.queue_event(uuid, base.GuestEvent.PAUSED)
         for uuid in list(self._guests):
             if uuid not in seen:
                 self._drop(uuid, base.GuestEvent.STOPPED)
@@ -97,10 +123,10 @@ class LibvirtDriver(base.HypervisorDriver):
         else:
             parsed = domain_xml.parse_domain(xml)
         host = self.host_cpus()
-        verdict = policy.decide(parsed, self.managed_cpus,
-                                self.manage_non_nova, persistent,
-                                online_cpus=host.online,
-                                numa_of_cpu=host.numa_of_cpu)
+        verdict = policy.decide(
+            parsed, self.managed_cpus, self.manage_non_nova, persistent,
+            online_cpus=host.online, numa_of_cpu=host.numa_of_cpu,
+            channel_name=host_channel.shm_name(uuid, self.name_prefix))
         if verdict.managed and verdict.allowed_cpus != self.managed_cpus:
             # The controller does not place guests by NUMA node yet.
             verdict = policy.Verdict(
@@ -179,19 +205,25 @@ class LibvirtDriver(base.HypervisorDriver):
             known = self._guests.get(uuid)
             if event == base.GuestEvent.REBOOTED and known is not None:
                 known.rebooted()
+            elif event in (base.GuestEvent.PAUSED,
+                           base.GuestEvent.RESUMED) and known is not None:
+                known.paused = event == base.GuestEvent.PAUSED
             elif event in (base.GuestEvent.STOPPED,
                            base.GuestEvent.UNDEFINED) and known:
                 self._guests.pop(uuid)
                 known.close()
         # A stopped domain that no longer exists (transient, or undefined
-        # meanwhile) is gone for good; drop duplicates (callback and poll).
-        unique = []
+        # meanwhile) is gone for good. The same event twice in a row for
+        # a guest (callback and poll) is one; the order is kept, so the
+        # last of PAUSED and RESUMED is the guest's state.
+        unique, last = [], {}
         for uuid, event in out:
             if event == base.GuestEvent.STOPPED and \
                     not self._host.exists(uuid):
                 event = base.GuestEvent.UNDEFINED
-            if (uuid, event) not in unique:
+            if last.get(uuid) != event:
                 unique.append((uuid, event))
+                last[uuid] = event
         return unique
 
     # -- one guest -----------------------------------------------------------

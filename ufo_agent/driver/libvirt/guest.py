@@ -50,6 +50,7 @@ class Guest:
         self.channel = channel
         self.managed_cpus = frozenset(managed_cpus)
         self.proc_root = proc_root
+        self.paused = False
         self._threads = None
 
     @property

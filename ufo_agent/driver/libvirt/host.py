@@ -96,6 +96,28 @@ class Host:
         return self.call('list domains', conn.listAllDomains,
                          self.libvirt.VIR_CONNECT_LIST_DOMAINS_RUNNING)
 
+    def active_domains(self):
+        """Every running or paused domain, as (domain, paused reason).
+
+        The reason is None for a running domain, else libvirt's
+        ``VIR_DOMAIN_PAUSED_*`` reason.
+        """
+        conn = self.get_connection()
+        lv = self.libvirt
+        running = self.call('list domains', conn.listAllDomains,
+                            lv.VIR_CONNECT_LIST_DOMAINS_RUNNING)
+        paused = self.call('list domains', conn.listAllDomains,
+                           lv.VIR_CONNECT_LIST_DOMAINS_PAUSED)
+        out = [(dom, None) for dom in running]
+        for dom in paused:
+            try:
+                state, reason = self.call('state of a domain', dom.state)
+            except base.DriverError:
+                continue            # gone meanwhile
+            if state == lv.VIR_DOMAIN_PAUSED:
+                out.append((dom, reason))
+        return out
+
     def all_domain_uuids(self):
         """The uuids of every domain, running or only defined."""
         conn = self.get_connection()
@@ -121,13 +143,20 @@ class Host:
         lv = self.libvirt
         mapping = {
             lv.VIR_DOMAIN_EVENT_STARTED: base.GuestEvent.STARTED,
-            lv.VIR_DOMAIN_EVENT_RESUMED: base.GuestEvent.STARTED,
+            lv.VIR_DOMAIN_EVENT_RESUMED: base.GuestEvent.RESUMED,
             lv.VIR_DOMAIN_EVENT_STOPPED: base.GuestEvent.STOPPED,
-            lv.VIR_DOMAIN_EVENT_SUSPENDED: base.GuestEvent.STOPPED,
+            # Paused (by a user, an I/O error, a migration's switchover):
+            # its QEMU and the live pins of its threads stay.
+            lv.VIR_DOMAIN_EVENT_SUSPENDED: base.GuestEvent.PAUSED,
             lv.VIR_DOMAIN_EVENT_SHUTDOWN: None,
             lv.VIR_DOMAIN_EVENT_UNDEFINED: base.GuestEvent.UNDEFINED,
         }
         kind = mapping.get(event)
+        if event == lv.VIR_DOMAIN_EVENT_SUSPENDED and \
+                detail == lv.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED:
+            # The switchover of an outgoing live migration: it is gone in
+            # a moment, or runs on here if the migration fails.
+            kind = None
         if kind is not None:
             self.queue_event(dom.UUIDString(), kind)
 

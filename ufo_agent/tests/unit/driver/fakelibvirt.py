@@ -20,7 +20,21 @@ VIR_DOMAIN_EVENT_PMSUSPENDED = 7
 VIR_DOMAIN_EVENT_CRASHED = 8
 VIR_DOMAIN_EVENT_ID_LIFECYCLE = 0
 VIR_DOMAIN_EVENT_ID_REBOOT = 1
+VIR_CONNECT_LIST_DOMAINS_ACTIVE = 1
 VIR_CONNECT_LIST_DOMAINS_RUNNING = 16
+VIR_CONNECT_LIST_DOMAINS_PAUSED = 32
+VIR_DOMAIN_RUNNING = 1
+VIR_DOMAIN_PAUSED = 3
+VIR_DOMAIN_SHUTOFF = 5
+VIR_DOMAIN_PAUSED_USER = 1
+VIR_DOMAIN_PAUSED_MIGRATION = 2
+VIR_DOMAIN_PAUSED_IOERROR = 5
+VIR_DOMAIN_PAUSED_STARTING_UP = 11
+VIR_DOMAIN_EVENT_SUSPENDED_PAUSED = 0
+VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED = 1
+VIR_DOMAIN_EVENT_STARTED_MIGRATED = 1
+VIR_DOMAIN_EVENT_RESUMED_MIGRATED = 1
+VIR_DOMAIN_EVENT_STOPPED_MIGRATED = 3
 VIR_DOMAIN_XML_INACTIVE = 2
 VIR_DOMAIN_AFFECT_LIVE = 1
 VIR_DOMAIN_AFFECT_CONFIG = 2
@@ -52,6 +66,7 @@ class FakeDomain:
         self.dom_id = dom_id
         self.persistent = persistent
         self.running = running
+        self.paused = None              # or a VIR_DOMAIN_PAUSED_* reason
         self.iothreads = list(iothreads)
         self.vcpu_pins = {}
         self.emulator_pin = None
@@ -70,6 +85,14 @@ class FakeDomain:
 
     def ID(self):
         return self.dom_id if self.running else -1
+
+    def state(self, flags=0):
+        self._maybe_fail('state')
+        if not self.running:
+            return [VIR_DOMAIN_SHUTOFF, 1]
+        if self.paused is not None:
+            return [VIR_DOMAIN_PAUSED, self.paused]
+        return [VIR_DOMAIN_RUNNING, 1]
 
     def isPersistent(self):
         self._maybe_fail('isPersistent')
@@ -144,8 +167,14 @@ class FakeConnection:
             self.alive = not self.hv.error_kills_connection
             raise self.hv.list_error
         domains = list(self.hv.domains.values())
-        if flags & VIR_CONNECT_LIST_DOMAINS_RUNNING:
+        if flags & VIR_CONNECT_LIST_DOMAINS_ACTIVE:
             domains = [d for d in domains if d.running]
+        if flags & VIR_CONNECT_LIST_DOMAINS_RUNNING:
+            domains = [d for d in domains
+                       if d.running and d.paused is None]
+        if flags & VIR_CONNECT_LIST_DOMAINS_PAUSED:
+            domains = [d for d in domains
+                       if d.running and d.paused is not None]
         return domains
 
     def lookupByUUIDString(self, uuid):

@@ -17,9 +17,9 @@ E = base.GuestEvent
 
 @pytest.mark.parametrize('event,expected', [
     (lv.VIR_DOMAIN_EVENT_STARTED, E.STARTED),
-    (lv.VIR_DOMAIN_EVENT_RESUMED, E.STARTED),
+    (lv.VIR_DOMAIN_EVENT_RESUMED, E.RESUMED),
     (lv.VIR_DOMAIN_EVENT_STOPPED, E.STOPPED),
-    (lv.VIR_DOMAIN_EVENT_SUSPENDED, E.STOPPED),
+    (lv.VIR_DOMAIN_EVENT_SUSPENDED, E.PAUSED),
     (lv.VIR_DOMAIN_EVENT_UNDEFINED, E.UNDEFINED),
     (lv.VIR_DOMAIN_EVENT_SHUTDOWN, None),       # STOPPED follows
     (lv.VIR_DOMAIN_EVENT_DEFINED, None),
@@ -58,7 +58,7 @@ def test_events_keep_their_order_across_guests(host, hv):
     hv.conn.fire_reboot(one)
     hv.conn.fire_lifecycle(one, lv.VIR_DOMAIN_EVENT_SUSPENDED)
     assert driver.events() == [(U2, E.STARTED), (U1, E.REBOOTED),
-                               (U1, E.STOPPED)]
+                               (U1, E.PAUSED)]
 
 
 def test_stop_seen_by_callback_and_poll_is_one_event(host, hv):
@@ -110,20 +110,89 @@ def test_stop_stays_a_stop_when_existence_cannot_be_checked(host, hv):
     assert driver.events() == [(U1, E.STOPPED)]
 
 
-def test_suspend_drops_the_guest_and_resume_adopts_it_again(host, hv):
+def test_a_paused_guest_stays_managed_with_its_channel(host, hv):
     dom = host.boot(U1, nova_xml(U1), pid=500)
     driver = host.driver()
     driver.guests()
-    dom.running = False                 # paused is not running
+    dom.paused = lv.VIR_DOMAIN_PAUSED_USER      # virsh suspend
     hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_SUSPENDED)
-    assert driver.events() == [(U1, E.STOPPED)]
-    with pytest.raises(base.DriverError, match='not managed'):
-        driver.observe(U1)
-    dom.running = True
+    assert driver.events() == [(U1, E.PAUSED)]
+    # Its QEMU and threads live on: still managed, still pinnable.
+    assert [g.uuid for g in driver.guests()] == [U1]
+    assert driver.events() == []        # the poll agrees: no second event
+    assert driver.observe(U1).vcpu_slices == 6
+    driver.pin_vcpus(U1, frozenset([3]))
+    dom.paused = None
     hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_RESUMED)
     assert [g.uuid for g in driver.guests()] == [U1]
+    assert driver.events() == [(U1, E.RESUMED)]
+
+
+def test_a_pause_and_resume_without_events_are_found_by_the_poll(host, hv):
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver()
+    driver.guests()
+    dom.paused = lv.VIR_DOMAIN_PAUSED_IOERROR
+    assert [g.uuid for g in driver.guests()] == [U1]
+    # The callback comes late: still one event.
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_SUSPENDED)
+    assert driver.events() == [(U1, E.PAUSED)]
+    dom.paused = None
+    driver.guests()
+    assert driver.events() == [(U1, E.RESUMED)]
+
+
+def test_pause_resume_pause_keeps_the_order(host, hv):
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver()
+    driver.guests()
+    for event in (lv.VIR_DOMAIN_EVENT_SUSPENDED, lv.VIR_DOMAIN_EVENT_RESUMED,
+                  lv.VIR_DOMAIN_EVENT_SUSPENDED):
+        hv.conn.fire_lifecycle(dom, event)
+    assert driver.events() == [(U1, E.PAUSED), (U1, E.RESUMED),
+                               (U1, E.PAUSED)]
+
+
+def test_a_guest_found_paused_is_adopted_and_said_paused(host, hv):
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    dom.paused = lv.VIR_DOMAIN_PAUSED_USER
+    driver = host.driver()
+    assert [g.uuid for g in driver.guests()] == [U1]
+    assert driver.events() == [(U1, E.PAUSED)]
+
+
+def test_an_incoming_migration_is_adopted_once_it_runs(host, hv):
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    dom.paused = lv.VIR_DOMAIN_PAUSED_MIGRATION     # destination, incoming
+    driver = host.driver()
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_STARTED,
+                           lv.VIR_DOMAIN_EVENT_STARTED_MIGRATED)
+    assert driver.guests() == []
     assert driver.events() == [(U1, E.STARTED)]
-    assert driver.observe(U1).vcpu_slices == 6
+    assert not [c for c in hv.calls if c[0] == U1]  # not touched
+    dom.paused = None
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_RESUMED,
+                           lv.VIR_DOMAIN_EVENT_RESUMED_MIGRATED)
+    assert [g.uuid for g in driver.guests()] == [U1]
+    assert driver.events() == [(U1, E.RESUMED)]
+
+
+def test_the_source_of_a_migration_is_paused_then_gone(host, hv):
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver()
+    driver.guests()
+    dom.paused = lv.VIR_DOMAIN_PAUSED_MIGRATION     # switchover
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_SUSPENDED,
+                           lv.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED)
+    assert [g.uuid for g in driver.guests()] == [U1]
+    dom.running = False
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_STOPPED,
+                           lv.VIR_DOMAIN_EVENT_STOPPED_MIGRATED)
+    del hv.domains[U1]                  # Nova's VIR_MIGRATE_UNDEFINE_SOURCE
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_UNDEFINED)
+    assert driver.guests() == []
+    # Not parked for the switchover's pause: it leaves in a moment.
+    assert driver.events() == [(U1, E.UNDEFINED)]
 
 
 def test_new_qemu_process_of_a_known_uuid_is_a_start(host, hv):
@@ -227,3 +296,20 @@ def test_event_loop_starts_once_per_process(host, hv, monkeypatch):
     # Its thread runs libvirt's loop (the fake parks it for good).
     assert hv.event_loop_ran.wait(5)
     assert sys.modules['libvirt'] is hv
+
+
+def test_the_source_of_a_failed_migration_stays_managed(host, hv):
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver()
+    driver.guests()
+    dom.paused = lv.VIR_DOMAIN_PAUSED_MIGRATION     # switchover
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_SUSPENDED,
+                           lv.VIR_DOMAIN_EVENT_SUSPENDED_MIGRATED)
+    assert [g.uuid for g in driver.guests()] == [U1]
+    assert driver.events() == []
+    dom.paused = None                               # the migration failed
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_RESUMED,
+                           lv.VIR_DOMAIN_EVENT_RESUMED_MIGRATED)
+    assert [g.uuid for g in driver.guests()] == [U1]
+    assert driver.events() == [(U1, E.RESUMED)]
+    assert driver.observe(U1).vcpu_slices == 6
