@@ -202,7 +202,15 @@ class Enforcer:
             entry = self.ledger.get(key)
             if (entry.pool, entry.cpus) != target or not entry.exact:
                 pending[key] = target
-        pinned += self._widen(pending, plan.shared_cpus, failed, deferred)
+        # Without an idle core (idle_pool_min_cores = 0) the shared pool
+        # is every managed CPU: by design it floats over the other pools'
+        # cores, so it neither waits for them nor makes them wait.
+        floating = None
+        if not plan.idle_cpus and any(pool == ledger_mod.SHARED
+                                      for pool, _ in wanted.values()):
+            floating = ledger_mod.SHARED
+        pinned += self._widen(pending, plan.shared_cpus, failed, deferred,
+                              floating)
 
         # Growing guests last; their answer is collected on a later tick.
         for uuid in uuids:
@@ -217,13 +225,15 @@ class Enforcer:
                 targets += self._send(uuid, want, now, failed)
         return Outcome(pinned, targets, failed, deferred, tuple(fallbacks))
 
-    def _widen(self, pending, shared_cpus, failed, deferred):
+    def _widen(self, pending, shared_cpus, failed, deferred, floating=None):
         """Widen or move what the ledger allows, in rounds.
 
         A pinning waits while a pinning of another pool may hold a CPU it
         wants. When every pinning left waits for another one that waits
         (a swap, or pins adopted from a crashed agent), one of them moves
-        to the shared CPUs first, which frees its old CPUs.
+        to the shared CPUs first, which frees its old CPUs. ``floating``
+        is the pool that takes part in no ownership (see
+        :meth:`~ufo_agent.service.ledger.Ledger.holders`).
         """
         pinned = 0
         for _ in range(2 * len(pending) + 2):
@@ -235,12 +245,13 @@ class Enforcer:
                 # so the ledger never shows a member under its old pool.
                 entry = self.ledger.get(key)
                 if entry.pool != pool and not self.ledger.holders(
-                        entry.cpus, pool, key, joining):
+                        entry.cpus, pool, key, joining, floating):
                     self.ledger.joined(key, pool)
             for key in sorted(pending):
                 pool, cpus = pending[key]
                 entry = self.ledger.get(key)
-                holders = self.ledger.holders(cpus, pool, key, joining)
+                holders = self.ledger.holders(cpus, pool, key, joining,
+                                              floating)
                 if holders:
                     blocked[key] = holders
                     continue
@@ -262,7 +273,7 @@ class Enforcer:
                                                      shared_cpus):
                     continue
                 if not self.ledger.holders(shared_cpus, ledger_mod.SHARED,
-                                           key, joining):
+                                           key, joining, floating):
                     pinned += self._pin(key, ledger_mod.SHARED, shared_cpus,
                                         failed)
                     progress = True
@@ -271,7 +282,7 @@ class Enforcer:
                 break
         for key in sorted(pending):
             holders = self.ledger.holders(pending[key][1], pending[key][0],
-                                          key)
+                                          key, floating=floating)
             deferred.setdefault(key[0], '%s pins wait for CPUs held by %s'
                                 % (key[1], ', '.join('%s %s' % h
                                                      for h in holders)))

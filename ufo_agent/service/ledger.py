@@ -92,18 +92,25 @@ class Ledger:
         for key in [k for k in self._entries if k[0] == uuid]:
             del self._entries[key]
 
-    def holders(self, cpus, pool, exclude, joining=None):
+    def holders(self, cpus, pool, exclude, joining=None, floating=None):
         """Pinnings of another pool that may run on any of ``cpus``.
 
         ``joining`` maps the keys that are on their way into a pool and
         already inside its CPUs to that pool: they count as its members.
+        ``floating`` names a pool that shares CPUs with every other by
+        design (the shared pool of a small host without an idle core,
+        which is every managed CPU): what is in it holds no CPU from
+        anyone, and nothing holds CPUs from it.
         """
+        if floating is not None and pool == floating:
+            return []
         cpus = frozenset(cpus)
         joining = joining or {}
         return sorted(key for key, entry in self._entries.items()
                       if key != exclude and joining.get(key) != pool and
                       not self._own_unknown(key, entry, pool, exclude) and
-                      any(part_pool != pool and part_cpus & cpus
+                      any(part_pool != pool and part_pool != floating and
+                          part_cpus & cpus
                           for part_pool, part_cpus in entry.parts))
 
     @staticmethod

@@ -1,9 +1,11 @@
 """The enforcer's ordering, idempotence and rollback."""
 
+import dataclasses
 import random
 
 import pytest
 
+from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import Controller
 from ufo_agent.controller import HostTopology
 from ufo_agent.controller import VmSample
@@ -224,6 +226,93 @@ def test_failed_narrow_keeps_the_other_guest_from_widening():
     enf.apply(plan, {u: g.online for u, g in driver.all.items()})
     assert (a.vcpu_pins, b.vcpu_pins) == (plan.vms['a'].cpus,
                                           plan.vms['b'].cpus)
+
+
+def _small_host(pins):
+    """Two single-thread cores, small-host settings, guests on ``pins``.
+
+    ``pins`` maps a guest to the CPUs its vCPUs run on when the agent
+    starts (Nova's: both CPUs; a crashed agent's: one).
+    """
+    driver = fakes.FakeDriver(cores=2, threads=1)
+    # Threads of VMs without cores float over every CPU: checked below.
+    driver.check_isolation = lambda: None
+    config = dataclasses.replace(controller_config.ControllerConfig(),
+                                 emulator_min_cores=0,
+                                 idle_pool_min_cores=0, idle_after=3.0)
+    controller = Controller(HostTopology(driver.siblings), config)
+    clock = _Clock()
+    enf = enforcer.Enforcer(driver, ack_timeout=0.5, ack_wait=0.1,
+                            clock=clock, sleep=clock.sleep)
+    every = frozenset({0, 1})
+    for uuid, cpus in sorted(pins.items()):
+        guest = fakes.FakeGuest(uuid, 2)
+        guest.info = dataclasses.replace(guest.info, restore_vcpu_cpus=every,
+                                         restore_emulator_cpus=every)
+        guest.vcpu_pins, guest.emulator_pins = frozenset(cpus), every
+        driver.add(guest)
+        controller.add_vm(VmSpec(uuid, 2, 'lc'))
+        enf.track(guest.info)
+    return driver, controller, enf
+
+
+def _check_small_host(driver, enf, plan):
+    """As _check_ledger, but the shared pool floats while it is every CPU.
+
+    Without an idle core the plan puts the VMs without cores (and the
+    emulator threads) on every managed CPU: they may run beside any pool.
+    Every other pool's CPUs are its own.
+    """
+    floating = not plan.idle_cpus
+    actual = {}
+    for uuid, guest in driver.all.items():
+        actual[(uuid, 'vcpu')] = guest.vcpu_pins
+        actual[(uuid, 'emulator')] = guest.emulator_pins
+    for key, cpus in actual.items():
+        assert cpus <= enf.ledger.get(key).cpus, key
+    for key, entry in ((k, enf.ledger.get(k)) for k in actual):
+        if entry.pool is None or not (entry.pool.startswith('vm:') or
+                                      entry.pool == 'emulator'):
+            continue
+        for other, cpus in actual.items():
+            parts = enf.ledger.get(other).parts
+            if other == key or all(
+                    pool == entry.pool or (floating and pool == 'shared')
+                    for pool, _ in parts):
+                continue
+            assert not cpus & entry.cpus, (key, entry, other, cpus)
+
+
+@pytest.mark.parametrize('start', [
+    {'a': {0, 1}, 'b': {0, 1}, 'c': {0, 1}},    # as Nova started them
+    {'a': {1}, 'b': {0}, 'c': {0, 1}},          # swapped by a crash
+])
+def test_small_host_without_idle_core_enforces_every_plan(start):
+    # Defect: with idle_pool_min_cores = 0 and a VM without cores, the
+    # shared CPUs are every managed CPU, and the ledger made every VM
+    # wait for them forever: active VMs never got their own cores (after
+    # a swap both kept running on the other's).
+    driver, controller, enf = _small_host(start)
+    utils = {'a': 190.0, 'b': 190.0, 'c': 0.0}
+    moves = 0
+    for t in range(45):
+        if t == 15:
+            utils = {'a': 190.0, 'b': 0.0, 'c': 0.0}
+        elif t == 30:
+            utils = {'a': 0.0, 'b': 190.0, 'c': 90.0}
+        before = {u: g.vcpu_pins for u, g in driver.all.items()}
+        plan = _plan(controller, float(t), utils)
+        driver.before_pin[:] = [lambda: _check_small_host(driver, enf,
+                                                          plan)]
+        outcome = enf.apply(plan, _online(driver))
+        _check_small_host(driver, enf, plan)
+        assert outcome.deferred == {} and outcome.failed == {}, t
+        for uuid, guest in driver.all.items():
+            assert guest.vcpu_pins == plan.vms[uuid].cpus, (t, uuid)
+            assert guest.emulator_pins == plan.emulator_cpus
+        moves += sum(before[u] != g.vcpu_pins for u, g in driver.all.items())
+        enf.clock.now += 1.0
+    assert moves >= 4
 
 
 def test_large_guest_shrinks_in_bounded_steps():
