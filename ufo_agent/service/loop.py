@@ -102,11 +102,17 @@ class Agent:
                  ' in dry-run mode' if self.settings.dry_run else '')
 
     def stop(self):
-        """Give every managed guest back; returns the uuids that failed."""
+        """Give every managed guest back; returns the uuids that failed.
+
+        A dry run pinned nothing, so it gives nothing back: releasing would
+        reset the pins of an agent that does run beside it.
+        """
         self.save_learned()
         if self.publishers is not None:
             self.publishers.close()
         failed = []
+        if self.settings.dry_run:
+            return failed
         for uuid in sorted(self.guests):
             try:
                 self.driver.release(uuid)

@@ -79,6 +79,9 @@ def test_dry_run_decides_but_touches_nothing(caplog):
     assert not [c for c in driver.calls if c[0] in ('pin_vcpus', 'target')]
     assert 'action=probe' in caplog.text
     assert agent.cores_saved() > 0
+    # Nothing to give back either: a real agent may run beside it.
+    assert agent.stop() == []
+    assert not [c for c in driver.calls if c[0] == 'release']
 
 
 def test_lifecycle_events_and_fail_safe_stop(tmp_path):
