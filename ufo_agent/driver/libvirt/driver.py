@@ -37,7 +37,8 @@ class LibvirtDriver(base.HypervisorDriver):
                  manage_non_nova=False, shm_dir='/dev/shm',
                  name_prefix='ufo-', shm_size_mib=1, read_retries=100,
                  attach_channels=True, run_dir='/run/libvirt/qemu',
-                 proc_root='/proc', sysfs_root=sysfs.CPU_ROOT):
+                 proc_root='/proc', sysfs_root=sysfs.CPU_ROOT,
+                 call_timeout=5.0):
         import libvirt
         self.libvirt = libvirt
         self.uri = uri
@@ -53,7 +54,7 @@ class LibvirtDriver(base.HypervisorDriver):
         self.sysfs_root = sysfs_root
         self._guests = {}             # uuid -> libvirt_guest.Guest
         self._skipped = {}            # uuid -> reason (logged once)
-        self._host = libvirt_host.Host(libvirt, uri)
+        self._host = libvirt_host.Host(libvirt, uri, call_timeout)
         # Paused domains not to adopt yet: not running any guest code.
         self._not_ready = frozenset([
             libvirt.VIR_DOMAIN_PAUSED_MIGRATION,
@@ -98,7 +99,8 @@ class LibvirtDriver(base.HypervisorDriver):
                 self._adopt(dom, uuid, known)
             except (base.DriverError, domain_xml.DomainXMLError,
                     OSError, ValueError) as exc:
-                LOG.warning('Not managing domain %s: %s', uuid, exc)
+                if self._skipped.get(uuid) != str(exc):
+                    LOG.warning('Not managing domain %s: %s', uuid, exc)
                 self._skipped[uuid] = str(exc)
                 continue
             if paused and uuid in self._guests:
@@ -111,7 +113,9 @@ class LibvirtDriver(base.HypervisorDriver):
         return [g.info for g in self._guests.values()]
 
     def _adopt(self, dom, uuid, known):
-        call = self._host.call
+        def call(what, func, *args):
+            return self._host.call(what, func, *args, key=uuid)
+
         xml = call('XML of %s' % uuid, dom.XMLDesc, 0)
         # The persistent definition holds Nova's pins, never ufo-agent's
         # live ones: it decides the policy and what to restore.
@@ -185,7 +189,8 @@ class LibvirtDriver(base.HypervisorDriver):
             try:
                 self._host.call('attach channel to %s' % uuid,
                                 dom.attachDeviceFlags, device,
-                                self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
+                                self.libvirt.VIR_DOMAIN_AFFECT_LIVE,
+                                key=uuid)
                 LOG.info('Attached UFO channel %s to %s', name, uuid)
             except base.DriverError as exc:
                 LOG.warning('%s', exc)
@@ -252,8 +257,20 @@ class LibvirtDriver(base.HypervisorDriver):
         return self._get(uuid).acknowledged(seq, self.read_retries)
 
     def heartbeat(self):
-        for known in self._guests.values():
-            known.heartbeat()
+        """Beat every channel; safe from a thread other than the loop's.
+
+        The loop may add or drop guests meanwhile: this goes over a
+        snapshot, and a channel closed on the way is skipped by its lock.
+        """
+        failed = []
+        for known in tuple(self._guests.values()):
+            try:
+                known.heartbeat()
+            except (OSError, ValueError) as exc:
+                failed.append('%s: %s' % (known.uuid, exc))
+        if failed:
+            raise base.DriverError('heartbeat failed for %s'
+                                   % '; '.join(failed))
 
     def release(self, uuid):
         self._get(uuid).release()

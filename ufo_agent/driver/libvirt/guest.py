@@ -60,6 +60,10 @@ class Guest:
     def _dom(self):
         return self.host.lookup(self.uuid)
 
+    def _call(self, what, func, *args):
+        """A libvirt call on this domain, with its deadline."""
+        return self.host.call(what, func, *args, key=self.uuid)
+
     def _cpumap(self, cpus):
         return cpumap(cpus, self.managed_cpus)
 
@@ -119,24 +123,26 @@ class Guest:
         vcpus = self.threads().vcpus or {
             i: None for i in range(self.info.vcpus)}
         for index in sorted(vcpus):
-            self.host.call('pin vCPU %d of %s' % (index, self.uuid),
-                           dom.pinVcpuFlags, index, bits,
-                           self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE)
+            self._call('pin vCPU %d of %s' % (index, self.uuid),
+                       dom.pinVcpuFlags, index, bits,
+                       self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     def pin_emulator(self, cpus):
         dom = self._dom()
         bits = self._cpumap(cpus)
         lv = self.host.libvirt
         live = lv.VIR_DOMAIN_AFFECT_LIVE
-        self.host.call('pin emulator of %s' % self.uuid, dom.pinEmulator,
-                       bits, live)
+        self._call('pin emulator of %s' % self.uuid, dom.pinEmulator,
+                   bits, live)
         try:
-            iothreads = dom.ioThreadInfo(live)
+            iothreads = self.host.run(self.uuid,
+                                      'I/O threads of %s' % self.uuid,
+                                      dom.ioThreadInfo, live)
         except lv.libvirtError:
             iothreads = []
         for info in iothreads:
-            self.host.call('pin I/O thread %d of %s' % (info[0], self.uuid),
-                           dom.pinIOThread, info[0], bits, live)
+            self._call('pin I/O thread %d of %s' % (info[0], self.uuid),
+                       dom.pinIOThread, info[0], bits, live)
         for pid in self.threads().vhost:
             try:
                 os.sched_setaffinity(pid, cpus)
@@ -147,10 +153,9 @@ class Guest:
     def read_pins(self):
         dom = self._dom()
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        vcpus = self.host.call('pins of %s' % self.uuid, dom.vcpuPinInfo,
-                               live)
-        emulator = self.host.call('emulator pin of %s' % self.uuid,
-                                  dom.emulatorPinInfo, live)
+        vcpus = self._call('pins of %s' % self.uuid, dom.vcpuPinInfo, live)
+        emulator = self._call('emulator pin of %s' % self.uuid,
+                              dom.emulatorPinInfo, live)
         return frozenset(_as_set(m) for m in vcpus), _as_set(emulator)
 
     def set_vcpu_target(self, vcpus):

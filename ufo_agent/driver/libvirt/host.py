@@ -4,6 +4,11 @@ One :class:`Host` holds one connection (with keepalive), opens it again
 when libvirtd went away, and queues lifecycle and reboot events. libvirt
 calls the callbacks from its default event loop, run once per process on
 a daemon thread of its own; the agent loop drains the queue.
+
+Every call that can reach libvirtd goes through :meth:`Host.call` (or
+:meth:`Host.run`) with a deadline (:mod:`.deadline`): a domain whose
+call hangs is skipped until that call returns, and the agent carries on
+with the others.
 """
 
 import collections
@@ -11,6 +16,7 @@ import logging
 import threading
 
 from ufo_agent.driver import base
+from ufo_agent.driver.libvirt import deadline
 
 LOG = logging.getLogger(__name__)
 
@@ -38,19 +44,24 @@ def _start_event_loop(libvirt):
 class Host:
     """A libvirt connection that reconnects, and its event queue.
 
-    ``libvirt`` is the libvirt-python module.
+    ``libvirt`` is the libvirt-python module; ``call_timeout`` the
+    deadline of each call in seconds (0: none).
     """
 
-    def __init__(self, libvirt, uri):
+    def __init__(self, libvirt, uri, call_timeout=0):
         self.libvirt = libvirt
         self.uri = uri
         self._conn = None
         self._events = collections.deque()
         self._events_lock = threading.Lock()
+        self.deadlines = deadline.Deadlines(call_timeout)
         _start_event_loop(libvirt)
 
     def get_connection(self):
-        """The open connection, opened (again) if it is not alive."""
+        """The open connection, opened (again) if it is not alive.
+
+        ``isAlive`` is local to the client: it never waits for libvirtd.
+        """
         if self._conn is not None:
             try:
                 if self._conn.isAlive():
@@ -59,28 +70,55 @@ class Host:
                 pass
             self._conn = None
         try:
-            conn = self.libvirt.open(self.uri)
+            conn = self.deadlines.run(deadline.CONNECTION,
+                                      'connect to %s' % self.uri, self._open,
+                                      discard=self._discard)
         except self.libvirt.libvirtError as exc:
             raise base.DriverError('cannot connect to %s: %s'
                                    % (self.uri, exc))
-        lv = self.libvirt
-        conn.domainEventRegisterAny(
-            None, lv.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
-        conn.domainEventRegisterAny(
-            None, lv.VIR_DOMAIN_EVENT_ID_REBOOT, self._on_reboot, None)
-        conn.setKeepAlive(5, 3)
+        except base.DriverError as exc:
+            raise base.DriverError('cannot connect to %s: %s'
+                                   % (self.uri, exc))
         self._conn = conn
         LOG.info('Connected to %s', self.uri)
         return conn
 
-    def call(self, what, func, *args):
-        """``func(*args)``; a libvirt error becomes a DriverError.
+    def _open(self):
+        lv = self.libvirt
+        conn = lv.open(self.uri)
+        conn.domainEventRegisterAny(
+            None, lv.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_lifecycle, None)
+        conn.domainEventRegisterAny(
+            None, lv.VIR_DOMAIN_EVENT_ID_REBOOT, self._on_reboot, None)
+        # libvirt drops a connection whose daemon stopped answering: the
+        # calls waiting on it fail, and the next call opens a new one.
+        conn.setKeepAlive(5, 3)
+        return conn
+
+    def _discard(self, conn):
+        """A connection opened after its deadline: nobody will use it."""
+        try:
+            conn.close()
+        except self.libvirt.libvirtError:
+            pass
+
+    def run(self, key, what, func, *args):
+        """``func(*args)`` within the deadline, libvirt errors unchanged.
+
+        ``key`` is the uuid of the domain the call concerns, or
+        :data:`~.deadline.CONNECTION`. Raises a DriverError when the
+        call times out or is skipped (the key is busy).
+        """
+        return self.deadlines.run(key, what, func, *args)
+
+    def call(self, what, func, *args, key=deadline.CONNECTION):
+        """``func(*args)`` within the deadline; errors become DriverError.
 
         A connection found dead on the way is dropped, so that the next
         call opens a new one.
         """
         try:
-            return func(*args)
+            return self.deadlines.run(key, what, func, *args)
         except self.libvirt.libvirtError as exc:
             try:
                 alive = self._conn is not None and self._conn.isAlive()
@@ -111,7 +149,9 @@ class Host:
         out = [(dom, None) for dom in running]
         for dom in paused:
             try:
-                state, reason = self.call('state of a domain', dom.state)
+                uuid = dom.UUIDString()
+                state, reason = self.call('state of %s' % uuid, dom.state,
+                                          key=uuid)
             except base.DriverError:
                 continue            # gone meanwhile
             if state == lv.VIR_DOMAIN_PAUSED:
@@ -126,12 +166,14 @@ class Host:
 
     def lookup(self, uuid):
         conn = self.get_connection()
-        return self.call('domain %s' % uuid, conn.lookupByUUIDString, uuid)
+        return self.call('domain %s' % uuid, conn.lookupByUUIDString, uuid,
+                         key=uuid)
 
     def exists(self, uuid):
         """False only when libvirt says the domain does not exist."""
         try:
-            self.get_connection().lookupByUUIDString(uuid)
+            self.run(uuid, 'domain %s' % uuid,
+                     self.get_connection().lookupByUUIDString, uuid)
         except self.libvirt.libvirtError as exc:
             return exc.get_error_code() != self.libvirt.VIR_ERR_NO_DOMAIN
         except base.DriverError:
@@ -178,7 +220,8 @@ class Host:
     def close(self):
         if self._conn is not None:
             try:
-                self._conn.close()
-            except self.libvirt.libvirtError:
+                self.run(deadline.CONNECTION, 'close the connection',
+                         self._conn.close)
+            except (self.libvirt.libvirtError, base.DriverError):
                 pass
             self._conn = None

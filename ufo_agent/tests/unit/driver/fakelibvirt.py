@@ -4,7 +4,11 @@ Only what the driver calls, with libvirt's real constant values. An
 instance stands in for the ``libvirt`` module (tests put it into
 ``sys.modules``); every connection it opens sees the same domains. Calls
 that change a domain are recorded in ``FakeLibvirt.calls``; a domain's
-``fail`` dict makes one of its methods raise ``libvirtError``.
+``fail`` dict makes one of its methods raise ``libvirtError``, its
+``block`` dict makes one wait for a ``threading.Event`` (a QEMU whose
+monitor does not answer); ``FakeLibvirt.open_block`` and ``list_block``
+do the same for opening a connection and listing domains (a stuck
+libvirtd).
 """
 
 import threading
@@ -71,8 +75,10 @@ class FakeDomain:
         self.vcpu_pins = {}
         self.emulator_pin = None
         self.fail = {}
+        self.block = {}             # method -> threading.Event
 
     def _maybe_fail(self, method):
+        self.hv.wait_gate(self.block.get(method), (self.uuid, method))
         exc = self.fail.get(method)
         if exc is not None:
             raise exc
@@ -163,6 +169,7 @@ class FakeConnection:
         return len(self.callbacks)
 
     def listAllDomains(self, flags=0):
+        self.hv.wait_gate(self.hv.list_block, ('listAllDomains',))
         if self.hv.list_error is not None:
             self.alive = not self.hv.error_kills_connection
             raise self.hv.list_error
@@ -210,6 +217,9 @@ class FakeLibvirt:
         self.error_kills_connection = False
         self.lookup_error = None
         self.is_alive_error = False
+        self.open_block = None
+        self.list_block = None
+        self.blocked = []           # calls that waited at a gate
         self.event_impl_registered = 0
         self.event_loop_ran = threading.Event()
         for name, value in globals().items():
@@ -226,7 +236,14 @@ class FakeLibvirt:
         """The latest connection."""
         return self.connections[-1]
 
+    def wait_gate(self, gate, call):
+        """Wait for ``gate`` (an Event) if there is one, noting ``call``."""
+        if gate is not None:
+            self.blocked.append(call)
+            gate.wait()
+
     def open(self, uri):
+        self.wait_gate(self.open_block, ('open', uri))
         if self.open_error is not None:
             raise self.open_error
         conn = FakeConnection(self, uri)

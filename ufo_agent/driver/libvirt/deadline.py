@@ -1,0 +1,132 @@
+"""Deadlines for libvirt calls.
+
+libvirt calls have no timeout of their own: a call on a domain whose QEMU
+monitor does not answer (a stopped or wedged QEMU) waits for it, and every
+later call on that domain waits about 30 s for libvirt's job lock before
+it fails. One such domain would stall the whole agent.
+
+So each call runs on a worker thread of its own, and the caller waits at
+most ``timeout`` seconds. A call that misses its deadline is abandoned
+(its thread is left to finish whenever libvirt lets it) and its *key* is
+marked busy: the domain's uuid, or :data:`CONNECTION` for calls on the
+connection itself. Until the abandoned call returns, every call on a busy
+key fails at once, without reaching libvirt, and a busy connection makes
+every call fail at once. So a hung domain costs the agent one deadline,
+not one per call, and the other domains carry on.
+"""
+
+import logging
+import threading
+import time
+
+from ufo_agent.driver import base
+
+LOG = logging.getLogger(__name__)
+
+CONNECTION = 'the libvirt connection'
+
+
+class CallTimedOut(base.DriverError):
+    """A call missed its deadline and was abandoned."""
+
+
+class CallSkipped(base.DriverError):
+    """A call was not made: an earlier one on its key has not returned."""
+
+
+class _Call:
+    __slots__ = ('key', 'what', 'started', 'value', 'error', 'finished',
+                 'abandoned', 'done')
+
+    def __init__(self, key, what, started):
+        self.key = key
+        self.what = what
+        self.started = started
+        self.value = self.error = None
+        self.finished = self.abandoned = False
+        self.done = threading.Event()
+
+
+class Deadlines:
+    """Runs calls with a deadline; ``timeout`` <= 0 runs them inline."""
+
+    def __init__(self, timeout, clock=time.monotonic):
+        self.timeout = timeout
+        self.clock = clock
+        self.timeouts = 0           # calls abandoned since start
+        self._lock = threading.Lock()
+        self._outstanding = {}      # key -> abandoned _Call
+
+    def busy(self, key):
+        """The description of the call that keeps ``key`` busy, or None."""
+        with self._lock:
+            call = self._outstanding.get(key)
+            if call is None and key != CONNECTION:
+                call = self._outstanding.get(CONNECTION)
+            return call.what if call is not None else None
+
+    def outstanding(self):
+        """{key: (what, seconds since it started)} of abandoned calls."""
+        now = self.clock()
+        with self._lock:
+            return {key: (call.what, now - call.started)
+                    for key, call in self._outstanding.items()}
+
+    def run(self, key, what, func, *args, discard=None):
+        """``func(*args)`` within the deadline; its exceptions propagate.
+
+        Raises :class:`CallSkipped` while ``key`` (or the connection) is
+        busy and :class:`CallTimedOut` when the deadline passes.
+        ``discard(value)`` gets the value of a call that returns after it
+        was abandoned (a connection opened too late is closed).
+        """
+        held = self.busy(key)
+        if held is not None:
+            raise CallSkipped('%s: skipped while an earlier call has not '
+                              'returned (%s)' % (what, held))
+        if self.timeout is None or self.timeout <= 0:
+            return func(*args)
+        call = _Call(key, what, self.clock())
+        worker = threading.Thread(target=self._work,
+                                  args=(call, func, args, discard),
+                                  name='libvirt-call', daemon=True)
+        worker.start()
+        if not call.done.wait(self.timeout):
+            with self._lock:
+                if not call.finished:
+                    call.abandoned = True
+                    self._outstanding[key] = call
+                    self.timeouts += 1
+            if call.abandoned:
+                LOG.error('libvirt call %s timed out after %.1f s: calls on '
+                          '%s are skipped until it returns', what,
+                          self.timeout, key)
+                raise CallTimedOut('%s timed out after %.1f s'
+                                   % (what, self.timeout))
+            call.done.wait()
+        if call.error is not None:
+            raise call.error
+        return call.value
+
+    def _work(self, call, func, args, discard):
+        try:
+            call.value = func(*args)
+        except BaseException as exc:    # handed to the caller
+            call.error = exc
+        with self._lock:
+            call.finished = True
+            if call.abandoned and self._outstanding.get(call.key) is call:
+                del self._outstanding[call.key]
+        if call.abandoned and call.error is None and discard is not None:
+            try:
+                discard(call.value)
+            except Exception as exc:
+                LOG.debug('Could not discard the late result of %s: %s',
+                          call.what, exc)
+        if call.abandoned:
+            LOG.warning('libvirt call %s returned after %.1f s%s; calls on '
+                        '%s resume', call.what,
+                        self.clock() - call.started,
+                        ' (%s)' % call.error if call.error is not None
+                        else '', call.key)
+        call.done.set()

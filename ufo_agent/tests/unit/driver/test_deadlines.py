@@ -1,0 +1,147 @@
+"""Deadlines on libvirt calls: a hung domain costs one deadline, not more.
+
+The fake libvirt's gates stand for a QEMU whose monitor does not answer
+(the call waits until the gate opens) and for a stuck libvirtd.
+"""
+
+import threading
+import time
+
+import pytest
+
+from ufo_agent.driver import base
+from ufo_agent.driver.libvirt import deadline
+from ufo_agent.tests.unit.driver.fakehost import nova_xml
+
+U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
+U2 = '8f1d3c2e-2222-4a5b-9c0d-2e3f4a5b6c7d'
+TIMEOUT = 0.3
+
+
+def _bits(cpus, width=8):
+    return tuple(cpu in cpus for cpu in range(width))
+
+
+@pytest.fixture
+def gates():
+    """Events that tests block calls on; all opened at the end."""
+    made = []
+
+    def gate():
+        made.append(threading.Event())
+        return made[-1]
+
+    yield gate
+    for event in made:
+        event.set()
+
+
+@pytest.fixture
+def two(host, hv):
+    """Two managed guests, pinned to every managed CPU."""
+    doms = []
+    for uuid, pid, name in ((U1, 500, 'instance-1'), (U2, 600, 'instance-2')):
+        dom = host.boot(uuid, nova_xml(uuid, name=name, cpuset='2-7'),
+                        pid=pid, name=name)
+        dom.vcpu_pins = {0: _bits(range(8)), 1: _bits(range(8))}
+        dom.emulator_pin = _bits(range(8))
+        doms.append(dom)
+    driver = host.driver(call_timeout=TIMEOUT)
+    assert sorted(g.uuid for g in driver.guests()) == [U1, U2]
+    return driver, doms
+
+
+def _wait_until(pred, timeout=5.0):
+    deadline_ = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < deadline_, 'condition not reached'
+        time.sleep(0.01)
+
+
+def _timed(func, *args):
+    start = time.monotonic()
+    try:
+        func(*args)
+    except base.DriverError as exc:
+        return time.monotonic() - start, exc
+    return time.monotonic() - start, None
+
+
+def test_a_hung_call_times_out_and_its_domain_is_skipped_until_it_returns(
+        two, hv, gates, monkeypatch):
+    monkeypatch.setattr('os.cpu_count', lambda: 8)
+    driver, (d1, d2) = two
+    gate = d1.block['pinVcpuFlags'] = gates()
+    took, exc = _timed(driver.pin_vcpus, U1, frozenset({2}))
+    assert isinstance(exc, deadline.CallTimedOut)
+    assert 'pin vCPU 0 of %s timed out after 0.3 s' % U1 in str(exc)
+    assert TIMEOUT <= took < TIMEOUT + 1.0
+    # Marked: calls on it fail at once and never reach libvirt.
+    reached = len(hv.blocked)
+    for call in (driver.pin_vcpus, driver.pin_emulator):
+        took, exc = _timed(call, U1, frozenset({3}))
+        assert isinstance(exc, deadline.CallSkipped)
+        assert 'earlier call has not returned (pin vCPU 0 of %s)' % U1 \
+            in str(exc)
+        assert took < 0.1
+    took, exc = _timed(driver.read_pins, U1)
+    assert isinstance(exc, deadline.CallSkipped) and took < 0.1
+    assert len(hv.blocked) == reached
+    # The other guest carries on.
+    driver.pin_vcpus(U2, frozenset({4}))
+    assert d2.vcpu_pins == {0: _bits({4}), 1: _bits({4})}
+    # The hung call returns: the guest is called again.
+    gate.set()
+    _wait_until(lambda: driver._host.deadlines.busy(U1) is None)
+    del d1.block['pinVcpuFlags']
+    driver.pin_vcpus(U1, frozenset({2}))
+    assert d1.vcpu_pins == {0: _bits({2}), 1: _bits({2})}
+    assert driver._host.deadlines.timeouts == 1
+
+
+def test_a_stuck_libvirtd_costs_one_deadline_then_calls_fail_at_once(
+        two, hv, gates):
+    driver, _ = two
+    gate = hv.list_block = gates()
+    took, exc = _timed(driver.guests)
+    assert isinstance(exc, deadline.CallTimedOut)
+    assert 'list domains timed out' in str(exc)
+    assert took < TIMEOUT + 1.0
+    # Every call waits for the connection: none reaches libvirt.
+    for call, args in ((driver.guests, ()), (driver.read_pins, (U1,)),
+                       (driver.pin_emulator, (U2, frozenset({3})))):
+        took, exc = _timed(call, *args)
+        assert isinstance(exc, deadline.CallSkipped), call
+        assert took < 0.1
+    assert hv.blocked == [('listAllDomains',)]
+    gate.set()
+    hv.list_block = None
+    _wait_until(lambda: not driver._host.deadlines.outstanding())
+    assert sorted(g.uuid for g in driver.guests()) == [U1, U2]
+
+
+def test_a_connection_opened_after_its_deadline_is_closed(host, hv, gates):
+    gate = hv.open_block = gates()
+    with pytest.raises(base.DriverError, match='cannot connect to '
+                       'qemu:///system: connect to qemu:///system timed '
+                       'out'):
+        host.driver(call_timeout=TIMEOUT)
+    gate.set()
+    _wait_until(lambda: hv.connections and hv.connections[0].closed)
+
+
+def test_existence_is_assumed_while_the_domain_hangs(two, hv, gates):
+    driver, (d1, _) = two
+    d1.running = False
+    hv.lookup_error = None
+    gate = gates()
+    # A lookup that hangs: the domain is not reported undefined.
+    real = hv.conn.lookupByUUIDString
+
+    def lookup(uuid):
+        hv.wait_gate(gate, ('lookup', uuid))
+        return real(uuid)
+
+    hv.conn.lookupByUUIDString = lookup
+    assert driver._host.exists(U1) is True
+    gate.set()
