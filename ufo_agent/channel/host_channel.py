@@ -16,6 +16,7 @@ import pwd
 import re
 import stat
 import struct
+import threading
 import time
 
 from ufo_agent.channel import layout
@@ -230,6 +231,9 @@ class HostChannel(object):
         self._target_seq = 0
         self._last_count = None
         self._last_ts = None
+        # The host area is written from the agent loop (targets) and from
+        # its heartbeat thread: one writer at a time keeps the seqlock.
+        self._lock = threading.Lock()
 
     # -- host area --------------------------------------------------------
 
@@ -240,6 +244,10 @@ class HostChannel(object):
         Otherwise the target sequence continues where the page left it, so
         that a restarted agent never makes the sequence run backwards.
         """
+        with self._lock:
+            self._initialize()
+
+    def _initialize(self):
         host = self._read_area(layout.HOST_OFFSET, layout.HOST_STRUCT,
                                layout.HOST_FIELDS)
         if (host is not None and host['magic'] == layout.HOST_MAGIC and
@@ -282,8 +290,13 @@ class HostChannel(object):
         _U32.pack_into(self._mm, seq_off, self._host_seq)
 
     def beat(self):
-        """Refresh the heartbeat; call at least every second."""
-        self._write_host()
+        """Refresh the heartbeat; call at least every second.
+
+        Safe from another thread; a closed channel is left alone.
+        """
+        with self._lock:
+            if self._mm is not None:
+                self._write_host()
 
     @property
     def target(self):
@@ -297,10 +310,11 @@ class HostChannel(object):
         """Ask the guest to keep ``vcpus`` online; returns the target seq."""
         if not 1 <= vcpus <= self.max_vcpus:
             raise ValueError('target must be in 1..%d' % self.max_vcpus)
-        self._target = vcpus
-        self._target_seq = (self._target_seq + 1) & _U32_MAX or 1
-        self._write_host()
-        return self._target_seq
+        with self._lock:
+            self._target = vcpus
+            self._target_seq = (self._target_seq + 1) & _U32_MAX or 1
+            self._write_host()
+            return self._target_seq
 
     # -- guest area -------------------------------------------------------
 
@@ -463,9 +477,10 @@ class HostChannel(object):
         return bytes(self._mm[0:layout.PAGE_SIZE])
 
     def close(self):
-        if self._mm is not None:
-            self._mm.close()
-            self._mm = None
+        with self._lock:
+            if self._mm is not None:
+                self._mm.close()
+                self._mm = None
 
     def unlink(self):
         self.close()
