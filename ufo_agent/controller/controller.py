@@ -133,6 +133,35 @@ class Controller:
                 'flat_sf': state.flat_sf,
                 'model': state.model.export(now)}
 
+    # Options that size the pools or shape what was learned: fixed for the
+    # life of a controller.
+    FIXED = ('tick_interval', 'emulator_min_cores', 'idle_pool_min_cores',
+             'samples_per_model', 'min_samples_to_fit', 'util_resolution')
+
+    def reconfigure(self, config):
+        """Use new thresholds from now on, keeping what every VM learned.
+
+        Raises ControllerError, changing nothing, if an option of
+        :attr:`FIXED` differs.
+        """
+        fixed = [name for name in self.FIXED
+                 if getattr(config, name) != getattr(self.config, name)]
+        if fixed:
+            raise ControllerError('cannot change %s while running'
+                                  % ', '.join(fixed))
+        old, self.config = self.config, config
+        rethreshold = any(getattr(old, name) != getattr(config, name)
+                          for name in ('sf_threshold', 'flat_sf_threshold',
+                                       'detect_flat_sf'))
+        for state in self.vms.values():
+            for part in (state.model, state.predictor, state.idle,
+                         state.vm_class):
+                part.config = config
+            if rethreshold:
+                flat = state.flat_sf and config.detect_flat_sf
+                state.model.set_threshold(config.flat_sf_threshold if flat
+                                          else config.sf_threshold)
+
     def remove_vm(self, uuid):
         state = self.vms.pop(uuid, None)
         if state is not None:
