@@ -21,6 +21,7 @@ OPTS = [
              'missing; entries of instances that are gone are removed.'),
     cfg.FloatOpt(
         'state_save_interval', default=_DEFAULTS.state_save_interval, min=1.0,
+        mutable=True,
         help='Seconds between two saves of the learned models.'),
     cfg.BoolOpt(
         'dry_run', default=_DEFAULTS.dry_run,
@@ -28,6 +29,7 @@ OPTS = [
              'to any guest; report the cores that would be saved.'),
     cfg.FloatOpt(
         'ack_timeout', default=_DEFAULTS.ack_timeout, min=0.05, max=4.0,
+        mutable=True,
         help='Seconds a guest has to acknowledge a vCPU target. A guest '
              'that does not answer in time gets every vCPU back and is '
              'handled in host-only mode, asked again after a backoff of 30 s '
@@ -35,6 +37,7 @@ OPTS = [
              'answers a shrink, its pins do not narrow.'),
     cfg.FloatOpt(
         'ack_wait', default=_DEFAULTS.ack_wait, min=0.0, max=2.0,
+        mutable=True,
         help='Longest a tick waits for guests to acknowledge that they took '
              'vCPUs offline. A guest that answers later keeps its pins '
              'until it does (or until ack_timeout, when it falls back to '
@@ -42,12 +45,14 @@ OPTS = [
              'longer than this.'),
     cfg.IntOpt(
         'max_vcpu_step', default=_DEFAULTS.max_vcpu_step, min=1, max=64,
+        mutable=True,
         help='Most vCPUs a guest is asked to take offline in one tick. '
              'Each takes the guest 20-140 ms, so one step of a large guest '
              'stays well inside ack_timeout.'),
     cfg.FloatOpt(
         'guest_util_tolerance', default=_DEFAULTS.guest_util_tolerance,
         min=0.0, max=10.0,
+        mutable=True,
         help='Relative tolerance when checking a guest\'s reported '
              'utilization against the time its vCPU threads ran or waited '
              'to run on the host. A guest above it is handled in host-only '
@@ -55,9 +60,28 @@ OPTS = [
     cfg.FloatOpt(
         'drift_check_interval', default=_DEFAULTS.drift_check_interval,
         min=0.0,
+        mutable=True,
         help='Seconds between checks that the live pins of every managed '
              'guest are still those ufo-agent applied; pins changed behind '
              'its back are written again. 0 disables the check.'),
+    cfg.FloatOpt(
+        'libvirt_call_timeout', default=_DEFAULTS.libvirt_call_timeout,
+        min=0.0, max=300.0,
+        help='Longest wait in seconds for one libvirt call. A call that '
+             'takes longer (a guest whose QEMU monitor does not answer, a '
+             'stuck libvirtd) is abandoned: the tick goes on with the other '
+             'guests, and that guest is skipped until the call returns. 0 '
+             'waits for ever (not recommended).'),
+    cfg.FloatOpt(
+        'heartbeat_interval', default=_DEFAULTS.heartbeat_interval,
+        min=0.05, max=10.0,
+        help='Seconds between two heartbeats on every guest channel, '
+             'written by a thread of their own. It must stay well below '
+             'the guests\' watchdog (ufo_guest.watchdog_ms, 5 s by '
+             'default). The heartbeat stops when the agent has completed '
+             'no tick for 3 x [controller] tick_interval + '
+             'libvirt_call_timeout, so that the guests bring every vCPU '
+             'back while the agent is stuck.'),
     cfg.BoolOpt(
         'manage_non_nova_domains', default=False,
         help='Manage libvirt domains that carry no Nova instance metadata.'),

@@ -22,42 +22,50 @@ OPTS = [
              'enforce). The paper monitors every second.'),
     cfg.FloatOpt(
         'settle_time', default=_DEFAULTS.settle_time, min=0.0, max=60.0,
+        mutable=True,
         help='Seconds to wait after changing the cores of a VM before its '
              'samples are used again. vCPU hotplug disturbs guest '
              'utilization for 1-3 s (paper section 6.4).'),
     cfg.FloatOpt(
         'sf_threshold', default=_DEFAULTS.sf_threshold, min=0.01, max=0.99,
+        mutable=True,
         help='Relative scheduling-frequency change that makes two more '
              'cores worth having: c cores suffice when SF(c)/SF(c+step) >= '
              '1 - sf_threshold (paper section 4.5).'),
     cfg.BoolOpt(
         'detect_flat_sf', default=_DEFAULTS.detect_flat_sf,
+        mutable=True,
         help='Detect MySQL-like VMs, whose scheduling frequency does not '
              'fall at high load, and judge them with flat_sf_threshold '
              'instead of sf_threshold (paper Appendix A.3).'),
     cfg.FloatOpt(
         'flat_sf_threshold', default=_DEFAULTS.flat_sf_threshold,
         min=0.01, max=0.99,
+        mutable=True,
         help='Scheduling-frequency threshold used for VMs detected as '
              'MySQL-like when detect_flat_sf is enabled.'),
     cfg.FloatOpt(
         'pcu_low', default=_DEFAULTS.pcu_low, min=0.0, max=1.0,
+        mutable=True,
         help='Lower bound of per-core utilization: the controller does not '
              'grow a VM whose per-core utilization after growing would fall '
              'below it.'),
     cfg.FloatOpt(
         'pcu_high', default=_DEFAULTS.pcu_high, min=0.0, max=1.0,
+        mutable=True,
         help='Upper bound of per-core utilization: the controller does not '
              'shrink a VM whose per-core utilization after shrinking would '
              'exceed it, and grows a VM that is above it.'),
     cfg.FloatOpt(
         'emulator_util_high', default=_DEFAULTS.emulator_util_high,
         min=0.0, max=1.0,
+        mutable=True,
         help='Utilization of the emulator pool above which it grows, to '
              'bring it back under emulator_util_low (paper Algorithm 1).'),
     cfg.FloatOpt(
         'emulator_util_low', default=_DEFAULTS.emulator_util_low,
         min=0.0, max=1.0,
+        mutable=True,
         help='Utilization of the emulator pool below which it shrinks, as '
              'long as it stays under emulator_util_high.'),
     cfg.IntOpt(
@@ -87,6 +95,7 @@ OPTS = [
              'core count is fitted.'),
     cfg.FloatOpt(
         'refit_error', default=_DEFAULTS.refit_error, min=0.0, max=1.0,
+        mutable=True,
         help='Relative error between a new sample and the recorded or fitted '
              'value above which the model is refitted.'),
     cfg.FloatOpt(
@@ -96,26 +105,32 @@ OPTS = [
              'samples "the same utilization" (the paper\'s "u in SF[c]").'),
     cfg.FloatOpt(
         'sample_max_age', default=_DEFAULTS.sample_max_age, min=1.0,
+        mutable=True,
         help='Seconds after which a recorded sample is forgotten, so that a '
              'VM whose workload changes is learned again.'),
     cfg.FloatOpt(
         'idle_util', default=_DEFAULTS.idle_util, min=0.0, max=100.0,
+        mutable=True,
         help='Utilization in percent below which a VM counts as idle.'),
     cfg.FloatOpt(
         'idle_after', default=_DEFAULTS.idle_after, min=0.0,
+        mutable=True,
         help='Seconds a VM must stay below idle_util before it is parked in '
              'the idle pool.'),
     cfg.FloatOpt(
         'be_sf_per_util', default=_DEFAULTS.be_sf_per_util, min=0.0,
+        mutable=True,
         help='Scheduling frequency per utilization percent below which a '
              'busy VM is classified best-effort when its class is auto. LC '
              'services show hundreds to thousands (paper Fig. 6).'),
     cfg.FloatOpt(
         'classify_min_util', default=_DEFAULTS.classify_min_util, min=0.0,
+        mutable=True,
         help='Utilization in percent a VM must reach before its class is '
              'inferred from scheduling frequency per utilization.'),
     cfg.IntOpt(
         'classify_samples', default=_DEFAULTS.classify_samples, min=1,
+        mutable=True,
         help='Consecutive consistent ticks needed to change the inferred '
              'class of a VM.'),
 ]

@@ -5,6 +5,13 @@
 back (all vCPUs online, its original pins): the fail-safe path of a clean
 stop. After a crash the guests' watchdogs bring their vCPUs back, and the
 next ``start`` re-applies everything it finds.
+
+A tick survives its own errors: an exception is logged with its
+traceback and counted (``tick_errors``); one raised by a driver call on
+one guest only costs that guest its tick (:mod:`.guard`), any other
+abandons the tick and the next one runs. ``last_progress`` is when the
+last tick completed without one; the heartbeat thread
+(:mod:`.heartbeat`) beats only while it is recent.
 """
 
 import dataclasses
@@ -18,6 +25,7 @@ from ufo_agent.controller import topology as topology_mod
 from ufo_agent.driver import base
 from ufo_agent import hostsignal
 from ufo_agent.service import enforcer as enforcer_mod
+from ufo_agent.service import guard
 from ufo_agent.service import sampler as sampler_mod
 from ufo_agent.service import settings as settings_mod
 from ufo_agent.service import snapshot as snapshot_mod
@@ -56,7 +64,7 @@ class Agent:
     def __init__(self, driver, managed_cpus, controller_config,
                  settings=None, store=None, clock=time.monotonic,
                  signal_tracker=None, publishers=None, wallclock=time.time):
-        self.driver = driver
+        self.driver = guard.GuardedDriver(driver, self._guest_error)
         self.settings = settings or settings_mod.AgentSettings()
         self.store = store
         self.clock = clock
@@ -74,7 +82,7 @@ class Agent:
         self.sampler = sampler_mod.Sampler(
             self.settings.guest_util_tolerance)
         self.enforcer = enforcer_mod.Enforcer(
-            driver, self.settings.ack_timeout, clock=clock,
+            self.driver, self.settings.ack_timeout, clock=clock,
             ack_wait=self.settings.ack_wait,
             max_vcpu_step=self.settings.max_vcpu_step,
             managed_cpus=self.topology.cpus_of(self.topology.core_ids))
@@ -84,6 +92,11 @@ class Agent:
         self.last_plan = None
         self.tick_seconds = 0.0
         self.ticks = 0
+        self.tick_errors = 0
+        self.last_progress = time.monotonic()
+        self._errors_seen = {}      # (uuid, where) -> last error text
+        self._failed = {}           # uuid -> last enforcement failure
+        self._signals = {}          # uuid -> last (signal, reason) logged
         self._last_save = clock()
         self._last_drift_check = clock()
         self.signal_tracker = signal_tracker
@@ -95,6 +108,7 @@ class Agent:
     # -- lifecycle ---------------------------------------------------------
     def start(self):
         """Adopt the running guests; everything is written on first tick."""
+        self.last_progress = time.monotonic()
         self._sync_guests()
         LOG.info('ufo-agent manages %d cores (%d CPUs) and %d guests%s',
                  len(self.topology), len(self.topology.cpus_of(
@@ -134,16 +148,78 @@ class Agent:
                             uuid, exc)
         self._last_save = now
 
+    def reconfigure(self, controller_config, settings):
+        """Use options reloaded at run time; the guests stay managed.
+
+        ``dry_run``, ``libvirt_call_timeout`` and ``heartbeat_interval``
+        keep their values. Returns {name: (old, new)} of what changed;
+        raises ValueError (the controller's ControllerError), changing
+        nothing, for a controller option that cannot change.
+        """
+        settings = dataclasses.replace(
+            settings, dry_run=self.settings.dry_run,
+            libvirt_call_timeout=self.settings.libvirt_call_timeout,
+            heartbeat_interval=self.settings.heartbeat_interval)
+        changes = {}
+        for group, old, new in (
+                ('controller', self.controller.config, controller_config),
+                ('agent', self.settings, settings)):
+            for field in dataclasses.fields(old):
+                before = getattr(old, field.name)
+                after = getattr(new, field.name)
+                if before != after:
+                    changes['%s.%s' % (group, field.name)] = (before, after)
+        self.controller.reconfigure(controller_config)
+        self.settings = settings
+        self.enforcer.ack_timeout = settings.ack_timeout
+        self.enforcer.ack_wait = settings.ack_wait
+        self.enforcer.max_vcpu_step = max(1, settings.max_vcpu_step)
+        self.sampler.tolerance = settings.guest_util_tolerance
+        return changes
+
     # -- one tick ------------------------------------------------------------
     def tick(self):
+        """One tick; never raises (see the module docstring)."""
         started = time.monotonic()
         now = self.clock()
+        ok = True
+        try:
+            plan = self._tick(now)
+        except Exception:
+            ok = False
+            self.tick_errors += 1
+            LOG.exception('Tick %d failed and was abandoned; the next tick '
+                          'runs as usual', self.ticks + 1)
+            plan = self.last_plan
+        try:
+            self._finish_tick(started, now)
+        except Exception:
+            ok = False
+            self.tick_errors += 1
+            LOG.exception('Could not finish tick %d', self.ticks)
+        if ok:
+            self.last_progress = time.monotonic()
+        return plan
+
+    def _guest_error(self, uuid, where, exc):
+        """An unexpected exception concerning one guest: log and count."""
+        self.tick_errors += 1
+        text = '%s: %s' % (type(exc).__name__, exc)
+        if self._errors_seen.get((uuid, where)) != text:
+            self._errors_seen[(uuid, where)] = text
+            LOG.error('Unexpected error in %s of guest %s; the guest is '
+                      'skipped this tick', where, uuid,
+                      exc_info=(type(exc), exc, exc.__traceback__))
+        else:
+            LOG.debug('Unexpected error in %s of guest %s again: %s',
+                      where, uuid, text)
+        status = self.status.get(uuid)
+        if status is not None:
+            status.reason = 'error in %s: %s' % (where, text)
+
+    def _tick(self, now):
         self._handle_events()
         self._sync_guests()
-        try:
-            self.driver.heartbeat()
-        except base.DriverError as exc:
-            LOG.warning('Heartbeat failed: %s', exc)
         samples, online, emulator_busy = self._observe()
         plan = self.controller.tick(now, samples, emulator_busy)
         try:
@@ -154,7 +230,7 @@ class Agent:
             self.invariant_violations += 1
             LOG.error('Not applying the controller\'s plan, keeping the '
                       'last good pins: %s', exc)
-            return self._finish_tick(started, now, self.last_plan)
+            return self.last_plan
         for decision in plan.decisions:
             DECISIONS.info('%s', decision)
         if not self.settings.dry_run:
@@ -170,24 +246,27 @@ class Agent:
                                 'applying them again', uuid)
             outcome = self.enforcer.apply(plan, online)
             for uuid, reason in outcome.failed.items():
-                LOG.warning('Guest %s: %s', uuid, reason)
+                # A guest that keeps failing the same way is logged once.
+                log = LOG.debug if self._failed.get(uuid) == reason \
+                    else LOG.warning
+                log('Guest %s: %s', uuid, reason)
                 if uuid in self.status:
                     self.status[uuid].reason = reason
+            self._failed = dict(outcome.failed)
             for uuid, reason in outcome.deferred.items():
                 LOG.info('Guest %s: %s', uuid, reason)
         self._update_status(plan)
         self.last_plan = plan
         self._signal(plan)
-        return self._finish_tick(started, now, plan)
+        return plan
 
-    def _finish_tick(self, started, now, plan):
+    def _finish_tick(self, started, now):
+        self.ticks += 1
+        self.tick_seconds = time.monotonic() - started
         if self.store is not None and \
                 now - self._last_save >= self.settings.state_save_interval:
             self.save_learned()
-        self.ticks += 1
-        self.tick_seconds = time.monotonic() - started
         self.snapshot = snapshot_mod.build(self, now)
-        return plan
 
     def _handle_events(self):
         try:
@@ -197,20 +276,26 @@ class Agent:
             return
         for uuid, event in events:
             LOG.info('Guest %s %s', uuid, event.value)
-            if event in (base.GuestEvent.STARTED, base.GuestEvent.REBOOTED):
-                if event == base.GuestEvent.STARTED:
-                    self._resume(uuid)      # a new QEMU runs (or says so)
-                # Pins and online vCPUs were reset: write them again.
-                self.enforcer.invalidate(uuid)
-                self.sampler.forget(uuid)
-            elif event == base.GuestEvent.PAUSED:
-                self._pause(uuid)
-            elif event == base.GuestEvent.RESUMED:
-                self._resume(uuid)
-            elif event == base.GuestEvent.STOPPED:
-                self._drop(uuid, keep_state=True)
-            elif event == base.GuestEvent.UNDEFINED:
-                self._drop(uuid, keep_state=False)
+            try:
+                self._handle_event(uuid, event)
+            except Exception as exc:
+                self._guest_error(uuid, '%s event' % event.value, exc)
+
+    def _handle_event(self, uuid, event):
+        if event in (base.GuestEvent.STARTED, base.GuestEvent.REBOOTED):
+            if event == base.GuestEvent.STARTED:
+                self._resume(uuid)      # a new QEMU runs (or says so)
+            # Pins and online vCPUs were reset: write them again.
+            self.enforcer.invalidate(uuid)
+            self.sampler.forget(uuid)
+        elif event == base.GuestEvent.PAUSED:
+            self._pause(uuid)
+        elif event == base.GuestEvent.RESUMED:
+            self._resume(uuid)
+        elif event == base.GuestEvent.STOPPED:
+            self._drop(uuid, keep_state=True)
+        elif event == base.GuestEvent.UNDEFINED:
+            self._drop(uuid, keep_state=False)
 
     def _pause(self, uuid):
         """Park a paused guest; it stays managed, its pins are moved.
@@ -248,20 +333,34 @@ class Agent:
         now = self.clock()
         added = sorted(set(current) - set(self.guests))
         for uuid in added:
-            guest = current[uuid]
-            learned = self.store.load(uuid) if self.store else None
-            spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
-            self.controller.add_vm(spec, learned, now)
-            self.specs[uuid] = spec
-            self.enforcer.track(guest)
-            self.guests[uuid] = guest
-            self.status[uuid] = VmStatus(uuid, guest.name, guest.vcpus)
-            LOG.info('Managing guest %s (%s, %d vCPUs, class %s%s)', uuid,
-                     guest.name, guest.vcpus, guest.vm_class,
-                     ', learned state restored' if learned else '')
+            try:
+                self._adopt(current[uuid], now)
+            except Exception as exc:
+                # Half adopted: undone, tried again on the next tick.
+                self.controller.remove_vm(uuid)
+                self.specs.pop(uuid, None)
+                self.enforcer.forget(uuid)
+                self.sampler.forget(uuid)
+                self.guests.pop(uuid, None)
+                self.status.pop(uuid, None)
+                self.paused.discard(uuid)
+                self._guest_error(uuid, 'adoption', exc)
         if added:
             # Adopted ones found paused say so by an event: park them now.
             self._handle_events()
+
+    def _adopt(self, guest, now):
+        uuid = guest.uuid
+        learned = self.store.load(uuid) if self.store else None
+        spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
+        self.controller.add_vm(spec, learned, now)
+        self.specs[uuid] = spec
+        self.enforcer.track(guest)
+        self.guests[uuid] = guest
+        self.status[uuid] = VmStatus(uuid, guest.name, guest.vcpus)
+        LOG.info('Managing guest %s (%s, %d vCPUs, class %s%s)', uuid,
+                 guest.name, guest.vcpus, guest.vm_class,
+                 ', learned state restored' if learned else '')
 
     def _drop(self, uuid, keep_state):
         if uuid not in self.guests:
@@ -282,6 +381,10 @@ class Agent:
         self.sampler.forget(uuid)
         del self.guests[uuid]
         self.status.pop(uuid, None)
+        self._failed.pop(uuid, None)
+        self._signals.pop(uuid, None)
+        for key in [k for k in self._errors_seen if k[0] == uuid]:
+            del self._errors_seen[key]
         if not keep_state:
             self._forget_files(uuid)
 
@@ -303,7 +406,12 @@ class Agent:
             except base.DriverError as exc:
                 LOG.warning('Could not observe guest %s: %s', uuid, exc)
                 continue
-            rates = self.sampler.rates(uuid, obs)
+            try:
+                rates = self.sampler.rates(uuid, obs)
+            except Exception as exc:
+                self.sampler.forget(uuid)
+                self._guest_error(uuid, 'sampling', exc)
+                continue
             if rates is None:
                 # No rates yet, but a valid page already says the module
                 # answers: the enforcer may prove it this tick.
@@ -315,8 +423,10 @@ class Agent:
             if rates.online_vcpus:
                 online[uuid] = rates.online_vcpus
             status = self.status[uuid]
-            if status.signal != rates.mode or \
-                    (rates.reason and status.reason != rates.reason):
+            # Logged on change (status.reason may since hold why the
+            # enforcer failed).
+            if self._signals.get(uuid) != (rates.mode, rates.reason):
+                self._signals[uuid] = (rates.mode, rates.reason)
                 log = LOG.warning if rates.reason else LOG.info
                 log('Guest %s signal: %s%s', uuid, rates.mode,
                     ' (%s)' % rates.reason if rates.reason else '')

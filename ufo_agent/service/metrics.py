@@ -34,6 +34,9 @@ _HOST = [
     ('ufo_tick_duration_seconds', 'gauge', 'Duration of the last tick.',
      ('tick_seconds',)),
     ('ufo_ticks_total', 'counter', 'Ticks run since start.', ('ticks',)),
+    ('ufo_tick_errors_total', 'counter',
+     'Unexpected errors in ticks, logged with a traceback: each cost one '
+     'guest its tick or abandoned a tick.', ('tick_errors',)),
     ('ufo_invariant_violations_total', 'counter',
      'Controller plans that broke an invariant and were not applied.',
      ('invariant_violations',)),

@@ -18,6 +18,15 @@ class AgentSettings:
     guest_util_tolerance: float = 0.10
     state_save_interval: float = 60.0
     drift_check_interval: float = 10.0
+    libvirt_call_timeout: float = 5.0
+    heartbeat_interval: float = 0.5
+
+    def liveness_window(self, tick_interval):
+        """Seconds without a completed tick after which the loop is stuck.
+
+        Three ticks, plus one libvirt call that runs into its deadline.
+        """
+        return 3 * tick_interval + self.libvirt_call_timeout
 
     @classmethod
     def from_conf(cls, conf):

@@ -32,6 +32,12 @@ def build(agent, now):
         'time': now,
         'ticks': agent.ticks,
         'invariant_violations': agent.invariant_violations,
+        'tick_errors': agent.tick_errors,
+        # What the agent runs with (after a reload: SIGHUP).
+        'config': {
+            'agent': dataclasses.asdict(agent.settings),
+            'controller': dataclasses.asdict(agent.controller.config),
+        },
         'tick_seconds': agent.tick_seconds,
         'dry_run': agent.settings.dry_run,
         'cores_saved': agent.cores_saved(),

@@ -9,8 +9,11 @@ import time
 
 import pytest
 
+from ufo_agent.controller import ControllerConfig
 from ufo_agent.driver import base
 from ufo_agent.driver.libvirt import deadline
+from ufo_agent.service import loop
+from ufo_agent.service import settings as settings_mod
 from ufo_agent.tests.unit.driver.fakehost import nova_xml
 
 U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
@@ -145,3 +148,41 @@ def test_existence_is_assumed_while_the_domain_hangs(two, hv, gates):
     hv.conn.lookupByUUIDString = lookup
     assert driver._host.exists(U1) is True
     gate.set()
+
+
+def test_a_tick_with_a_hung_guest_waits_one_deadline_and_the_others_go_on(
+        two, hv, gates, monkeypatch):
+    """The loop over the libvirt driver: the tick stays responsive."""
+    monkeypatch.setattr('os.cpu_count', lambda: 8)
+    driver, (d1, d2) = two
+    clock = [100.0]
+    agent = loop.Agent(driver, frozenset(range(8)), ControllerConfig(),
+                       settings_mod.AgentSettings(drift_check_interval=1.0),
+                       clock=lambda: clock[0])
+    agent.start()
+
+    def tick():
+        clock[0] += 1.0
+        start = time.monotonic()
+        agent.tick()
+        return time.monotonic() - start
+
+    for _ in range(3):
+        tick()
+    assert set(d2.vcpu_pins.values()) == {
+        _bits(agent.last_plan.vms[U2].cpus)}
+    # The first guest's QEMU hangs; someone re-pins both guests.
+    d1.block['pinVcpuFlags'] = d1.block['pinEmulator'] = gates()
+    d1.vcpu_pins = {0: _bits(range(8)), 1: _bits(range(8))}
+    d2.vcpu_pins = {0: _bits(range(8)), 1: _bits(range(8))}
+    times = [tick() for _ in range(4)]
+    assert max(times) < TIMEOUT + 1.0
+    assert sum(t > TIMEOUT for t in times) <= 1, times
+    assert agent.ticks == 7 and agent.tick_errors == 0
+    # The other guest was pinned again meanwhile, inside its plan (its
+    # CPUs that the hung guest may still hold wait for that guest).
+    pins = set(d2.vcpu_pins.values())
+    assert len(pins) == 1
+    cpus = {cpu for cpu, on in enumerate(pins.pop()) if on}
+    assert cpus and cpus <= agent.last_plan.vms[U2].cpus
+    assert 'earlier call has not returned' in agent.status[U1].reason
