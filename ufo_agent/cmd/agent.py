@@ -3,11 +3,19 @@
 Runs beside nova-compute. Every ``[controller] tick_interval`` it observes
 the guests, runs the UFO controller and enforces its plan. SIGTERM or
 SIGINT stop it cleanly: every managed guest gets all its vCPUs online and
-its original pins back. ``--restore`` does only that, for the systemd
-unit's stop and failure paths.
+its original pins back. SIGHUP reloads the options that may change at run
+time (``mutable`` in the sample configuration) and keeps every guest.
+``--restore`` only gives the guests back, for the systemd unit's stop and
+failure paths.
+
+One agent per host: both the agent and ``--restore`` take a lock in
+``[agent] state_path`` before they touch libvirt (:mod:`.pidlock`). Under
+systemd (``Type=notify``) the agent reports READY=1 once it has adopted
+the guests, WATCHDOG=1 after every tick and STOPPING=1 when it stops.
 """
 
 import dataclasses
+import functools
 import logging
 import signal
 import sys
@@ -24,8 +32,11 @@ from ufo_agent import hostsignal
 from ufo_agent.hypervisor import managed_cpus
 from ufo_agent.hypervisor import sysfs
 from ufo_agent import publishers
+from ufo_agent.service import heartbeat as heartbeat_mod
 from ufo_agent.service import loop
 from ufo_agent.service import metrics
+from ufo_agent.service import pidlock
+from ufo_agent.service import sdnotify
 from ufo_agent.service import settings as settings_mod
 from ufo_agent import state
 
@@ -41,6 +52,11 @@ CLI_OPTS = [
     cfg.IntOpt('ticks', default=0, min=0,
                help='Stop after this many ticks (0: run until stopped).'),
 ]
+
+
+# How long --restore waits for a dying agent to let go of the lock (the
+# unit's ExecStopPost can start while the agent's process is exiting).
+RESTORE_LOCK_WAIT = 5.0
 
 
 class StartupError(Exception):
@@ -74,8 +90,33 @@ def resolve_managed_cpus(conf):
         raise StartupError(str(exc))
 
 
+def take_lock(conf, restore=False):
+    """The single-instance lock; StartupError if another agent holds it."""
+    try:
+        return pidlock.acquire(conf.agent.state_path,
+                               wait=RESTORE_LOCK_WAIT if restore else 0.0)
+    except pidlock.Locked as exc:
+        who = 'pid %d' % exc.pid if exc.pid else 'another process'
+        if restore:
+            raise StartupError(
+                'not restoring: ufo-agent (%s) is running and holds %s; it '
+                'gives its guests back itself when it stops' % (who,
+                                                                exc.path))
+        raise StartupError(
+            'another ufo-agent (%s) is running on this host: it holds %s. '
+            'Two agents would fight over the same guests; stop it first'
+            % (who, exc.path))
+    except OSError as exc:
+        raise StartupError('[agent] state_path: cannot take the lock in %s: '
+                           '%s' % (conf.agent.state_path, exc))
+
+
 def build(conf):
-    """Check the configuration and build the driver and the agent."""
+    """Check the configuration, lock, build the driver and the agent.
+
+    Returns (driver, agent, lock). Nothing touches libvirt before the lock
+    is held.
+    """
     try:
         controller = controller_config.ControllerConfig.from_conf(conf)
     except (ValueError, cfg.ConfigFileValueError) as exc:
@@ -96,6 +137,17 @@ def build(conf):
     settings = settings_mod.AgentSettings.from_conf(conf)
     if conf.dry_run:
         settings = dataclasses.replace(settings, dry_run=True)
+    lock = take_lock(conf, restore=conf.restore)
+    try:
+        driver, agent = _build_agent(conf, drivers, managed, controller,
+                                     settings)
+    except BaseException:
+        lock.release()
+        raise
+    return driver, agent, lock
+
+
+def _build_agent(conf, drivers, managed, controller, settings):
     try:
         driver = drivers.LibvirtDriver(
             conf.agent.libvirt_uri, managed,
@@ -104,7 +156,8 @@ def build(conf):
             name_prefix=conf.channel.name_prefix,
             shm_size_mib=conf.channel.shm_size_mib,
             read_retries=conf.channel.read_retries,
-            attach_channels=not settings.dry_run)
+            attach_channels=not settings.dry_run,
+            call_timeout=settings.libvirt_call_timeout)
     except base.DriverError as exc:
         raise StartupError(str(exc))
     try:
@@ -133,20 +186,74 @@ def restore(driver):
     return failed
 
 
-def run(agent, interval, max_ticks=0, server=None):
-    stopping = []
+def reload(conf, agent):
+    """SIGHUP: read the files again, apply the options that may change.
+
+    The guests stay managed, with their pins and what was learned.
+    Options that cannot change at run time keep their values (oslo.config
+    warns about each); a value that is not valid leaves everything as it
+    was. Returns {option: (old, new)} of what the agent applied.
+    """
+    LOG.info('Reloading the configuration files')
+    try:
+        conf.mutate_config_files()
+        controller = controller_config.ControllerConfig.from_conf(conf)
+        settings = settings_mod.AgentSettings.from_conf(conf)
+        changes = agent.reconfigure(controller, settings)
+    except (ValueError, cfg.Error) as exc:
+        LOG.error('Not applying the reloaded configuration, the agent '
+                  'keeps running with the previous one: %s', exc)
+        return {}
+    if changes:
+        LOG.info('Configuration reloaded: %s', ', '.join(
+            '%s %s -> %s' % (name, old, new)
+            for name, (old, new) in sorted(changes.items())))
+    else:
+        LOG.info('Configuration reloaded: no agent or controller option '
+                 'changed')
+    return changes
+
+
+def run(agent, interval, max_ticks=0, server=None, notifier=None,
+        heartbeat=None, reload=None):
+    """Tick until SIGTERM or SIGINT (or ``max_ticks``), then release.
+
+    SIGHUP calls ``reload(agent)`` before the next tick. ``notifier``
+    tells systemd (READY, WATCHDOG after every tick, STOPPING);
+    ``heartbeat`` runs from start to stop.
+    """
+    stopping, reloading = [], []
+    notifier = notifier or sdnotify.Notifier({})
 
     def stop(signum, frame):
         LOG.info('Signal %d: stopping', signum)
         stopping.append(signum)
 
+    def hup(signum, frame):
+        LOG.info('Signal %d: reloading the configuration', signum)
+        reloading.append(signum)
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, hup)
     agent.start()
+    if heartbeat is not None:
+        heartbeat.start()
+    notifier.ready('managing %d guests' % len(agent.guests))
     next_tick = time.monotonic()
     try:
         while not stopping:
+            if reloading:
+                del reloading[:]
+                if reload is not None:
+                    try:
+                        reload(agent)
+                    except Exception:
+                        LOG.exception('Reload failed; the agent keeps its '
+                                      'configuration')
             agent.tick()
+            # Only a completed tick feeds systemd's watchdog.
+            notifier.watchdog()
             if server is not None:
                 server.snapshot = agent.snapshot
             if max_ticks and agent.ticks >= max_ticks:
@@ -161,10 +268,27 @@ def run(agent, interval, max_ticks=0, server=None):
             else:
                 time.sleep(delay)
     finally:
-        failed = agent.stop()
+        notifier.stopping('giving every guest back')
+        try:
+            failed = agent.stop()
+        finally:
+            if heartbeat is not None:
+                heartbeat.stop()
         LOG.info('Released %d guests (%d failed)',
                  len(agent.guests) - len(failed), len(failed))
     return 1 if failed else 0
+
+
+def _check_watchdog(notifier, interval, settings):
+    usec = notifier.watchdog_usec
+    if not usec:
+        return
+    needed = settings.liveness_window(interval)
+    if usec / 1e6 < needed:
+        LOG.warning('systemd\'s WatchdogSec (%.0f s) is shorter than %.0f s '
+                    '(3 x [controller] tick_interval + [agent] '
+                    'libvirt_call_timeout): slow ticks will get the agent '
+                    'killed', usec / 1e6, needed)
 
 
 def main(argv=None):
@@ -178,7 +302,7 @@ def main(argv=None):
         return 2
     oslo_logging.setup(CONF, 'ufo-agent')
     try:
-        driver, agent = build(CONF)
+        driver, agent, lock = build(CONF)
     except (StartupError, cfg.Error) as exc:
         LOG.error('Cannot start: %s', exc)
         print('ufo-agent: %s' % exc, file=sys.stderr)
@@ -201,14 +325,23 @@ def main(argv=None):
                       % (CONF.agent.metrics_port, exc), file=sys.stderr)
                 return 2
             server.start()
+        interval = CONF.controller.tick_interval
+        notifier = sdnotify.Notifier()
+        _check_watchdog(notifier, interval, agent.settings)
+        heartbeat = heartbeat_mod.Heartbeat(
+            driver, agent.settings.heartbeat_interval,
+            agent.settings.liveness_window(interval),
+            lambda: agent.last_progress)
         try:
-            return run(agent, CONF.controller.tick_interval, CONF.ticks,
-                       server)
+            return run(agent, interval, CONF.ticks, server, notifier,
+                       heartbeat, functools.partial(reload, CONF))
         finally:
+            notifier.close()
             if server is not None:
                 server.stop()
     finally:
         driver.close()
+        lock.release()
 
 
 if __name__ == '__main__':

@@ -19,6 +19,21 @@ def test_systemd_unit_restores_guests_on_every_stop():
     assert service['StateDirectory'] == 'ufo-agent'
 
 
+def test_systemd_unit_watches_the_agent_and_reloads_with_sighup():
+    """A hung agent is killed (then restored); reload is SIGHUP."""
+    from ufo_agent.service import settings
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.read(os.path.join(TOP, 'etc', 'systemd', 'ufo-agent.service'))
+    service = unit['Service']
+    assert service['Type'] == 'notify'
+    assert service['NotifyAccess'] == 'main'
+    watchdog = float(service['WatchdogSec'])
+    # Above the longest time without a tick the defaults allow.
+    assert watchdog > settings.AgentSettings().liveness_window(1.0)
+    assert service['ExecReload'] == '/bin/kill -HUP $MAINPID'
+    assert service['ExecStopPost'].endswith('--restore')
+
+
 def test_console_scripts_are_declared():
     cfg = configparser.ConfigParser()
     cfg.read(os.path.join(TOP, 'setup.cfg'))
