@@ -2,9 +2,11 @@
 
 The libvirt driver implements this for real hosts; a simulator can
 implement it for what-if studies. All methods are called from the agent
-loop's thread, once per tick at most, and must not block for long: a
-method that cannot finish (a guest gone, libvirt restarting) raises
-:class:`DriverError` and the loop carries on with the other guests.
+loop's thread, once per tick at most, except :meth:`heartbeat`, which the
+heartbeat thread calls at any time. None may block for long: a method
+that cannot finish (a guest gone, libvirt restarting, a call past its
+deadline) raises :class:`DriverError` and the loop carries on with the
+other guests.
 
 Counters are cumulative (like ``/proc``); the loop turns them into rates.
 """
