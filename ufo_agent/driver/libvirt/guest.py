@@ -188,9 +188,8 @@ class Guest:
         present = self.threads().vcpus or info.restore_vcpus
         for index in sorted(present):
             cpus = info.restore_vcpus.get(index, info.restore_vcpu_cpus)
-            self.host.call('restore vCPU %d of %s' % (index, self.uuid),
-                           dom.pinVcpuFlags, index, self._cpumap(cpus),
-                           live)
+            self._call('restore vCPU %d of %s' % (index, self.uuid),
+                       dom.pinVcpuFlags, index, self._cpumap(cpus), live)
 
     def _restore_emulator(self):
         """Emulator, each I/O thread and vhost back to the definition."""
@@ -198,19 +197,19 @@ class Guest:
         dom = self._dom()
         lv = self.host.libvirt
         live = lv.VIR_DOMAIN_AFFECT_LIVE
-        self.host.call('restore emulator of %s' % self.uuid,
-                       dom.pinEmulator,
-                       self._cpumap(info.restore_emulator_cpus), live)
+        self._call('restore emulator of %s' % self.uuid, dom.pinEmulator,
+                   self._cpumap(info.restore_emulator_cpus), live)
         try:
-            iothreads = dom.ioThreadInfo(live)
+            iothreads = self.host.run(self.uuid,
+                                      'I/O threads of %s' % self.uuid,
+                                      dom.ioThreadInfo, live)
         except lv.libvirtError:
             iothreads = []
         for thread in iothreads:
             cpus = info.restore_iothreads.get(thread[0],
                                               info.restore_emulator_cpus)
-            self.host.call('restore I/O thread %d of %s'
-                           % (thread[0], self.uuid), dom.pinIOThread,
-                           thread[0], self._cpumap(cpus), live)
+            self._call('restore I/O thread %d of %s' % (thread[0], self.uuid),
+                       dom.pinIOThread, thread[0], self._cpumap(cpus), live)
         for pid in self.threads().vhost:
             try:
                 os.sched_setaffinity(pid, info.restore_emulator_cpus)

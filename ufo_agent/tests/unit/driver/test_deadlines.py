@@ -89,6 +89,10 @@ def test_a_hung_call_times_out_and_its_domain_is_skipped_until_it_returns(
         assert took < 0.1
     took, exc = _timed(driver.read_pins, U1)
     assert isinstance(exc, deadline.CallSkipped) and took < 0.1
+    # Giving it back (on stop) does not wait for it either.
+    took, exc = _timed(driver.release, U1)
+    assert 'skipped while an earlier call has not returned' in str(exc)
+    assert took < 0.1
     assert len(hv.blocked) == reached
     # The other guest carries on.
     driver.pin_vcpus(U2, frozenset({4}))
