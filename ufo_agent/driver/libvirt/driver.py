@@ -73,8 +73,10 @@ class LibvirtDriver(base.HypervisorDriver):
             return None
 
     def guests(self):
+        domains = self._host.active_domains()
+        generation = self._host.generation
         seen = set()
-        for dom, paused_reason in self._host.active_domains():
+        for dom, paused_reason in domains:
             uuid = dom.UUIDString()
             # Paused by its own live migration (the source's switchover)
             # is not paused: it leaves, or runs on if the migration fails.
@@ -95,6 +97,10 @@ class LibvirtDriver(base.HypervisorDriver):
                 # adopted once it runs.
                 continue
             seen.add(uuid)
+            if not self._host.current(generation):
+                # A call hung and its connection was retired: these
+                # domain objects belong to it. Adopted on the next tick.
+                continue
             try:
                 self._adopt(dom, uuid, known)
             except (base.DriverError, domain_xml.DomainXMLError,

@@ -9,6 +9,12 @@ Every call that can reach libvirtd goes through :meth:`Host.call` (or
 :meth:`Host.run`) with a deadline (:mod:`.deadline`): a domain whose
 call hangs is skipped until that call returns, and the agent carries on
 with the others.
+
+A connection with a call outstanding answers the other calls made on it
+late (libvirt 9.0's client picks their replies up on its next keepalive,
+up to 5 s later), so the connection of a call that missed its deadline
+is retired: later calls go over a new connection, and the retired one is
+closed once its calls have returned.
 """
 
 import collections
@@ -52,6 +58,8 @@ class Host:
         self.libvirt = libvirt
         self.uri = uri
         self._conn = None
+        self._retired = []          # (connection, keys of its hung calls)
+        self.generation = 0         # connections opened so far
         self._events = collections.deque()
         self._events_lock = threading.Lock()
         self.deadlines = deadline.Deadlines(call_timeout)
@@ -62,6 +70,8 @@ class Host:
 
         ``isAlive`` is local to the client: it never waits for libvirtd.
         """
+        if self._retired:
+            self._close_retired()
         if self._conn is not None:
             try:
                 if self._conn.isAlive():
@@ -77,11 +87,45 @@ class Host:
             raise base.DriverError('cannot connect to %s: %s'
                                    % (self.uri, exc))
         except base.DriverError as exc:
-            raise base.DriverError('cannot connect to %s: %s'
-                                   % (self.uri, exc))
+            # Timed out or skipped: the same kind of error, said so.
+            raise type(exc)('cannot connect to %s: %s' % (self.uri, exc))
         self._conn = conn
+        self.generation += 1
         LOG.info('Connected to %s', self.uri)
         return conn
+
+    def current(self, generation):
+        """True while the connection of ``generation`` is still in use."""
+        return self._conn is not None and self.generation == generation
+
+    def _retire(self, conn, key):
+        """A call on ``conn`` missed its deadline: stop using ``conn``."""
+        if conn is None:
+            return
+        for old, keys in self._retired:
+            if old is conn:
+                keys.add(key)
+                break
+        else:
+            self._retired.append((conn, {key}))
+        if self._conn is conn:
+            self._conn = None
+            LOG.warning('A call on the libvirt connection hangs: later calls '
+                        'use a new connection')
+
+    def _close_retired(self):
+        """Close the retired connections whose hung calls have returned."""
+        busy = set(self.deadlines.outstanding())
+        for entry in list(self._retired):
+            conn, keys = entry
+            if keys & busy:
+                continue
+            self._retired.remove(entry)
+            try:
+                self.deadlines.run('retired connection %x' % id(conn),
+                                   'close a retired connection', conn.close)
+            except (self.libvirt.libvirtError, base.DriverError) as exc:
+                LOG.debug('Could not close a retired connection: %s', exc)
 
     def _open(self):
         lv = self.libvirt
@@ -109,7 +153,13 @@ class Host:
         :data:`~.deadline.CONNECTION`. Raises a DriverError when the
         call times out or is skipped (the key is busy).
         """
-        return self.deadlines.run(key, what, func, *args)
+        conn = self._conn
+        try:
+            return self.deadlines.run(key, what, func, *args)
+        except deadline.CallTimedOut as exc:
+            error = exc
+        self._retire(conn, key)
+        raise error
 
     def call(self, what, func, *args, key=deadline.CONNECTION):
         """``func(*args)`` within the deadline; errors become DriverError.
@@ -118,7 +168,7 @@ class Host:
         call opens a new one.
         """
         try:
-            return self.deadlines.run(key, what, func, *args)
+            return self.run(key, what, func, *args)
         except self.libvirt.libvirtError as exc:
             try:
                 alive = self._conn is not None and self._conn.isAlive()
@@ -218,6 +268,13 @@ class Host:
         return out
 
     def close(self):
+        for conn, _ in self._retired:
+            try:
+                self.deadlines.run('retired connection %x' % id(conn),
+                                   'close a retired connection', conn.close)
+            except (self.libvirt.libvirtError, base.DriverError):
+                pass
+        self._retired = []
         if self._conn is not None:
             try:
                 self.run(deadline.CONNECTION, 'close the connection',

@@ -106,6 +106,44 @@ def test_a_hung_call_times_out_and_its_domain_is_skipped_until_it_returns(
     assert driver._host.deadlines.timeouts == 1
 
 
+def test_the_connection_of_a_hung_call_is_retired_then_closed(
+        two, hv, gates):
+    """libvirt's client answers calls late while another one is out."""
+    driver, (d1, _) = two
+    first = hv.conn
+    gate = d1.block['vcpuPinInfo'] = gates()
+    with pytest.raises(deadline.CallTimedOut):
+        driver.read_pins(U1)
+    # Later calls go over a new connection; the old one waits for its call.
+    driver.read_pins(U2)
+    assert len(hv.connections) == 2 and hv.conn is not first
+    assert not first.closed
+    gate.set()
+    _wait_until(lambda: driver._host.deadlines.busy(U1) is None)
+    driver.read_pins(U2)
+    assert first.closed and not hv.conn.closed
+    assert len(hv.connections) == 2
+
+
+def test_adoption_stops_for_the_tick_when_its_connection_is_retired(
+        host, hv, gates):
+    driver = host.driver(call_timeout=TIMEOUT)
+    d1 = host.boot(U1, nova_xml(U1, name='instance-1'), pid=500,
+                   name='instance-1')
+    host.boot(U2, nova_xml(U2, name='instance-2'), pid=600,
+              name='instance-2')
+    gate = d1.block['XMLDesc'] = gates()
+    took, exc = _timed(driver.guests)
+    assert exc is None and took < TIMEOUT + 1.0
+    # The second domain was not asked over the retired connection.
+    assert hv.blocked == [(U1, 'XMLDesc')]
+    assert [g.uuid for g in driver.guests()] == [U2]
+    gate.set()
+    _wait_until(lambda: driver._host.deadlines.busy(U1) is None)
+    del d1.block['XMLDesc']
+    assert sorted(g.uuid for g in driver.guests()) == [U1, U2]
+
+
 def test_a_stuck_libvirtd_costs_one_deadline_then_calls_fail_at_once(
         two, hv, gates):
     driver, _ = two
