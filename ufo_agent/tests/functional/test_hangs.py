@@ -19,6 +19,7 @@ import time
 import pytest
 
 from ufo_tools.e2e import AgentProcess
+from ufo_tools.e2e import free_port
 from ufo_tools.e2e import live_pins
 from ufo_tools.e2e import nova_guest
 from ufo_tools.e2e import vm_status
@@ -53,9 +54,9 @@ def managed(uuid, online=None):
     return check
 
 
-def _agent_cmd(agent, *extra):
+def _agent_cmd(agent, *extra, conf=None):
     return [sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
-            str(agent.conf)] + list(extra)
+            str(conf or agent.conf)] + list(extra)
 
 
 def _run(cmd, timeout=60):
@@ -79,7 +80,13 @@ def test_a_second_agent_and_restore_are_refused_while_one_runs(
     try:
         agent.wait(managed(uuid, online=1), what='web managed')
         lock = agent.state / 'ufo-agent.lock'
-        rc, err = _run(_agent_cmd(agent))
+        # The same host and state, its own metrics port: only the lock
+        # keeps it from managing the same guests.
+        other = tmp_path / 'other.conf'
+        other.write_text(agent.conf.read_text().replace(
+            'metrics_port = %d' % agent.port,
+            'metrics_port = %d' % free_port()))
+        rc, err = _run(_agent_cmd(agent, conf=other))
         assert rc == 2, err
         assert ('another ufo-agent (pid %d) is running on this host: it '
                 'holds %s' % (agent.proc.pid, lock)) in err
@@ -153,14 +160,33 @@ def test_a_stopped_qemu_stalls_neither_the_agent_nor_the_other_guests(
     agent = AgentProcess(
         tmp_path, agent__drift_check_interval='2',
         agent__libvirt_call_timeout=str(CALL_TIMEOUT)).start()
+    try:
+        _stopped_qemu(agent, web, stuck, web_uuid, stuck_uuid)
+
+        def converged(status):
+            vm = vm_status(status, stuck_uuid)
+            return vm is not None and \
+                live_pins(stuck)[0] == {cpus_of(vm['cpus'])}
+
+        # Everything converges: the call returns, the guest is pinned again.
+        agent.wait(converged, what='the stopped guest pinned again',
+                   timeout=120)
+        assert 'returned after' in agent.log_text()
+        assert managed(web_uuid)(agent.status())
+        assert agent.signal(signal.SIGTERM) == 0
+    finally:
+        agent.stop(signal.SIGKILL)
+
+
+def _stopped_qemu(agent, web, stuck, web_uuid, stuck_uuid):
+    """Stop the QEMU of ``stuck`` for a while; check the agent meanwhile."""
     pid = _qemu_pid(stuck)
     monitor = None
+    agent.wait(lambda s: managed(web_uuid)(s) and managed(stuck_uuid)(s),
+               what='both guests managed', timeout=120)
+    fires = web.module_state()['watchdog_fires']
+    web_target = vm_status(agent.status(), web_uuid)['target_vcpus']
     try:
-        agent.wait(lambda s: managed(web_uuid)(s) and
-                   managed(stuck_uuid)(s), what='both guests managed',
-                   timeout=120)
-        fires = web.module_state()['watchdog_fires']
-        web_target = vm_status(agent.status(), web_uuid)['target_vcpus']
         # The guest hangs: its QEMU stops, and a monitor command that will
         # not be answered holds its libvirt job. Its pins are changed
         # first, so that the agent's drift check must pin it again.
@@ -201,17 +227,3 @@ def test_a_stopped_qemu_stalls_neither_the_agent_nor_the_other_guests(
                 monitor.wait(60)
             except subprocess.TimeoutExpired:
                 monitor.kill()
-    try:
-        # Everything converges: the call returns, the guest is pinned again.
-        def converged(status):
-            vm = vm_status(status, stuck_uuid)
-            return vm is not None and \
-                live_pins(stuck)[0] == {cpus_of(vm['cpus'])}
-
-        agent.wait(converged, what='the stopped guest pinned again',
-                   timeout=120)
-        assert 'returned after' in agent.log_text()
-        assert managed(web_uuid)(agent.status())
-        assert agent.signal(signal.SIGTERM) == 0
-    finally:
-        agent.stop(signal.SIGKILL)
