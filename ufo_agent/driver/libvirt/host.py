@@ -120,12 +120,14 @@ class Host:
             conn, keys = entry
             if keys & busy:
                 continue
-            self._retired.remove(entry)
             try:
                 self.deadlines.run('retired connection %x' % id(conn),
                                    'close a retired connection', conn.close)
+            except deadline.CallSkipped:
+                continue                # libvirtd is busy: later
             except (self.libvirt.libvirtError, base.DriverError) as exc:
                 LOG.debug('Could not close a retired connection: %s', exc)
+            self._retired.remove(entry)
 
     def _open(self):
         lv = self.libvirt
