@@ -113,7 +113,6 @@ def test_sighup_reloads_mutable_options_and_keeps_the_guest(web, tmp_path):
     agent = AgentProcess(tmp_path, agent__ack_wait='0.3').start()
     try:
         status = agent.wait(managed(uuid, online=1), what='web managed')
-        assert status['config']['agent']['ack_wait'] == 0.3
         vm = vm_status(status, uuid)
         pins = live_pins(web)
         assert pins[0] == {cpus_of(vm['cpus'])}
@@ -124,6 +123,7 @@ def test_sighup_reloads_mutable_options_and_keeps_the_guest(web, tmp_path):
                               '[DEFAULT]\ndebug = true\n')
         mark = len(agent.log_text())
         agent.proc.send_signal(signal.SIGHUP)
+        # (An agent that SIGHUP killed fails here: it no longer runs.)
         status = agent.wait(
             lambda s: s['config']['agent']['ack_wait'] == 0.2,
             what='the new ack_wait in use')
