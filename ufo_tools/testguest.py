@@ -273,6 +273,41 @@ class Console(object):
             self._log.close()
 
 
+def serial_console(dom, log_path=None):
+    """The serial console of a running domain (its pty in the live XML)."""
+    live = dom.XMLDesc(0)
+    m = re.search(r"<serial type='pty'>\s*<source path='([^']+)'", live)
+    if not m:
+        raise RuntimeError('no serial pty in the live XML')
+    return Console(m.group(1), log_path)
+
+
+def wait_init(console, timeout):
+    """Wait for the test guest's /init shell to answer on its console."""
+    # The console may have been opened after the first lines: poke it.
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            console.wait_for(r'UFO-INIT ready|UFO-ALIVE', 5.0)
+            break
+        except TimeoutError:
+            if time.monotonic() > deadline:
+                raise
+            console.write('echo UFO-ALIVE\n')
+    console.run('true', timeout=timeout)
+
+
+def online_cpus(console):
+    """CPUs online as the guest's sysfs says, parsed from '0-2,3'."""
+    _, out = console.run('cat /sys/devices/system/cpu/online')
+    cpus = set()
+    for part in ''.join(out).strip().split(','):
+        first, _, last = part.partition('-')
+        if first:
+            cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
 class TestGuest(object):
     """One transient test domain with a UFO channel and a serial console.
 
@@ -397,26 +432,12 @@ class TestGuest(object):
             self.dom.create()
         else:
             self.dom = self.conn.createXML(xml, 0)
-        live = self.dom.XMLDesc(0)
-        m = re.search(r"<serial type='pty'>\s*<source path='([^']+)'", live)
-        if not m:
-            raise RuntimeError('no serial pty in the live XML')
-        self.console = Console(m.group(1), self.log_path)
+        self.console = serial_console(self.dom, self.log_path)
         if self.channel:
             self.start_heartbeat()
         if not self.test_init:
             return self
-        # The console may have been opened after the first lines: poke it.
-        deadline = time.monotonic() + boot_timeout
-        while True:
-            try:
-                self.console.wait_for(r'UFO-INIT ready|UFO-ALIVE', 5.0)
-                break
-            except TimeoutError:
-                if time.monotonic() > deadline:
-                    raise
-                self.console.write('echo UFO-ALIVE\n')
-        rc, _ = self.console.run('true', timeout=boot_timeout)
+        wait_init(self.console, boot_timeout)
         return self
 
     # -- heartbeat --------------------------------------------------------
@@ -482,16 +503,7 @@ class TestGuest(object):
                                    self.libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     def online_cpus(self):
-        """CPUs online as the guest's sysfs says, parsed from '0-2,3'."""
-        rc, out = self.console.run('cat /sys/devices/system/cpu/online')
-        cpus = set()
-        for part in ''.join(out).strip().split(','):
-            if '-' in part:
-                a, b = part.split('-')
-                cpus.update(range(int(a), int(b) + 1))
-            elif part:
-                cpus.add(int(part))
-        return cpus
+        return online_cpus(self.console)
 
     def module_state(self):
         rc, out = self.console.run('cat /sys/kernel/debug/ufo_guest/state')

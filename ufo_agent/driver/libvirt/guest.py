@@ -128,27 +128,36 @@ class Guest:
                        self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE)
 
     def pin_emulator(self, cpus):
+        self._pin_other_threads('pin', cpus)
+
+    def _pin_other_threads(self, verb, cpus, iothread_cpus=None):
+        """The emulator, every I/O thread and vhost thread to ``cpus``.
+
+        ``iothread_cpus`` maps I/O thread ids to CPUs of their own.
+        """
+        iothread_cpus = iothread_cpus or {}
         dom = self._dom()
-        bits = self._cpumap(cpus)
         lv = self.host.libvirt
         live = lv.VIR_DOMAIN_AFFECT_LIVE
-        self._call('pin emulator of %s' % self.uuid, dom.pinEmulator,
-                   bits, live)
+        self._call('%s emulator of %s' % (verb, self.uuid), dom.pinEmulator,
+                   self._cpumap(cpus), live)
         try:
             iothreads = self.host.run(self.uuid,
                                       'I/O threads of %s' % self.uuid,
                                       dom.ioThreadInfo, live)
         except lv.libvirtError:
             iothreads = []
-        for info in iothreads:
-            self._call('pin I/O thread %d of %s' % (info[0], self.uuid),
-                       dom.pinIOThread, info[0], bits, live)
+        for thread in iothreads:
+            own = iothread_cpus.get(thread[0], cpus)
+            self._call('%s I/O thread %d of %s' % (verb, thread[0],
+                                                   self.uuid),
+                       dom.pinIOThread, thread[0], self._cpumap(own), live)
         for pid in self.threads().vhost:
             try:
                 os.sched_setaffinity(pid, cpus)
             except OSError as exc:
-                LOG.warning('Cannot pin vhost thread %d of %s: %s', pid,
-                            self.uuid, exc)
+                LOG.warning('Cannot %s vhost thread %d of %s: %s', verb,
+                            pid, self.uuid, exc)
 
     def read_pins(self):
         dom = self._dom()
@@ -193,29 +202,8 @@ class Guest:
 
     def _restore_emulator(self):
         """Emulator, each I/O thread and vhost back to the definition."""
-        info = self.info
-        dom = self._dom()
-        lv = self.host.libvirt
-        live = lv.VIR_DOMAIN_AFFECT_LIVE
-        self._call('restore emulator of %s' % self.uuid, dom.pinEmulator,
-                   self._cpumap(info.restore_emulator_cpus), live)
-        try:
-            iothreads = self.host.run(self.uuid,
-                                      'I/O threads of %s' % self.uuid,
-                                      dom.ioThreadInfo, live)
-        except lv.libvirtError:
-            iothreads = []
-        for thread in iothreads:
-            cpus = info.restore_iothreads.get(thread[0],
-                                              info.restore_emulator_cpus)
-            self._call('restore I/O thread %d of %s' % (thread[0], self.uuid),
-                       dom.pinIOThread, thread[0], self._cpumap(cpus), live)
-        for pid in self.threads().vhost:
-            try:
-                os.sched_setaffinity(pid, info.restore_emulator_cpus)
-            except OSError as exc:
-                LOG.warning('Cannot restore vhost thread %d of %s: %s',
-                            pid, self.uuid, exc)
+        self._pin_other_threads('restore', self.info.restore_emulator_cpus,
+                                self.info.restore_iothreads)
 
     def release(self):
         """All vCPUs online and the definition's pins back, per vCPU.

@@ -27,7 +27,6 @@ inside the guests:
 """
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -87,32 +86,14 @@ class NovaGuest:
         self.console = None
 
     def open_console(self, log_dir):
-        live = self.dom.XMLDesc(0)
-        m = re.search(r"<serial type='pty'>\s*<source path='([^']+)'", live)
-        assert m, 'no serial pty in the live XML of %s' % self.name
-        self.console = testguest.Console(
-            m.group(1), os.path.join(log_dir, self.name + '.log'))
+        self.console = testguest.serial_console(
+            self.dom, os.path.join(log_dir, self.name + '.log'))
 
     def wait_ready(self, timeout=300.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.console.wait_for(r'UFO-INIT ready|UFO-ALIVE', 5.0)
-                break
-            except TimeoutError:
-                if time.monotonic() > deadline:
-                    raise
-                self.console.write('echo UFO-ALIVE\n')
-        self.console.run('true', timeout=timeout)
+        testguest.wait_init(self.console, timeout)
 
     def online_cpus(self):
-        _, out = self.console.run('cat /sys/devices/system/cpu/online')
-        cpus = set()
-        for part in ''.join(out).strip().split(','):
-            first, _, last = part.partition('-')
-            if first:
-                cpus.update(range(int(first), int(last or first) + 1))
-        return cpus
+        return testguest.online_cpus(self.console)
 
     def pins(self):
         """Live pins of every vCPU, the emulator and each I/O thread."""
