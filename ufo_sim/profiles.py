@@ -43,6 +43,12 @@ class AppProfile:
     irq: float = 0.0            # guest RX interrupt work per request in
     be_chunk: float = 0.0       # BE: CPU time between two I/Os
     be_io: float = 0.0          # BE: emulator work per I/O
+    # Share of each service round spent holding the VM's hottest lock
+    # (a critical section at the round's end; waiters spin).
+    lock_share: float = 0.0
+    # Its vCPUs' cache working set, as a share of a full refill
+    # (HostSpec.cache_refill).
+    cache_footprint: float = 1.0
 
     @property
     def is_lc(self):

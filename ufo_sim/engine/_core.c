@@ -34,6 +34,8 @@ enum { K_VCPU, K_EMU };
 enum { S_SLEEP, S_RUNNABLE, S_RUNNING };
 enum { W_IN, W_MID, W_OUT, W_BEIO };
 enum { D_EXP, D_LOGNORMAL, D_BIMODAL, D_FIXED };
+enum { L_FREE, L_SPIN, L_HELD };
+#define SPIN_FOREVER	1e18
 
 struct params {
 	double smt_slow;	/* work time factor when the sibling is busy */
@@ -44,6 +46,22 @@ struct params {
 	double g_lat, g_min_gran, g_wake_gran, g_sw;	/* guest CFS */
 	double halt_poll;	/* KVM halt polling window */
 	int max_outstanding;
+	/*
+	 * Cache and TLB warmth: a thread switched in on a core where other
+	 * threads ran since its last run there owes up to cache_refill of
+	 * stall time refilling its working set, paid as it works: its work
+	 * runs cold_slowdown times slower until the debt is paid, so a
+	 * short burst pays only for what it touches.  Warmth decays with
+	 * the others' busy time on that core (cache_decay); a thread of the
+	 * same VM and kind (vCPU or emulator) evicts only cache_same_group
+	 * of what a foreign one does.
+	 */
+	double cache_refill, cache_decay, cache_same_group, cold_slow;
+	double emu_footprint;	/* emulator working set, share of a full one */
+	/* emulator thread woken from sleep: eventfd and scheduler wake path */
+	double emu_wakeup;
+	/* emulator signals the guest's interrupt (irqfd, injection) */
+	double irq_inject;
 };
 
 struct task {			/* host thread */
@@ -54,12 +72,14 @@ struct task {			/* host thread */
 	int item;		/* emulator: current work item, -1 none */
 	double rem;		/* emulator: remaining work */
 	int fresh;		/* emulator: woken, has not looked for work */
+	double debt;		/* emulator: wake-up work owed before items */
 };
 
 struct cpu {
-	int curr, sib, nq, sw_pending, resched;
+	int curr, sib, core, nq, sw_pending, resched;
 	int *q;
 	tns last, sw_end, slice_start, next;
+	double debt;		/* curr's cache refill stall still owed */
 	double rate, min_vr;
 	tns busy, ovh, idle;
 };
@@ -77,6 +97,8 @@ struct req {
 
 struct gthr {
 	int state, vcpu, req;
+	int lk;			/* L_FREE, L_SPIN (waits), L_HELD */
+	double cs;		/* critical section at the end of this round */
 	int hold;		/* request between round trips, -1 none */
 	int cont;		/* its next query has arrived */
 	double rem, vr;
@@ -109,6 +131,16 @@ struct vm {
 	int svc_kind, rounds;
 	double svc_mean, svc_a, svc_b, emu_in, emu_out, be_chunk, be_io;
 	double irq_cost;	/* guest RX interrupt work per request */
+	/*
+	 * One guest lock (the application's or the kernel's hottest): this
+	 * share of each service round is a critical section at its end;
+	 * waiters spin in FIFO order, so a holder preempted on the host
+	 * stalls every waiter (lock-holder preemption).
+	 */
+	double lock_share;
+	int lock_owner;
+	double footprint;	/* vCPU working set, share of a full refill */
+	struct fifo lockq;
 	/* load */
 	double rps;
 	tns next_arr;
@@ -137,6 +169,16 @@ typedef struct {
 	tns now;
 	uint64_t dirty;
 	long long stuck_limit;	/* events at one instant before giving up */
+	/*
+	 * Cache footprint bookkeeping, per core (index: lower sibling):
+	 * polluting busy time in all and per group (2 per VM: vCPU threads,
+	 * emulator threads), and each thread's marks of both when it last
+	 * left the core (NAN: never ran there).
+	 */
+	double cum[MAXCPU];
+	double *cum_grp;	/* [group * MAXCPU + core] */
+	double *mark_all;	/* [task * MAXCPU + core] */
+	double *mark_grp;
 } Host;
 
 /* ---- random numbers: splitmix64, one stream per VM and per request ---- */
@@ -245,6 +287,58 @@ static struct vm *vm_of(Host *h, int k)
 	return &h->vm[h->task[k].vm];
 }
 
+static int task_group(Host *h, int k)
+{
+	return 2 * h->task[k].vm + h->task[k].kind;
+}
+
+/* Stall of thread k refilling its caches as it starts on CPU c. */
+static double refill_cost(Host *h, int c, int k)
+{
+	int core = h->cpu[c].core, g = task_group(h, k);
+	double all = h->mark_all[k * MAXCPU + core];
+	double grp = h->mark_grp[k * MAXCPU + core];
+	double same, other;
+
+	if (h->p.cache_refill <= 0 || h->p.cold_slow <= 1.0)
+		return 0;
+	double full = h->p.cache_refill * (h->task[k].kind == K_EMU ?
+		h->p.emu_footprint : vm_of(h, k)->footprint);
+
+	if (isnan(all))
+		return full;
+	same = h->cum_grp[g * MAXCPU + core] - grp;
+	other = h->cum[core] - all - same;
+	return full * (1.0 - exp(-(other + h->p.cache_same_group * same) /
+				 h->p.cache_decay));
+}
+
+/* Thread k leaves CPU c: what ran on the core so far is its footprint. */
+static void leave_core(Host *h, int c, int k)
+{
+	int core = h->cpu[c].core;
+
+	h->mark_all[k * MAXCPU + core] = h->cum[core];
+	h->mark_grp[k * MAXCPU + core] =
+		h->cum_grp[task_group(h, k) * MAXCPU + core];
+}
+
+/*
+ * Progress of dt ns of work on CPU p while it owes cache refill: slowed
+ * by cold_slow until the debt is paid, then full speed.
+ */
+static double pay_debt(Host *h, struct cpu *p, double dt)
+{
+	double s = h->p.cold_slow, pay_time = p->debt * s / (s - 1.0);
+
+	if (dt < pay_time) {
+		p->debt -= dt * (s - 1.0) / s;
+		return dt * p->rate / s;
+	}
+	p->debt = 0;
+	return pay_time * p->rate / s + (dt - pay_time) * p->rate;
+}
+
 /* Account [last, now] on CPU c and let its thread progress. */
 static void sync_cpu(Host *h, int c)
 {
@@ -275,6 +369,19 @@ static void sync_cpu(Host *h, int c)
 	k = &h->task[p->curr];
 	k->vr += dt;
 	m = &h->vm[k->vm];
+	if (k->kind == K_EMU ? k->item >= 0 : !m->gv[k->idx].poll_end) {
+		/*
+		 * Polling and looking for work touch next to nothing; a
+		 * small working set evicts in proportion.
+		 */
+		double w = dt * (k->kind == K_EMU ? h->p.emu_footprint :
+				 m->footprint);
+
+		h->cum[p->core] += w;
+		h->cum_grp[task_group(h, p->curr) * MAXCPU + p->core] += w;
+		if (p->debt > 0)
+			prog = pay_debt(h, p, dt);
+	}
 	if (k->kind == K_EMU) {
 		m->c.emu_cpu += dt;
 		k->rem -= prog;
@@ -317,11 +424,19 @@ static tns guest_slice(Host *h, struct gvcpu *g)
 	return (tns)(s > h->p.g_min_gran ? s : h->p.g_min_gran);
 }
 
-static tns after(Host *h, double rem, double rate)
+static tns after(Host *h, struct cpu *p, double rem, double rate)
 {
+	double s = h->p.cold_slow, t;
+
 	if (rem <= EPS)
 		return h->now;
-	return h->now + (tns)ceil(rem / rate);
+	t = rem / rate;
+	if (p->debt > 0) {
+		double pay_time = p->debt * s / (s - 1.0);
+
+		t = t * s <= pay_time ? t * s : pay_time + t - pay_time / s;
+	}
+	return h->now + (tns)ceil(t);
 }
 
 static void plan_cpu(Host *h, int c)
@@ -346,7 +461,7 @@ static void plan_cpu(Host *h, int c)
 	}
 	k = &h->task[p->curr];
 	if (k->kind == K_EMU) {
-		t = k->item >= 0 ? after(h, k->rem, p->rate) : h->now;
+		t = k->item >= 0 ? after(h, p, k->rem, p->rate) : h->now;
 	} else {
 		struct gvcpu *g = &h->vm[k->vm].gv[k->idx];
 
@@ -355,7 +470,7 @@ static void plan_cpu(Host *h, int c)
 				h->now : g->poll_end;
 			return;
 		}
-		t = after(h, g->rem, p->rate);
+		t = after(h, p, g->rem, p->rate);
 		if (!g->sw && !g->in_irq && g->curr >= 0 &&
 		    (g->resched || g->nq)) {
 			e = g->resched ? h->now : g->sl_start + guest_slice(h, g);
@@ -396,7 +511,10 @@ static void switch_to(Host *h, int c, int k)
 	tns start = p->sw_end > h->now ? p->sw_end : h->now;
 	struct vm *pm = NULL;
 
+	double refill = 0;
+
 	if (prev >= 0) {
+		leave_core(h, c, prev);
 		pm = vm_of(h, prev);
 		pm->c.host_ctxsw++;
 		if (h->task[prev].kind == K_VCPU)
@@ -417,9 +535,11 @@ static void switch_to(Host *h, int c, int k)
 		}
 		t->state = S_RUNNING;
 		t->cpu = c;
+		refill = refill_cost(h, c, k);
 	}
 	p->curr = k;
 	p->sw_end = start + (tns)cost;
+	p->debt = refill;
 	p->slice_start = p->sw_end;
 	p->sw_pending = 1;
 	p->resched = 0;
@@ -868,6 +988,7 @@ static void emu_push(Host *h, struct vm *m, int item)
 
 		if (t->state == S_SLEEP) {
 			t->fresh = 1;
+			t->debt = h->p.emu_wakeup;
 			host_wake(h, m->t_emu0 + e);
 			return;
 		}
@@ -899,6 +1020,55 @@ static int worker_take(struct vm *m, int th)
 		return 0;
 	}
 	t->rem = svc_draw(m, &m->req[t->req]);
+	t->cs = t->rem * m->lock_share;
+	t->rem -= t->cs;
+	return 1;
+}
+
+/* Thread th of VM m gets the lock; its vCPU, if running it, goes on. */
+static void lock_grant(Host *h, struct vm *m, int th)
+{
+	struct gthr *t = &m->gt[th];
+	struct gvcpu *g = &m->gv[t->vcpu];
+
+	m->lock_owner = th;
+	t->lk = L_HELD;
+	t->rem = t->cs;
+	if (t->state == S_RUNNING && g->curr == th && !g->sw && !g->in_irq) {
+		g_touch(h, m, t->vcpu);
+		g->rem = t->cs;
+	}
+}
+
+/*
+ * The thread on vCPU v is done with the unlocked part of its round:
+ * 1 if it now holds the lock or spins for it (its work goes on), 0 if
+ * the round is over.
+ */
+static int lock_step(Host *h, struct vm *m, int v)
+{
+	struct gvcpu *g = &m->gv[v];
+	int th = g->curr;
+	struct gthr *t = &m->gt[th];
+
+	if (t->lk == L_HELD) {
+		t->lk = L_FREE;
+		m->lock_owner = -1;
+		if (m->lockq.len)
+			lock_grant(h, m, fifo_pop(&m->lockq));
+		return 0;
+	}
+	if (t->cs <= EPS)
+		return 0;
+	if (m->lock_owner < 0) {
+		m->lock_owner = th;
+		t->lk = L_HELD;
+		g->rem = t->cs;
+	} else {
+		t->lk = L_SPIN;
+		fifo_push(&m->lockq, th);
+		g->rem = SPIN_FOREVER;
+	}
 	return 1;
 }
 
@@ -964,15 +1134,16 @@ static void emu_done(Host *h, struct vm *m, int item, int e)
 	}
 }
 
-static double emu_cost(struct vm *m, int item)
+static double emu_cost(Host *h, struct vm *m, int item)
 {
 	struct req *r = &m->req[item >> 2];
 
 	switch (item & 3) {
 	case W_IN:
-		return rexp(&r->rng, m->emu_in);
+		return rexp(&r->rng, m->emu_in) + h->p.irq_inject;
 	case W_MID:
-		return rexp(&r->rng, m->emu_in) + rexp(&r->rng, m->emu_out);
+		return rexp(&r->rng, m->emu_in) + rexp(&r->rng, m->emu_out) +
+			h->p.irq_inject;
 	case W_OUT:
 		return rexp(&r->rng, m->emu_out);
 	default:
@@ -989,7 +1160,8 @@ static void emu_next(Host *h, int c, int k)
 	t->fresh = 0;
 	if (m->eq.len) {
 		t->item = fifo_pop(&m->eq);
-		t->rem = emu_cost(m, t->item);
+		t->rem = emu_cost(h, m, t->item) + t->debt;
+		t->debt = 0;
 	} else {
 		t->item = -1;
 		cpu_resched(h, c, S_SLEEP);
@@ -1023,6 +1195,9 @@ static void g_work_done(Host *h, struct vm *m, int v)
 		emu_push(h, m, (th << 2) | W_BEIO);
 		return;
 	}
+	if (m->lock_share > 0 && lock_step(h, m, v))
+		return;
+	t->cs = 0;
 	if (m->req[t->req].round + 1 < m->rounds) {
 		t->hold = t->req;
 		emu_push(h, m, (t->req << 2) | W_MID);
@@ -1419,6 +1594,33 @@ static int grow_queues(Host *h)
 	return 0;
 }
 
+/* Room for the cache marks of ntask threads and nvm VMs' groups. */
+static int grow_marks(Host *h, int ntask, int nvm)
+{
+	size_t nt = (size_t)ntask * MAXCPU, ng = (size_t)nvm * 2 * MAXCPU;
+	size_t ot = (size_t)h->ntask * MAXCPU, og = (size_t)h->nvm * 2 * MAXCPU;
+	double *a = PyMem_Realloc(h->mark_all, nt * sizeof(double));
+	double *b, *g;
+	size_t i;
+
+	if (!a)
+		return -1;
+	h->mark_all = a;
+	b = PyMem_Realloc(h->mark_grp, nt * sizeof(double));
+	if (!b)
+		return -1;
+	h->mark_grp = b;
+	g = PyMem_Realloc(h->cum_grp, ng * sizeof(double));
+	if (!g)
+		return -1;
+	h->cum_grp = g;
+	for (i = ot; i < nt; i++)
+		a[i] = b[i] = NAN;
+	for (i = og; i < ng; i++)
+		g[i] = 0;
+	return 0;
+}
+
 static void Host_dealloc(Host *h)
 {
 	int c, i;
@@ -1441,10 +1643,14 @@ static void Host_dealloc(Host *h)
 			PyMem_Free(m->tq[v].buf);
 		PyMem_Free(m->tq);
 		PyMem_Free(m->eq.buf);
+		PyMem_Free(m->lockq.buf);
 		PyMem_Free(m->lat);
 	}
 	PyMem_Free(h->vm);
 	PyMem_Free(h->task);
+	PyMem_Free(h->cum_grp);
+	PyMem_Free(h->mark_all);
+	PyMem_Free(h->mark_grp);
 	Py_TYPE(h)->tp_free((PyObject *)h);
 }
 
@@ -1455,12 +1661,20 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(ddddddddddddi)", &sibs, &p->smt_slow,
-			      &p->sw_base, &p->sw_vm_in, &p->sw_vm_out,
-			      &p->lat, &p->min_gran, &p->wake_gran,
-			      &p->g_lat, &p->g_min_gran, &p->g_wake_gran,
-			      &p->g_sw, &p->halt_poll, &p->max_outstanding))
+	if (!PyArg_ParseTuple(args, "O(ddddddddddddiddddddd)", &sibs,
+			      &p->smt_slow, &p->sw_base, &p->sw_vm_in,
+			      &p->sw_vm_out, &p->lat, &p->min_gran,
+			      &p->wake_gran, &p->g_lat, &p->g_min_gran,
+			      &p->g_wake_gran, &p->g_sw, &p->halt_poll,
+			      &p->max_outstanding, &p->cache_refill,
+			      &p->cache_decay, &p->cache_same_group,
+			      &p->cold_slow, &p->emu_footprint, &p->emu_wakeup,
+			      &p->irq_inject))
 		return -1;
+	if (p->cache_decay <= 0) {
+		PyErr_SetString(PyExc_ValueError, "cache_decay must be > 0");
+		return -1;
+	}
 	if (!PySequence_Check(sibs)) {
 		PyErr_SetString(PyExc_TypeError, "siblings: sequence");
 		return -1;
@@ -1476,6 +1690,8 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 
 		h->cpu[c].sib = o ? (int)PyLong_AsLong(o) : -1;
 		Py_XDECREF(o);
+		h->cpu[c].core = h->cpu[c].sib >= 0 && h->cpu[c].sib < c ?
+			h->cpu[c].sib : c;
 		h->cpu[c].curr = -1;
 		h->cpu[c].next = T_INF;
 		h->cpu[c].rate = 1.0;
@@ -1489,17 +1705,17 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 static PyObject *Host_add_vm(Host *h, PyObject *args)
 {
 	int nvcpu, nthr, nemu, be, kind, rounds, i, cap;
-	double mean, a, b, ein, eout, chunk, io, irq;
+	double mean, a, b, ein, eout, chunk, io, irq, lock, fp;
 	unsigned long long seed;
 	struct vm *m, *nv;
 	struct task *nt;
 
-	if (!PyArg_ParseTuple(args, "iiiiidddidddddK", &nvcpu, &nthr, &nemu,
-			      &be, &kind, &mean, &a, &b, &rounds, &ein, &eout,
-			      &chunk, &io, &irq, &seed))
+	if (!PyArg_ParseTuple(args, "iiiiidddidddddddK", &nvcpu, &nthr,
+			      &nemu, &be, &kind, &mean, &a, &b, &rounds, &ein,
+			      &eout, &chunk, &io, &irq, &lock, &fp, &seed))
 		return NULL;
 	if (nvcpu < 1 || nvcpu > 64 || nthr < 1 || nthr > 1024 || nemu < 1 ||
-	    nemu > 16 || rounds < 1) {
+	    nemu > 16 || rounds < 1 || lock < 0 || lock >= 1 || fp < 0) {
 		PyErr_SetString(PyExc_ValueError, "bad VM shape");
 		return NULL;
 	}
@@ -1511,6 +1727,8 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	if (!nt)
 		return PyErr_NoMemory();
 	h->task = nt;
+	if (grow_marks(h, h->ntask + nvcpu + nemu, h->nvm + 1))
+		return PyErr_NoMemory();
 	m = &h->vm[h->nvm];
 	memset(m, 0, sizeof(*m));
 	m->nvcpu = nvcpu;
@@ -1528,6 +1746,9 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	m->be_chunk = chunk;
 	m->be_io = io;
 	m->irq_cost = irq;
+	m->lock_share = lock;
+	m->lock_owner = -1;
+	m->footprint = fp;
 	m->rng = seed;
 	m->next_arr = T_INF;
 	m->t_vcpu0 = h->ntask;
@@ -1553,7 +1774,8 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	m->req = PyMem_Calloc(cap, sizeof(*m->req));
 	m->free = PyMem_Calloc(cap, sizeof(int));
 	if (!m->gv || !m->gt || !m->tq || !m->req || !m->free ||
-	    fifo_init(&m->eq, 1024) || grow_queues(h))
+	    fifo_init(&m->eq, 1024) || fifo_init(&m->lockq, 64) ||
+	    grow_queues(h))
 		return PyErr_NoMemory();
 	for (i = 0; i < nthr; i++)
 		if (fifo_init(&m->tq[i], 64))

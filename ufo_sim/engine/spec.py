@@ -48,6 +48,26 @@ class HostSpec:
     halt_poll: float = scaled(200e-6)
     # Requests in flight per VM beyond which arrivals are dropped.
     max_outstanding: int = 20000
+    # Cache and TLB warmth: a thread switched in where others ran since
+    # its last run on that core owes up to cache_refill of stall time
+    # refilling its working set, paid as it works (its work runs
+    # cold_slowdown times slower until paid, so a short burst pays for
+    # what it touches only); warmth decays with the others' busy time
+    # there (cache_decay); threads of the same VM and kind evict
+    # cache_same_group of what a foreign thread does.
+    cache_refill: float = scaled(60e-6)
+    cache_decay: float = scaled(100e-6)
+    cache_same_group: float = 0.1
+    cold_slowdown: float = 2.0
+    # The emulator threads' working set (rings, packet buffers), as a
+    # share of a full refill.
+    emu_footprint: float = 0.25
+    # An emulator (vhost or QEMU I/O) thread woken from sleep: eventfd
+    # signal, wake-up path and poll loop, charged to that thread.
+    emu_wakeup: float = scaled(3e-6)
+    # Per packet in: the emulator signals the guest interrupt (irqfd,
+    # KVM's injection, the IPI to a vCPU running elsewhere).
+    irq_inject: float = scaled(1e-6)
 
     def __post_init__(self):
         if self.smt not in (1, 2):
@@ -58,6 +78,14 @@ class HostSpec:
             raise ValueError('cores must split evenly over NUMA nodes')
         if self.smt_slowdown < 1.0:
             raise ValueError('smt_slowdown must be >= 1')
+        for name in ('cache_refill', 'emu_wakeup', 'irq_inject',
+                     'cache_same_group', 'emu_footprint'):
+            if getattr(self, name) < 0:
+                raise ValueError('%s must be >= 0' % name)
+        if self.cold_slowdown <= 1.0:
+            raise ValueError('cold_slowdown must be > 1')
+        if self.cache_decay <= 0:
+            raise ValueError('cache_decay must be > 0')
 
     @property
     def cpus(self):
@@ -87,4 +115,7 @@ class HostSpec:
                 self.guest_sched_min_granularity * ns,
                 self.guest_sched_wakeup_granularity * ns,
                 self.guest_ctxsw * ns, self.halt_poll * ns,
-                self.max_outstanding)
+                self.max_outstanding, self.cache_refill * ns,
+                self.cache_decay * ns, self.cache_same_group,
+                self.cold_slowdown, self.emu_footprint,
+                self.emu_wakeup * ns, self.irq_inject * ns)
