@@ -2,13 +2,17 @@
 
 Subcommands (``ufo-sim <command> --help`` for options):
 
-* ``grid [--quick]``: 2-VM co-location grids, CPUs per cell per manager,
-  heatmaps, JSON, and one closing ``RESULT`` line;
+* ``grid [--quick]``: co-location grids (pairs, or any mix of VMs), CPUs
+  per cell per manager, heatmaps, JSON, and one closing ``RESULT`` line
+  after a ``conditions:`` line naming the settings that produced it;
 * ``mal``: maximum aggregated load per CPU count, from a grid's JSON;
 * ``dynamic``: changing load with nothing learned (paper Fig. 14);
 * ``decompose``: vCPU-only, emulator-only, combined (paper Fig. 15).
 
-Everything is written under ``--out`` (default ``ufo-sim-out``).
+Everything is written under ``--out`` (default ``ufo-sim-out``). Grid
+and dynamic take held-out conditions nobody tuned on: ``--cores``,
+``--smt``, ``--vcpus``, ``--host-option`` (any HostSpec field), ``--seed``
+and the loads.
 """
 
 import argparse
@@ -19,14 +23,19 @@ import os
 import sys
 import time
 
+from ufo_sim.engine import spec as spec_mod
 from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import scenario
+
+SMT = {'on': 2, 'off': 1}
 
 
-def _option(text):
-    """``name=value`` of a ControllerConfig field, value parsed as JSON."""
-    from ufo_agent.controller import config
+class UsageError(Exception):
+    """Options that parse but describe a host that cannot be built."""
+
+
+def _name_value(text, fields):
     name, sep, raw = text.partition('=')
-    fields = {f.name for f in dataclasses.fields(config.ControllerConfig)}
     if not sep or name not in fields:
         raise argparse.ArgumentTypeError(
             '%r: expected NAME=VALUE with NAME one of %s'
@@ -34,8 +43,91 @@ def _option(text):
     try:
         value = json.loads(raw)
     except ValueError:
-        raise argparse.ArgumentTypeError('%r: bad value' % text)
+        raise argparse.ArgumentTypeError('%r: bad value (not JSON)' % text)
     return name, value
+
+
+def _option(text):
+    """``name=value`` of a ControllerConfig field, value parsed as JSON."""
+    from ufo_agent.controller import config
+    return _name_value(text, {
+        f.name for f in dataclasses.fields(config.ControllerConfig)})
+
+
+def _host_option(text):
+    """``name=value`` of a HostSpec field, value parsed as JSON.
+
+    A number field takes a number (an integer one an integer); the range
+    is HostSpec's to check, once the whole host is known.
+    """
+    defaults = {f.name: f.default for f in dataclasses.fields(
+        spec_mod.HostSpec)}
+    name, value = _name_value(text, defaults)
+    default = defaults[name]
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        number = isinstance(value, (int, float)) and \
+            not isinstance(value, bool)
+        if not number or (isinstance(default, int) and
+                          not isinstance(value, int)):
+            raise argparse.ArgumentTypeError(
+                '%r: %s takes %s' % (text, name, 'an integer' if isinstance(
+                    default, int) else 'a number'))
+        if isinstance(default, float):
+            value = float(value)
+    return name, value
+
+
+def _vcpus(text):
+    """``N`` for every VM or ``PROFILE=N``, comma-separated."""
+    out = []
+    for item in text.split(','):
+        name, sep, raw = item.rpartition('=')
+        name = name if sep else '*'
+        if name != '*' and name not in scenario.PROFILES:
+            raise argparse.ArgumentTypeError(
+                '%r: profile not one of %s'
+                % (item, ', '.join(sorted(scenario.PROFILES))))
+        try:
+            count = int(raw)
+        except ValueError:
+            count = 0
+        if count < 1:
+            raise argparse.ArgumentTypeError('%r: expected N or PROFILE=N '
+                                             'with N >= 1' % item)
+        out.append((name, count))
+    return out
+
+
+def _mixes(size=None):
+    """A parser of comma-separated mixes such as ``memcached+nginx``."""
+    def parse(text):
+        out = []
+        for item in text.split(','):
+            apps = tuple(item.split('+'))
+            if any(a not in scenario.PROFILES for a in apps) or \
+                    (size and len(apps) != size):
+                raise argparse.ArgumentTypeError(
+                    '%r: expected %s of %s joined by "+"' % (
+                        item, '%d profiles' % size if size else 'profiles',
+                        ', '.join(sorted(scenario.PROFILES))))
+            out.append(apps)
+        return out
+    return parse
+
+
+def _apps(text):
+    for app in text.split(','):
+        if app not in scenario.PROFILES:
+            raise argparse.ArgumentTypeError('%r: not one of %s' % (
+                app, ', '.join(sorted(scenario.PROFILES))))
+    return text
+
+
+def _positive(text):
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError('%r: must be > 0' % text)
+    return value
 
 
 def _settings(args, **quick):
@@ -47,7 +139,34 @@ def _settings(args, **quick):
             values[name] = given
         elif name in quick:
             values[name] = quick[name]
+    host = dict(getattr(args, 'host_option', None) or ())
+    smt = getattr(args, 'smt', None)
+    flags = {'cores': getattr(args, 'cores', None),
+             'smt': SMT[smt] if smt else None}
+    # The host's size is a setting of its own: the budget follows it.
+    for name, flag in flags.items():
+        if name in host and flag is not None and host[name] != flag:
+            raise UsageError('--%s and --host-option %s=%s disagree'
+                             % (name, name, host[name]))
+        if name in host or flag is not None:
+            values[name] = host.pop(name) if name in host else flag
+    values['host_options'] = tuple(sorted(host.items()))
+    sizes = [pair for given in getattr(args, 'vm_vcpus', None) or ()
+             for pair in given]
+    values['vcpus'] = tuple(dict(sizes).items())
     return cell_mod.Settings(**values)
+
+
+def _checked(settings, cells, *cores):
+    """``settings``, once a host of each cell (and size) builds."""
+    try:
+        scenario.check(settings, cells)
+        for size in cores:
+            scenario.fit_cores(settings, size)
+    except (TypeError, ValueError) as exc:
+        raise UsageError('no host can be built with %s: %s'
+                         % (settings.describe(), exc))
+    return settings
 
 
 def _floats(text):
@@ -82,7 +201,13 @@ def _grid(args):
         loads = grid_mod.FULL_LOADS
     if args.loads:
         loads = _floats(args.loads)
-    mix_list = grid_mod.mixes(args.apps.split(',')) if args.apps else None
+    mix_list = None
+    if args.apps:
+        mix_list = grid_mod.mixes(args.apps.split(','))
+    elif args.pairs or args.mix:
+        mix_list = [m for given in args.pairs or args.mix for m in given]
+    _checked(settings, [grid_mod.cells_of(m, loads[:1])[0]
+                        for m in mix_list or grid_mod.mixes()])
     managers = args.managers.split(',')
     started = time.monotonic()
     grid = grid_mod.run(settings, loads, managers, mix_list,
@@ -93,6 +218,7 @@ def _grid(args):
     write_json(os.path.join(args.out, 'grid.json'), data)
     print(report.grid_table(data))
     print('grid wall time: %.1f s' % (time.monotonic() - started))
+    print(data['conditions'])
     print(data['result_line'])
     return 0
 
@@ -133,9 +259,13 @@ def _finish(args, module, out, name):
 
 def _dynamic(args):
     from ufo_sim.experiments import dynamic
-    out = dynamic.run(_settings(args), scale=args.scale,
+    settings = _settings(args)
+    _checked(settings, [dynamic.first_cell(args.load_scale)],
+             settings.cores + dynamic.EMULATOR_CORES)
+    out = dynamic.run(settings, scale=args.scale,
                       managers=args.managers.split(','),
-                      processes=args.processes, timeout=args.task_timeout)
+                      processes=args.processes, timeout=args.task_timeout,
+                      load_scale=args.load_scale)
     return _finish(args, dynamic, out, 'dynamic')
 
 
@@ -180,28 +310,69 @@ def parser():
                          help='what-if: override a [controller] option of '
                               'UFO (repeatable), e.g. sf_threshold=0.2')
 
-    g = sub.add_parser('grid', help='2-VM co-location grids (Fig. 12/13)')
+    def host(cmd):
+        knobs = cmd.add_argument_group(
+            'host and VMs', 'held-out conditions; the budget is cores x '
+            'SMT CPUs and follows the host size')
+        knobs.add_argument('--cores', type=int,
+                           help='physical cores of the host (default 8)')
+        knobs.add_argument('--smt', choices=sorted(SMT),
+                           help='two logical CPUs per core (on, default) '
+                                'or one (off)')
+        knobs.add_argument(
+            '--vcpus', type=_vcpus, action='append', dest='vm_vcpus',
+            metavar='N|PROFILE=N',
+            help='flavor size of every VM (N) or of one profile\'s VMs '
+                 '(repeatable, or comma-separated; default 8). A load '
+                 'fraction stays one of the profile\'s max load, '
+                 'measured for 8 vCPUs on 8 dedicated CPUs')
+        knobs.add_argument(
+            '--host-option', type=_host_option, action='append',
+            metavar='NAME=VALUE',
+            help='set any HostSpec field (repeatable), value as JSON, '
+                 'times in simulated seconds (real x %g), e.g. '
+                 'smt_slowdown=1.3' % spec_mod.TIME_SCALE)
+
+    g = sub.add_parser('grid', help='co-location grids (Fig. 12/13)')
     common(g)
+    host(g)
     g.add_argument('--quick', action='store_true',
                    help='coarser grid (4 loads) and shorter trials')
-    g.add_argument('--loads', help='comma-separated load fractions')
-    g.add_argument('--apps', help='profiles to pair (default: all three)')
-    g.add_argument('--managers', default='default,dyniso,static,ufo,oracle')
-    g.set_defaults(func=_grid)
+    g.add_argument('--loads', help='comma-separated load fractions of '
+                                   'each profile\'s max load')
+    which = g.add_mutually_exclusive_group()
+    which.add_argument('--apps', type=_apps,
+                       help='profiles to pair (default: all three, every '
+                            'pair)')
+    which.add_argument('--pairs', type=_mixes(2), action='append',
+                       metavar='A+B,...',
+                       help='pairs to run, e.g. memcached+nginx,mysql+mysql')
+    which.add_argument('--mix', type=_mixes(), action='append',
+                       metavar='A+B+C,...',
+                       help='mixes of any number of VMs, one per profile '
+                            'named, e.g. memcached+nginx+mysql: the cells '
+                            'are every combination of --loads')
+    g.add_argument('--managers', default='default,dyniso,static,ufo,oracle',
+                   help='comma-separated managers to run')
+    g.set_defaults(func=_grid, usage=g)
 
     m = sub.add_parser('mal', help='maximum aggregated load per CPU count')
     common(m, processes=False)
     m.add_argument('--grid', default='ufo-sim-out/grid.json',
                    help='a grid.json written by "ufo-sim grid"')
-    m.set_defaults(func=_mal)
+    m.set_defaults(func=_mal, usage=m)
 
     d = sub.add_parser('dynamic', help='load changes, nothing learned '
                                        '(Fig. 14)')
     common(d)
-    d.add_argument('--scale', type=float, default=1.0,
+    host(d)
+    d.add_argument('--scale', type=_positive, default=1.0,
                    help='stretch (>1) or shrink (<1) the 270 s timeline')
-    d.add_argument('--managers', default='default,dyniso,ufo')
-    d.set_defaults(func=_dynamic)
+    d.add_argument('--load-scale', type=_positive, default=1.0,
+                   help='multiply every VM\'s load pattern by this')
+    d.add_argument('--managers', default='default,dyniso,ufo',
+                   help='comma-separated managers to run')
+    d.set_defaults(func=_dynamic, usage=d)
 
     c = sub.add_parser('decompose', help='vCPU-only, emulator-only, '
                                          'combined (Fig. 15)')
@@ -211,13 +382,16 @@ def parser():
                    help='host CPU counts to find the max load at')
     c.add_argument('--vcpus', type=int, default=16,
                    help='flavor size (the paper uses 16)')
-    c.set_defaults(func=_decompose)
+    c.set_defaults(func=_decompose, usage=c)
     return p
 
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        args.usage.error(str(exc))
 
 
 if __name__ == '__main__':

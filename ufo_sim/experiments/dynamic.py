@@ -1,7 +1,9 @@
 """Dynamic load with nothing learned beforehand (paper 6.2, Fig. 14).
 
-Three 8-vCPU VMs share the 16-CPU host, each with one load pattern (in %
-of its profile's max load, on a 270 s timeline that ``scale`` stretches):
+Three 8-vCPU VMs share the 16-CPU host (``Settings`` may change the
+host, the VM sizes and the host options), each with one load pattern (in
+% of its profile's max load, times ``load_scale``, on a 270 s timeline
+that ``scale`` stretches):
 
 * Nginx, diurnal: 20, 40, 60, 80, 100, 80, 60, 40, 20, 30 s per step;
 * MySQL, sub-second bursts: 15 %, with 1 s bursts to 20, 40 and 80 % at
@@ -11,7 +13,7 @@ of its profile's max load, on a 270 s timeline that ``scale`` stretches):
 
 As in the paper, emulator interference is taken out of the comparison:
 Default and DynIso run emulator threads on two extra cores outside the
-budget. UFO manages the 8 budget cores itself (its emulator pool comes
+budget. UFO manages the budget cores itself (its emulator pool comes
 out of them). Default gets, each second, as many shared cores as UFO's
 VM pools held (the paper's "same #pCPUs"); DynIso runs its own loop.
 
@@ -23,6 +25,7 @@ load was not served) and, per load rise, the *reaction time*
 until a second met QoS again).
 """
 
+import dataclasses
 import math
 import os
 
@@ -58,8 +61,8 @@ PATTERNS = (('nginx', nginx_load), ('mysql', mysql_load),
             ('memcached', memcached_load))
 
 
-def load_at(pattern, t, scale):
-    return pattern(t / scale)
+def load_at(pattern, t, scale, load_scale=1.0):
+    return pattern(t / scale) * load_scale
 
 
 def rises(pattern, scale, seconds):
@@ -73,21 +76,28 @@ def rises(pattern, scale, seconds):
     return out
 
 
-def _scene(settings, extra):
-    cell = cell_mod.Cell(tuple(cell_mod.VmLoad(app, pattern(0.0))
+def first_cell(load_scale=1.0):
+    """The three VMs at their loads at time 0."""
+    return cell_mod.Cell(tuple(cell_mod.VmLoad(app, pattern(0.0) *
+                                               load_scale)
                                for app, pattern in PATTERNS))
-    return scenario.build(cell, settings, cell.seed(settings.seed,
-                                                    'dynamic'),
-                          cores=settings.cores + extra)
 
 
-def _simulate(manager, settings, scale, replay=None):
+def _scene(settings, extra, load_scale):
+    cell = first_cell(load_scale)
+    # The seed does not depend on load_scale: scaled runs stay comparable.
+    seed = first_cell().seed(settings.seed, 'dynamic')
+    return scenario.build(cell, settings, seed, cores=scenario.fit_cores(
+        settings, settings.cores + extra))
+
+
+def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
     seconds = int(round(DURATION * scale))
     extra = 0 if manager == 'ufo' else EMULATOR_CORES
-    scene = _scene(settings, extra)
+    scene = _scene(settings, extra, load_scale)
     host = scene.host
     budget_cores = scene.cores[:settings.cores]
-    emu_cores = scene.cores[settings.cores:]
+    emu_cores = scene.cores[settings.cores:settings.cores + extra]
     n = len(scene.vms)
     if manager == 'ufo':
         ctl = ufo_mod.UfoAgent(scene, ufo_mod.config_of(settings))
@@ -99,7 +109,8 @@ def _simulate(manager, settings, scale, replay=None):
              'held_cpus': []}
     for second in range(seconds):
         for i, (app, pattern) in enumerate(PATTERNS):
-            rps = load_at(pattern, second, scale) * scene.profiles[i].max_rps
+            rps = load_at(pattern, second, scale, load_scale) * \
+                scene.profiles[i].max_rps
             scene.rps[i] = rps
             host.set_rps(scene.vms[i], rps)
         if manager == 'default':
@@ -121,7 +132,8 @@ def _simulate(manager, settings, scale, replay=None):
         lat = [host.take_latencies(vm) for vm in scene.vms]
         window = scenario.judge(scene, lat, settings.tick)
         for i in range(n):
-            trace['load'][i].append(load_at(PATTERNS[i][1], second, scale))
+            trace['load'][i].append(load_at(PATTERNS[i][1], second, scale,
+                                            load_scale))
             trace['p99_us'][i].append(window.p99_us[i])
             trace['ok'][i].append(window.ok[i])
             trace['vm_cpus'][i].append(vm_cpus[i])
@@ -176,11 +188,11 @@ def replay_of(ufo_result, smt):
 
 
 def run(settings, scale=1.0, managers=('default', 'dyniso', 'ufo'),
-        processes=2, timeout=3600.0):
+        processes=2, timeout=3600.0, load_scale=1.0):
     first = [m for m in managers if m != 'default']
     if 'default' in managers and 'ufo' not in first:
         first.append('ufo')
-    jobs = [(m, settings, scale) for m in first]
+    jobs = [(m, settings, scale, load_scale) for m in first]
     results = {}
     outcomes = parallel.run(_job, jobs, processes, timeout)
     for job, (status, value) in zip(jobs, outcomes):
@@ -192,16 +204,26 @@ def run(settings, scale=1.0, managers=('default', 'dyniso', 'ufo'),
                                   'error': 'no UFO run to replay'}
         else:
             (status, value), = parallel.run(
-                _job, [('default', settings, scale,
+                _job, [('default', settings, scale, load_scale,
                         replay_of(results['ufo'], settings.smt))], 1,
                 timeout)
             results['default'] = value if status == parallel.OK else {
                 'manager': 'default', 'error': '%s: %s' % (status, value)}
-    return {'scale': scale, 'managers': [m for m in managers],
+    return {'scale': scale, 'load_scale': load_scale,
+            'settings': dataclasses.asdict(settings),
+            'host': dataclasses.asdict(scenario.host_spec(settings)),
+            'conditions': conditions_line(settings, scale, load_scale),
+            'managers': [m for m in managers],
             'results': {m: results[m] for m in managers
                         if 'error' not in results[m]},
             'errors': {m: results[m]['error'] for m in managers
                        if 'error' in results[m]}}
+
+
+def conditions_line(settings, scale, load_scale):
+    """What produced a dynamic run, printed above its table."""
+    return 'conditions: scale=%g load_scale=%g %s' % (
+        scale, load_scale, settings.describe())
 
 
 def plot(out, directory):
@@ -228,7 +250,7 @@ def plot(out, directory):
 
 
 def table(out):
-    lines = ['%-10s %-8s %10s %10s %10s %10s' % (
+    lines = [out.get('conditions', ''), '%-10s %-8s %10s %10s %10s %10s' % (
         'app', 'manager', 'viol. s', 'react s', 'recover s', 'mean CPUs')]
     for app, _ in PATTERNS:
         for m, r in out['results'].items():

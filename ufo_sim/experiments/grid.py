@@ -1,11 +1,14 @@
-"""2-VM co-location grids (paper Fig. 12, 13 and Appendix C.1).
+"""Co-location grids (paper Fig. 12, 13 and Appendix C.1).
 
-For every pair of LC profiles, each VM at 10-100 % of its profile's max
-load, every manager answers: how many CPUs, and is QoS met. Cells run in
-a process pool; each (cell, manager) has its own seed derived from the
-base seed, so results do not depend on scheduling or worker count. In a
-mix of two identical profiles the cell (a, b) is the cell (b, a) with the
-VMs renamed, so only one of the two is simulated.
+For every pair of LC profiles (or any mix of profiles, one VM each),
+each VM at 10-100 % of its profile's max load, every manager answers:
+how many CPUs, and is QoS met. A mix of N VMs has len(loads)^N cells.
+Cells run in a process pool; each (cell, manager) has its own seed
+derived from the base seed, so results do not depend on scheduling or
+worker count. VMs of the same profile are interchangeable: of the cells
+that differ only in which of them runs which load, only the one with
+their loads in ascending order is simulated (in a pair, the cell (a, b)
+is the cell (b, a) with the VMs renamed).
 """
 
 import dataclasses
@@ -16,6 +19,7 @@ import time
 from ufo_sim.experiments import parallel
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import registry
+from ufo_sim.managers import scenario
 
 APPS = ('memcached', 'nginx', 'mysql')
 FULL_LOADS = tuple(round(0.1 * i, 1) for i in range(1, 11))
@@ -31,18 +35,26 @@ def mix_name(mix):
 
 
 def cells_of(mix, loads):
-    return [cell_mod.Cell((cell_mod.VmLoad(mix[0], a),
-                           cell_mod.VmLoad(mix[1], b)))
-            for a in loads for b in loads]
+    """Every combination of ``loads``, one per VM of ``mix``."""
+    return [cell_mod.Cell(tuple(cell_mod.VmLoad(app, x)
+                                for app, x in zip(mix, combo)))
+            for combo in itertools.product(loads, repeat=len(mix))]
 
 
-def _mirror(cell):
-    return cell_mod.Cell(tuple(reversed(cell.vms)))
+def canonical(cell):
+    """The cell simulated for ``cell``, and where each of its VMs went.
 
-
-def _is_mirror(mix, cell):
-    """True for the cells simulated as their mirror image."""
-    return mix[0] == mix[1] and cell.vms[0].load > cell.vms[1].load
+    Returns (cell with the loads of same-profile VMs in ascending order,
+    ``order``) with ``cell.vms[i] == canonical.vms[order[i]]``.
+    """
+    vms, order = list(cell.vms), list(range(len(cell.vms)))
+    for app in sorted({v.profile for v in cell.vms}):
+        slots = [i for i, v in enumerate(cell.vms) if v.profile == app]
+        ranked = sorted(slots, key=lambda i: (cell.vms[i].load, i))
+        for slot, i in zip(slots, ranked):
+            vms[slot] = cell.vms[i]
+            order[i] = slot
+    return cell_mod.Cell(tuple(vms)), order
 
 
 def _run(task):
@@ -52,14 +64,17 @@ def _run(task):
     return result, time.monotonic() - started
 
 
-def _mirrored(result, cell):
+def _mirrored(result, cell, order):
+    """``result`` of the canonical cell, told of ``cell`` (VMs moved)."""
+    def moved(values):
+        return [values[j] for j in order]
     out = dict(result)
     out['cell'] = cell.key
-    out['p99_us'] = list(reversed(result['p99_us']))
+    out['p99_us'] = moved(result['p99_us'])
     detail = {'mirror_of': result['cell']}
     for key, value in result['detail'].items():
-        detail[key] = list(reversed(value)) if key in (
-            'vm_cores', 'online') else value
+        detail[key] = moved(value) if key in ('vm_cores', 'online') \
+            else value
     out['detail'] = detail
     return out
 
@@ -82,6 +97,8 @@ class Grid:
 
     def to_json(self):
         return {'settings': dataclasses.asdict(self.settings),
+                'host': dataclasses.asdict(
+                    scenario.host_spec(self.settings)),
                 'loads': list(self.loads),
                 'mixes': [mix_name(m) for m in self.mixes],
                 'managers': list(self.managers),
@@ -108,7 +125,7 @@ def run(settings, loads, managers, mix_list=None, processes=2,
     tasks, mirrors = [], []
     for mix in mix_list:
         for cell in cells_of(mix, loads):
-            if _is_mirror(mix, cell):
+            if canonical(cell)[0] != cell:
                 mirrors.append(cell)
                 continue
             for name in managers:
@@ -133,9 +150,10 @@ def run(settings, loads, managers, mix_list=None, processes=2,
     parallel.run(_run, tasks, processes, timeout, collect)
     by_key = {(r['manager'], r['cell']): r for r in results}
     for cell in mirrors:
+        source, order = canonical(cell)
         for name in managers:
-            source = by_key[(name, _mirror(cell).key)]
-            results.append(_mirrored(source, cell))
+            results.append(_mirrored(by_key[(name, source.key)], cell,
+                                     order))
     results.sort(key=lambda r: (r['cell'], r['manager']))
     timing = {k: [n, round(t, 2)] for k, (n, t) in timing.items()}
     return Grid(settings, tuple(loads), list(mix_list), list(managers),

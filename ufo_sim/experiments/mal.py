@@ -1,7 +1,8 @@
 """Maximum aggregated load (MAL) per CPU count (paper Fig. 13).
 
-For a mix and a manager, MAL at P CPUs is the largest sum of the two
-VMs' loads (in % of each profile's max load, so 200 is both at max)
+For a mix and a manager, MAL at P CPUs is the largest sum of the VMs'
+loads (in % of each profile's max load, so 200 is both VMs of a pair at
+max)
 among the grid cells the manager serves under QoS with at most P CPUs.
 It is read off a finished grid, as the paper reads it off its heatmaps.
 """

@@ -5,6 +5,7 @@ import os
 from ufo_sim.experiments import grid as grid_mod
 from ufo_sim.experiments import mal as mal_mod
 from ufo_sim.experiments import summary
+from ufo_sim.managers import cell as cell_mod
 
 
 def _budget(settings):
@@ -12,10 +13,12 @@ def _budget(settings):
 
 
 def grid_report(grid, out, plots=True):
-    """The grid.json content; writes one heatmap PNG per mix."""
+    """The grid.json content; writes one heatmap PNG per pair."""
     data = summarize(grid.to_json())
     if plots:
         for mix in grid.mixes:
+            if len(mix) != 2:
+                continue         # a heatmap has two axes
             heatmap(data, mix, os.path.join(
                 out, 'grid-%s.png' % grid_mod.mix_name(mix)))
     return data
@@ -39,13 +42,23 @@ def summarize(data):
             for m in data['managers']}
         data['per_mix'][name] = per
     data['result_line'] = summary.result_line(data['summary'])
+    data['conditions'] = conditions_line(data)
     return data
+
+
+def conditions_line(data):
+    """What produced a grid, printed above its RESULT line."""
+    settings = cell_mod.Settings(**{
+        k: tuple(tuple(pair) for pair in v) if isinstance(v, list) else v
+        for k, v in data['settings'].items()})
+    return 'conditions: mixes=%s loads=%s managers=%s %s' % (
+        ','.join(data['mixes']), ','.join('%g' % x for x in data['loads']),
+        ','.join(data['managers']), settings.describe())
 
 
 def heatmap(data, mix, path):
     """Draw one pair's heatmaps from grid.json content."""
     from ufo_sim.experiments import plots
-    from ufo_sim.managers import cell as cell_mod
     budget = _budget(data['settings'])
     table = summary.index(data['results'])
 
@@ -70,19 +83,34 @@ def _fmt(x, spec='%.1f'):
 
 
 def grid_table(data):
-    lines = ['%-20s %8s %8s %8s %8s %8s  %s' % (
-        'mix', 'default', 'dyniso', 'static', 'ufo', 'oracle',
+    width = max([20] + [len(m) for m in data['per_mix']])
+    lines = ['%-*s %8s %8s %8s %8s %8s  %s' % (
+        width, 'mix', 'default', 'dyniso', 'static', 'ufo', 'oracle',
         'saving avg/max vs DynIso, UFO-Oracle')]
     for mix, per in data['per_mix'].items():
         pct = per['feasible_pct']
-        lines.append('%-20s %8s %8s %8s %8s %8s  %s/%s, %s' % (
-            mix, *(_fmt(pct.get(m), '%.0f%%') for m in (
+        lines.append('%-*s %8s %8s %8s %8s %8s  %s/%s, %s' % (
+            width, mix, *(_fmt(pct.get(m), '%.0f%%') for m in (
                 'default', 'dyniso', 'static', 'ufo', 'oracle')),
             _fmt(per['ufo_vs_dyniso_core_saving_avg']),
             _fmt(per['ufo_vs_dyniso_core_saving_max']),
             _fmt(per['ufo_over_oracle_cores'], '%.2f')))
     lines.append('(columns: %% of cells meeting QoS within %d CPUs)'
                  % _budget(data['settings']))
+    totals = data['summary']
+    lines.append('%-10s %10s %10s %12s   (all %d cells, judged window)' % (
+        'manager', 'CPUs mean', 'CPUs max', 'QoS viol. s', totals['cells']))
+    for m in data['managers']:
+        lines.append('%-10s %10s %10s %12s' % (
+            m, _fmt(totals.get(m + '_cpus_mean_avg')),
+            _fmt(totals.get(m + '_cpus_max_max'), '%.0f'),
+            _fmt(totals.get(m + '_qos_violation_s_avg'), '%.2f')))
+    lines.append('UFO/Oracle CPUs %s; saving vs DynIso over the %d cells '
+                 'all three meet: UFO %s%%, Oracle %s%%' % (
+                     _fmt(totals['ufo_over_oracle_ratio'], '%.2f'),
+                     totals['cells_compared_all_three'],
+                     _fmt(totals['ufo_vs_dyniso_core_saving_avg_common']),
+                     _fmt(totals['oracle_vs_dyniso_core_saving_avg'])))
     if data['summary']['errors']:
         lines.append('%d runs gave no result (see "error" in grid.json)'
                      % data['summary']['errors'])

@@ -3,14 +3,29 @@
 Definitions (the results page quotes them):
 
 * a cell is *QoS-feasible* for a manager when every VM met its p99
-  target with an allocation inside the budget (16 CPUs);
+  target with an allocation inside the budget (cores x SMT, 16 CPUs by
+  default); a manager's CPUs in a cell are its ``cpus`` (the most held
+  in the judged window);
 * ``ufo_vs_dyniso_core_saving_avg`` / ``_max``: over the cells feasible
   for both UFO and DynIso, the mean and the largest of
   ``100 x (DynIso CPUs - UFO CPUs) / DynIso CPUs`` (negative when UFO
   holds more);
 * ``ufo_over_oracle_cores``: over the cells feasible for both UFO and the
   Oracle, the mean of ``UFO CPUs - Oracle CPUs`` (logical CPUs);
-* ``<manager>_qos_feasible_cells_pct``: feasible cells / all cells x 100.
+  ``ufo_over_oracle_ratio``: over the same cells, the mean of
+  ``UFO CPUs / Oracle CPUs`` (1 is optimal);
+* ``<manager>_qos_feasible_cells_pct``: feasible cells / all cells x 100;
+* ``oracle_vs_dyniso_core_saving_avg`` and
+  ``ufo_vs_dyniso_core_saving_avg_common``: the saving as defined above,
+  of the Oracle and of UFO, both over the *common* cells, feasible for
+  UFO, DynIso and the Oracle alike (``cells_compared_all_three``), so
+  the two can be set side by side (UFO's saving over its own cells,
+  ``ufo_vs_dyniso_core_saving_avg``, is usually over more cells);
+* ``<manager>_cpus_mean_avg`` and ``<manager>_cpus_max_max``: over every
+  cell where the manager was judged, feasible or not, the mean of its
+  mean CPUs held in the judged window and the largest it held there;
+  ``<manager>_qos_violation_s_avg``: the mean seconds of QoS violation in
+  that window (see :class:`~ufo_sim.managers.cell.CellResult`).
 
 Results are plain dicts (``CellResult.to_json()``), so a summary can be
 recomputed from a saved JSON file.
@@ -18,7 +33,12 @@ recomputed from a saved JSON file.
 
 RESULT_KEYS = ('ufo_vs_dyniso_core_saving_avg',
                'ufo_vs_dyniso_core_saving_max', 'ufo_over_oracle_cores',
-               'ufo_qos_feasible_cells_pct', 'dyniso_qos_feasible_cells_pct')
+               'ufo_qos_feasible_cells_pct', 'dyniso_qos_feasible_cells_pct',
+               'ufo_over_oracle_ratio', 'oracle_vs_dyniso_core_saving_avg',
+               'ufo_vs_dyniso_core_saving_avg_common')
+# Per manager, after RESULT_KEYS, for the managers that ran.
+MANAGER_KEYS = ('cpus_mean_avg', 'cpus_max_max')
+MANAGER_ORDER = ('default', 'dyniso', 'static', 'ufo', 'oracle')
 
 
 def feasible(result, budget_cpus):
@@ -53,18 +73,49 @@ def both_feasible(table, a, b, cells, budget_cpus):
             feasible(ra[c], budget_cpus) and feasible(rb[c], budget_cpus)]
 
 
+def _saving(table, manager, c):
+    dyn = table['dyniso'][c]['cpus']
+    return 100.0 * (dyn - table[manager][c]['cpus']) / dyn
+
+
+def managers_of(results):
+    """Managers with results, in the order the tables show them."""
+    seen = {r['manager'] for r in results}
+    return [m for m in MANAGER_ORDER if m in seen] + sorted(
+        seen - set(MANAGER_ORDER))
+
+
+def held(table, manager, cells):
+    """Per-manager figures of the judged windows over ``cells``."""
+    rows = [table[manager][c] for c in cells if c in table.get(manager, {})]
+
+    def values(key):
+        return [r[key] for r in rows if r.get(key) is not None]
+    top = values('cpus_max')
+    return {'cpus_mean_avg': _mean(values('cpus_mean')),
+            'cpus_max_max': max(top) if top else float('nan'),
+            'qos_violation_s_avg': _mean(values('qos_violation_s'))}
+
+
 def figures(results, budget_cpus, cells=None):
     """The RESULT figures over ``cells`` (default: every cell seen)."""
     table = index(results)
     if cells is None:
         cells = sorted({r['cell'] for r in results})
-    ufo, dyn, orc = (table.get(m, {}) for m in ('ufo', 'dyniso', 'oracle'))
-    savings = [100.0 * (dyn[c]['cpus'] - ufo[c]['cpus']) / dyn[c]['cpus']
+    ufo, orc = (table.get(m, {}) for m in ('ufo', 'oracle'))
+    savings = [_saving(table, 'ufo', c)
                for c in both_feasible(table, 'ufo', 'dyniso', cells,
                                       budget_cpus)]
-    excess = [ufo[c]['cpus'] - orc[c]['cpus']
-              for c in both_feasible(table, 'ufo', 'oracle', cells,
-                                     budget_cpus)]
+    with_oracle = both_feasible(table, 'ufo', 'oracle', cells, budget_cpus)
+    excess = [ufo[c]['cpus'] - orc[c]['cpus'] for c in with_oracle]
+    ratio = [ufo[c]['cpus'] / orc[c]['cpus'] for c in with_oracle]
+    common = [c for c in with_oracle
+              if c in both_feasible(table, 'ufo', 'dyniso', [c],
+                                    budget_cpus)]
+    per_manager = {}
+    for m in managers_of(results):
+        for key, value in held(table, m, cells).items():
+            per_manager['%s_%s' % (m, key)] = value
     return {
         'ufo_vs_dyniso_core_saving_avg': _mean(savings),
         'ufo_vs_dyniso_core_saving_max': max(savings) if savings
@@ -77,11 +128,20 @@ def figures(results, budget_cpus, cells=None):
         'cells': len(cells),
         'cells_compared_with_dyniso': len(savings),
         'cells_compared_with_oracle': len(excess),
+        'ufo_over_oracle_ratio': _mean(ratio),
+        'oracle_vs_dyniso_core_saving_avg': _mean(
+            [_saving(table, 'oracle', c) for c in common]),
+        'ufo_vs_dyniso_core_saving_avg_common': _mean(
+            [_saving(table, 'ufo', c) for c in common]),
+        'cells_compared_all_three': len(common),
         'errors': sum(1 for r in results if r['cell'] in set(cells) and
                       'error' in r['detail']),
+        **per_manager,
     }
 
 
 def result_line(values):
-    return 'RESULT ' + ' '.join('%s=%.2f' % (k, values[k])
-                                for k in RESULT_KEYS)
+    keys = list(RESULT_KEYS) + ['%s_%s' % (m, k) for m in MANAGER_ORDER
+                                for k in MANAGER_KEYS
+                                if '%s_%s' % (m, k) in values]
+    return 'RESULT ' + ' '.join('%s=%.2f' % (k, values[k]) for k in keys)

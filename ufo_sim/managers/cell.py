@@ -3,7 +3,13 @@
 A :class:`Cell` is one co-location scenario: a few VMs, each running an
 application profile at a fraction of that profile's max load. A
 :class:`CellResult` is one manager's answer. CPU counts are logical host
-CPUs (the paper's "#pCPUs"); managers allocate whole SMT cores.
+CPUs (the paper's "#pCPUs"); managers allocate whole cores (two CPUs each
+with SMT on, one with it off).
+
+A load fraction is always relative to the profile's ``max_rps``, which is
+defined for the profile's own flavor (8 vCPUs on 8 dedicated CPUs): a VM
+resized with ``Settings.vcpus`` is offered the same requests per second
+at the same fraction, so a smaller VM may not be able to serve 100 %.
 """
 
 import dataclasses
@@ -38,13 +44,19 @@ class Cell:
 class Settings:
     """How a cell is simulated.
 
-    ``cores`` x ``smt`` is the host the paper uses for its grids (16
+    ``cores`` x ``smt`` is the host (the paper's grids: 8 x 2 = 16
     pCPUs); it is also the budget: needing more means QoS is infeasible.
     ``warmup`` and ``measure`` are the simulated seconds before and
     during the measurement of a static allocation. The feedback managers
     (DynIso, UFO) act once per control interval of ``tick`` simulated
     seconds (one real second: the engine's time scale); they get
     ``converge`` intervals to settle, then ``judge`` intervals are judged.
+
+    ``vcpus`` resizes VMs: (profile name, vCPUs) pairs, ``'*'`` for every
+    profile without a pair of its own. ``host_options`` sets other
+    :class:`~ufo_sim.engine.HostSpec` fields, as (name, value) pairs;
+    the host's size is ``cores`` and ``smt`` only, so that the budget
+    always follows it.
     """
 
     cores: int = 8
@@ -56,6 +68,39 @@ class Settings:
     judge: int = 10
     seed: int = 1
     ufo_config: tuple = ()      # (name, value) ControllerConfig overrides
+    vcpus: tuple = ()           # (profile or '*', vCPUs)
+    host_options: tuple = ()    # (name, value) HostSpec fields
+
+    def __post_init__(self):
+        for name, _ in self.host_options:
+            if name in ('cores', 'smt'):
+                raise ValueError('host size is Settings.cores and .smt, '
+                                 'not host option %r' % name)
+
+    @property
+    def budget(self):
+        """Logical CPUs a manager may hold."""
+        return self.cores * self.smt
+
+    def vcpus_of(self, profile, default):
+        """The flavor size of a VM running ``profile``."""
+        sizes = dict(self.vcpus)
+        return sizes.get(profile, sizes.get('*', default))
+
+    def describe(self):
+        """``name=value`` words naming every setting, for a header line."""
+        words = ['cores=%d' % self.cores, 'smt=%s' % self.smt,
+                 'budget_cpus=%d' % self.budget, 'seed=%d' % self.seed,
+                 'warmup=%g' % self.warmup, 'measure=%g' % self.measure,
+                 'tick=%g' % self.tick, 'converge=%d' % self.converge,
+                 'judge=%d' % self.judge]
+        if not self.vcpus:
+            words.append('vcpus=profile')
+        for group, pairs in (('vcpus', self.vcpus),
+                             ('host_option', self.host_options),
+                             ('ufo_option', self.ufo_config)):
+            words += ['%s.%s=%s' % (group, k, v) for k, v in pairs]
+        return ' '.join(words)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +112,14 @@ class CellResult:
     whether every VM met its target with that allocation, ``p99_us`` the
     measured p99 of each VM, ``detail`` manager-specific facts (the
     allocation found, the simulated seconds spent).
+
+    Over the judged window (the ``judge`` intervals of a feedback
+    manager, the ``measure`` seconds of the allocation a static manager
+    reports): ``cpus_max`` and ``cpus_mean`` are the most and the mean
+    logical CPUs held (equal for a static allocation), whatever the
+    verdict; ``qos_violation_s`` the real seconds (control intervals) in
+    which some VM missed its p99 target or did not serve its load. None
+    when nothing was judged.
     """
 
     manager: str
@@ -75,6 +128,9 @@ class CellResult:
     qos_met: bool
     p99_us: tuple
     detail: dict = dataclasses.field(default_factory=dict)
+    cpus_max: object = None
+    cpus_mean: object = None
+    qos_violation_s: object = None
 
     def to_json(self):
         return dataclasses.asdict(self)

@@ -74,8 +74,9 @@ def evaluate(cell, settings):
     window, held = scenario.run_feedback(
         scene, settings, lambda: sum(manager.counts()) * settings.smt,
         manager.step)
+    stats = scenario.held_stats(held, window.ticks)
     return cell_mod.CellResult(
-        NAME, cell.key, held, window.all_ok, window.p99_us,
+        NAME, cell.key, stats['cpus_max'], window.all_ok, window.p99_us,
         {'vm_cores': manager.counts(),
          'sim_seconds': (settings.converge + settings.judge) *
-         settings.tick})
+         settings.tick}, **stats)

@@ -9,6 +9,16 @@ shared emulator pool, whose load does not depend on vCPU cores). The
 best total is then confirmed in one joint run, growing the failing part
 until it passes. Each trial runs on a host large enough to lay out any
 candidate; the budget is applied to the result.
+
+It is a heuristic, not an exhaustive search, and that keeps it tractable
+for any number of VMs: the joint space of N VMs' core counts and the
+pool size grows as (cores per VM)^N x pool sizes, while this search runs
+about ``1 + log2(cores per VM)`` trials per pool size whatever N is
+(every VM is bisected in the same trials), tries pool sizes from one
+core up only while the total shrinks, and the confirmation grows one
+core per failing VM and run. What it can miss: an allocation in which a
+VM does better because another got more (they share only the emulator
+pool), and a pool size past the first that stops helping.
 """
 
 import math
@@ -20,22 +30,20 @@ from ufo_sim.managers import search
 NAME = 'oracle'
 
 
-def max_cores(cell, smt):
-    return [math.ceil(scenario.profile(v.profile).vcpus / smt)
-            for v in cell.vms]
-
-
 def run_isolated(cell, settings, counts, emulator, salt=NAME,
                  coordinate=True):
-    limits = max_cores(cell, settings.smt)
+    limits = scenario.flavor_cores(cell, settings)
+    cores = scenario.fit_cores(settings, sum(limits) + settings.cores,
+                               max(settings.cores, sum(counts) + emulator))
     scene = scenario.build(cell, settings, cell.seed(settings.seed, salt),
-                           cores=sum(limits) + settings.cores)
+                           cores=cores)
     scenario.apply_isolated(scene, counts, emulator, coordinate)
-    return scenario.measure(scene, settings.warmup, settings.measure)
+    return scenario.measure(scene, settings.warmup, settings.measure,
+                            settings.tick)
 
 
 def evaluate(cell, settings):
-    limits = max_cores(cell, settings.smt)
+    limits = scenario.flavor_cores(cell, settings)
     n = len(cell.vms)
     trials = []
 
@@ -79,14 +87,17 @@ def evaluate(cell, settings):
         if window is not None:
             best = (sum(counts) + emulator, counts, emulator)
     sim_seconds = len(trials) * (settings.warmup + settings.measure)
+    # Judged: the confirmed allocation, even when over the budget.
+    stats = scenario.held_stats(best and best[0] * settings.smt,
+                                window.ticks if window else ())
     if window is None or best[0] > settings.cores:
         p99 = window.p99_us if window else (math.inf,) * n
         return cell_mod.CellResult(
             NAME, cell.key, None, False, p99,
             {'best': best and [best[0], list(best[1]), best[2]],
-             'sim_seconds': sim_seconds})
+             'sim_seconds': sim_seconds}, **stats)
     total, counts, emulator = best
     return cell_mod.CellResult(
         NAME, cell.key, total * settings.smt, True, window.p99_us,
         {'vm_cores': list(counts), 'emulator_cores': emulator,
-         'sim_seconds': sim_seconds})
+         'sim_seconds': sim_seconds}, **stats)

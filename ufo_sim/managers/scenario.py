@@ -41,19 +41,52 @@ class Scene:
         return [tuple(group) for group in self.host.siblings]
 
 
+def host_spec(settings, cores=None):
+    """The one place a HostSpec is made from :class:`Settings`.
+
+    ``settings.cores`` (or ``cores``) and ``settings.smt`` give the size,
+    ``settings.host_options`` any other field; HostSpec checks the values
+    (ValueError).
+    """
+    values = dict(settings.host_options)
+    values.update(cores=cores or settings.cores, smt=settings.smt)
+    return engine.HostSpec(**values)
+
+
+def fit_cores(settings, *sizes):
+    """The first of ``sizes`` (in cores) a host can be laid out with.
+
+    A trial may need a host larger than the budget; the spec caps the
+    logical CPUs and may want the cores to split over NUMA nodes, so a
+    size is rounded up when that helps, and the next size is tried when
+    not (the managers pass their usual size first, the least a trial
+    needs last). Idle cores change nothing for pinned threads.
+    """
+    for size in sizes:
+        for cores in range(size, size + settings.cores + 1):
+            try:
+                host_spec(settings, cores)
+            except ValueError:
+                continue
+            return cores
+    raise ValueError('no host of %s cores can be built with %s'
+                     % (' or '.join(map(str, sizes)), settings.describe()))
+
+
 def build(cell, settings, seed, cores=None, vcpus=None):
     """A fresh host with the cell's VMs, all threads floating over it.
 
     ``cores`` overrides the host size (a static allocation may need more
     cores than the budget just to be laid out; the manager checks the
-    budget). ``vcpus`` overrides the flavor size of every VM.
+    budget). ``vcpus`` overrides the flavor size of every VM, else
+    ``settings.vcpus`` or the profile's. The offered load is the cell's
+    fraction of the profile's ``max_rps`` whatever the flavor size.
     """
-    host = engine.SimHost(engine.HostSpec(cores=cores or settings.cores,
-                                          smt=settings.smt), seed=seed)
+    host = engine.SimHost(host_spec(settings, cores), seed=seed)
     scene = Scene(host, [], [], [], [])
     for i, vm_load in enumerate(cell.vms):
         prof = profile(vm_load.profile)
-        n = vcpus or prof.vcpus
+        n = vcpus or settings.vcpus_of(prof.name, prof.vcpus)
         rps = vm_load.load * prof.max_rps
         vm = host.add_vm('vm%d-%s' % (i + 1, vm_load.profile), vcpus=n,
                          profile=prof, rps=rps)
@@ -62,6 +95,26 @@ def build(cell, settings, seed, cores=None, vcpus=None):
         scene.rps.append(rps)
         scene.vcpus.append(n)
     return scene
+
+
+def flavor_cores(cell, settings):
+    """Per VM, the whole cores its vCPUs fill (its most CPUs)."""
+    out = []
+    for vm in cell.vms:
+        prof = profile(vm.profile)
+        out.append(math.ceil(settings.vcpus_of(prof.name, prof.vcpus) /
+                             settings.smt))
+    return out
+
+
+def check(settings, cells):
+    """Build, without running, the host of each of ``cells``.
+
+    Raises ValueError (or TypeError) for settings the host or the engine
+    refuse, before any simulation is started.
+    """
+    for cell in cells:
+        build(cell, settings, 0)
 
 
 def cpus_of(cores):
@@ -88,6 +141,7 @@ class Window:
     p99_us: tuple
     served: tuple          # completed / offered requests, per VM
     ok: tuple              # per VM: p99 under QoS and load served
+    ticks: tuple = ()      # (real seconds, every VM ok) per interval
 
     @property
     def all_ok(self):
@@ -130,14 +184,48 @@ def judge(scene, latencies, seconds):
     return Window(tuple(p99s), tuple(served), tuple(ok))
 
 
-def measure(scene, warmup, seconds):
-    """Run ``warmup`` seconds, then judge the next ``seconds``."""
+def measure(scene, warmup, seconds, tick=None):
+    """Run ``warmup`` seconds, then judge the next ``seconds``.
+
+    With ``tick`` the window is also judged one control interval at a
+    time, the last one maybe partial (``Window.ticks``, in real seconds);
+    running in steps simulates exactly what one step would.
+    """
     if warmup > 0:
         scene.host.advance(warmup)
     drain(scene)
-    scene.host.advance(seconds)
-    lat = [scene.host.take_latencies(vm) for vm in scene.vms]
-    return judge(scene, lat, seconds)
+    parts, ticks = [[] for _ in scene.vms], []
+    left = seconds
+    while left > 1e-9:
+        span = min(tick or seconds, left)
+        scene.host.advance(span)
+        lat = [scene.host.take_latencies(vm) for vm in scene.vms]
+        for collected, values in zip(parts, lat):
+            collected.append(values)
+        if tick:
+            ticks.append((span / tick, judge(scene, lat, span).all_ok))
+        left -= span
+    window = judge(scene, [concat(p) for p in parts], seconds)
+    return dataclasses.replace(window, ticks=tuple(ticks))
+
+
+def held_stats(held, ticks):
+    """``cpus_max``, ``cpus_mean`` and ``qos_violation_s`` of a window.
+
+    ``held`` is the CPUs held in each interval of ``ticks`` ((real
+    seconds, QoS met) pairs), or one count held throughout; the mean is
+    weighted by interval length. Empty ``ticks``: all None.
+    """
+    if not ticks:
+        return {'cpus_max': None, 'cpus_mean': None,
+                'qos_violation_s': None}
+    if not isinstance(held, (list, tuple)):
+        held = [held] * len(ticks)
+    seconds = sum(s for s, _ in ticks)
+    return {'cpus_max': max(held),
+            'cpus_mean': sum(h * s for h, (s, _) in zip(held, ticks)) /
+            seconds,
+            'qos_violation_s': sum(s for s, ok in ticks if not ok)}
 
 
 def apply_isolated(scene, counts, emulator, coordinate=True):
@@ -169,19 +257,21 @@ def run_feedback(scene, settings, held_cpus, control):
 
     Each control interval the host runs ``settings.tick`` simulated
     seconds, then ``control(interval number, latencies per VM)`` acts.
-    After ``converge`` intervals, ``judge`` more are judged together.
-    ``held_cpus()`` is read at the start of each judged interval (what
-    the manager held during it). Returns (:class:`Window`, most CPUs).
+    After ``converge`` intervals, ``judge`` more are judged together,
+    and each on its own (``Window.ticks``). ``held_cpus()`` is read
+    before the manager acts on an interval (what it held during it).
+    Returns (:class:`Window`, CPUs held per judged interval).
     """
-    judged, held = [[] for _ in scene.vms], 0
+    judged, held, ticks = [[] for _ in scene.vms], [], []
     for interval in range(settings.converge + settings.judge):
         scene.host.advance(settings.tick)
         lat = [scene.host.take_latencies(vm) for vm in scene.vms]
         if interval >= settings.converge:
             for parts, values in zip(judged, lat):
                 parts.append(values)
-            held = max(held, held_cpus())
+            held.append(held_cpus())
+            ticks.append((1.0, judge(scene, lat, settings.tick).all_ok))
         control(interval + 1.0, lat)
     window = judge(scene, [concat(parts) for parts in judged],
                    settings.judge * settings.tick)
-    return window, held
+    return dataclasses.replace(window, ticks=tuple(ticks)), held

@@ -3,16 +3,14 @@
 Each VM gets dedicated host CPUs, one per vCPU, for its whole life; the
 emulator threads of all VMs run on ``cpu_shared_set`` (one core here,
 ``hw:emulator_threads_policy=share``). Nothing is searched: the cost is
-the flavors' vCPUs plus the shared core, even when that exceeds the
-16-CPU budget of the grids (reported as ``over_budget``).
+the flavors' vCPUs (in whole cores) plus the shared core, even when that
+exceeds the budget (reported as ``over_budget``).
 
 The engine pins a VM's vCPU threads as one set, so 1:1 pinning is
 modelled as all vCPU threads of a VM on its dedicated CPUs: with as many
 CPUs as threads and nothing else allowed there, the scheduler's idle-CPU
 wake-up placement keeps them apart just as 1:1 pins would.
 """
-
-import math
 
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import scenario
@@ -22,11 +20,11 @@ SHARED_CORES = 1
 
 
 def evaluate(cell, settings):
-    need = [math.ceil(scenario.profile(v.profile).vcpus / settings.smt)
-            for v in cell.vms]
+    need = scenario.flavor_cores(cell, settings)
     total = sum(need) + SHARED_CORES
     scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME),
-                           cores=max(total, settings.cores))
+                           cores=scenario.fit_cores(
+                               settings, max(total, settings.cores)))
     cores = scene.cores
     vcpu_cores, start = [], 0
     for count in need:
@@ -35,8 +33,10 @@ def evaluate(cell, settings):
     shared = cores[start:start + SHARED_CORES]
     n = len(scene.vms)
     scenario.apply_static(scene, vcpu_cores, [shared] * n, [None] * n)
-    window = scenario.measure(scene, settings.warmup, settings.measure)
+    window = scenario.measure(scene, settings.warmup, settings.measure,
+                              settings.tick)
     return cell_mod.CellResult(
         NAME, cell.key, total * settings.smt, window.all_ok, window.p99_us,
         {'over_budget': total > settings.cores,
-         'sim_seconds': settings.warmup + settings.measure})
+         'sim_seconds': settings.warmup + settings.measure},
+        **scenario.held_stats(total * settings.smt, window.ticks))

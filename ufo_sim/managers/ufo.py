@@ -59,11 +59,12 @@ def evaluate(cell, settings):
     window, held = scenario.run_feedback(
         scene, settings, ufo.held_cpus, lambda now, lat: ufo.tick())
     plan = ufo.agent.last_plan
+    stats = scenario.held_stats(held, window.ticks)
     return cell_mod.CellResult(
-        NAME, cell.key, held, window.all_ok, window.p99_us,
+        NAME, cell.key, stats['cpus_max'], window.all_ok, window.p99_us,
         {'vm_cores': [len(plan.vms[vm].cores) for vm in scene.vms],
          'emulator_cores': len(plan.emulator_cores),
          'online': [plan.vms[vm].online_vcpus for vm in scene.vms],
          'overloaded': plan.overloaded,
          'sim_seconds': (settings.converge + settings.judge) *
-         settings.tick})
+         settings.tick}, **stats)

@@ -14,7 +14,11 @@ RESULT = re.compile(
     r'ufo_vs_dyniso_core_saving_max=(-?[0-9.]+|nan) '
     r'ufo_over_oracle_cores=(-?[0-9.]+|nan) '
     r'ufo_qos_feasible_cells_pct=([0-9.]+) '
-    r'dyniso_qos_feasible_cells_pct=([0-9.]+)$')
+    r'dyniso_qos_feasible_cells_pct=([0-9.]+) '
+    r'ufo_over_oracle_ratio=([0-9.]+|nan) '
+    r'oracle_vs_dyniso_core_saving_avg=(-?[0-9.]+|nan) '
+    r'ufo_vs_dyniso_core_saving_avg_common=(-?[0-9.]+|nan)'
+    r'( [a-z]+_cpus_(mean_avg|max_max)=([0-9.]+|nan))*$')
 TINY = ['--loads', '0.1,0.3', '--apps', 'memcached', '--converge', '8',
         '--judge', '2', '--warmup', '2', '--measure', '8']
 
@@ -32,6 +36,8 @@ def test_grid_prints_one_result_line_last(tmp_path, capsys):
     assert RESULT.match(lines[-1]), lines[-1]
     assert sum(1 for line in lines if line.startswith('RESULT')) == 1
     assert lines[-1] == data['result_line']
+    assert lines[-2] == data['conditions']
+    assert 'ufo_cpus_mean_avg=' in lines[-1]
     # 2 x 2 cells of memcached+memcached, every manager, mirrored cell
     # (0.3, 0.1) included.
     assert len(data['results']) == 4 * 5

@@ -33,6 +33,11 @@ def test_figures():
     assert f['ufo_qos_feasible_cells_pct'] == 75.0
     assert f['dyniso_qos_feasible_cells_pct'] == 50.0
     assert f['cells'] == 4
+    assert f['ufo_over_oracle_ratio'] == (1.0 + 8 / 6 + 16 / 14) / 3
+    # UFO's and the Oracle's saving over the same cells, all three meet.
+    assert f['cells_compared_all_three'] == 2
+    assert f['ufo_vs_dyniso_core_saving_avg_common'] == (50.0 + 20.0) / 2
+    assert f['oracle_vs_dyniso_core_saving_avg'] == (50.0 + 40.0) / 2
 
 
 def test_figures_restricted_to_cells():
@@ -48,7 +53,13 @@ def test_result_line_format():
                r'ufo_vs_dyniso_core_saving_max=-?[0-9.]+ '
                r'ufo_over_oracle_cores=-?[0-9.]+ '
                r'ufo_qos_feasible_cells_pct=[0-9.]+ '
-               r'dyniso_qos_feasible_cells_pct=[0-9.]+$')
+               r'dyniso_qos_feasible_cells_pct=[0-9.]+ '
+               r'ufo_over_oracle_ratio=[0-9.]+ '
+               r'oracle_vs_dyniso_core_saving_avg=-?[0-9.]+ '
+               r'ufo_vs_dyniso_core_saving_avg_common=-?[0-9.]+ '
+               r'dyniso_cpus_mean_avg=nan dyniso_cpus_max_max=nan '
+               r'ufo_cpus_mean_avg=nan ufo_cpus_max_max=nan '
+               r'oracle_cpus_mean_avg=nan oracle_cpus_max_max=nan$')
     assert re.match(pattern, line), line
 
 
