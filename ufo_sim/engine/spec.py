@@ -55,19 +55,19 @@ class HostSpec:
     # what it touches only); warmth decays with the others' busy time
     # there (cache_decay); threads of the same VM and kind evict
     # cache_same_group of what a foreign thread does.
-    cache_refill: float = scaled(60e-6)
+    cache_refill: float = scaled(120e-6)
     cache_decay: float = scaled(100e-6)
     cache_same_group: float = 0.1
-    cold_slowdown: float = 2.0
+    cold_slowdown: float = 3.0
     # The emulator threads' working set (rings, packet buffers), as a
     # share of a full refill.
     emu_footprint: float = 0.25
     # An emulator (vhost or QEMU I/O) thread woken from sleep: eventfd
     # signal, wake-up path and poll loop, charged to that thread.
-    emu_wakeup: float = scaled(3e-6)
+    emu_wakeup: float = scaled(5e-6)
     # Per packet in: the emulator signals the guest interrupt (irqfd,
     # KVM's injection, the IPI to a vCPU running elsewhere).
-    irq_inject: float = scaled(1e-6)
+    irq_inject: float = scaled(2e-6)
 
     def __post_init__(self):
         if self.smt not in (1, 2):

@@ -223,8 +223,8 @@ def held_stats(held, ticks):
         held = [held] * len(ticks)
     seconds = sum(s for s, _ in ticks)
     return {'cpus_max': max(held),
-            'cpus_mean': sum(h * s for h, (s, _) in zip(held, ticks)) /
-            seconds,
+            'cpus_mean': round(sum(h * s for h, (s, _) in zip(held, ticks)) /
+                               seconds, 9),
             'qos_violation_s': sum(s for s, ok in ticks if not ok)}
 
 

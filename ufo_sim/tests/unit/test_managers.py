@@ -1,5 +1,6 @@
 """Each manager's decision on small cells of the real engine."""
 
+import dataclasses
 import math
 
 from ufo_sim.managers import cell as cell_mod
@@ -19,12 +20,12 @@ def _cell(*loads, app='memcached'):
 
 def test_default_finds_the_smallest_shared_set():
     light = default.evaluate(_cell(0.1, 0.1), FAST)
-    heavy = default.evaluate(_cell(0.5, 0.5), FAST)
+    heavy = default.evaluate(_cell(0.3, 0.3), FAST)
     assert light.qos_met and heavy.qos_met
     assert light.cpus < heavy.cpus <= 16
     assert light.cpus == 2 * light.detail['shared_cores']
     # Bisection proved the count: one core fewer fails.
-    assert not default.run_shared(_cell(0.5, 0.5), FAST,
+    assert not default.run_shared(_cell(0.3, 0.3), FAST,
                                   heavy.detail['shared_cores'] - 1).all_ok
 
 
@@ -54,7 +55,9 @@ def test_oracle_isolates_and_beats_a_full_allocation():
 
 
 def test_dyniso_shrinks_idle_vms_from_the_even_split():
-    r = dyniso.evaluate(_cell(0.1, 0.1), FAST)
+    # Shrinking to 2 cores each overshoots once before it settles.
+    r = dyniso.evaluate(_cell(0.1, 0.1), dataclasses.replace(FAST,
+                                                             converge=30))
     assert r.qos_met
     assert r.cpus < 16
     assert sum(r.detail['vm_cores']) * 2 <= r.cpus
