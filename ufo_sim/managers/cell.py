@@ -45,6 +45,8 @@ class Settings:
     (DynIso, UFO) act once per control interval of ``tick`` simulated
     seconds (one real second: the engine's time scale); they get
     ``converge`` intervals to settle, then ``judge`` intervals are judged.
+    ``host_options`` are (name, value) overrides of the other
+    :class:`~ufo_sim.engine.HostSpec` fields (calibration what-ifs).
     """
 
     cores: int = 8
@@ -56,6 +58,7 @@ class Settings:
     judge: int = 10
     seed: int = 1
     ufo_config: tuple = ()      # (name, value) ControllerConfig overrides
+    host_options: tuple = ()    # (name, value) HostSpec overrides
 
 
 @dataclasses.dataclass(frozen=True)

@@ -48,8 +48,9 @@ def build(cell, settings, seed, cores=None, vcpus=None):
     cores than the budget just to be laid out; the manager checks the
     budget). ``vcpus`` overrides the flavor size of every VM.
     """
-    host = engine.SimHost(engine.HostSpec(cores=cores or settings.cores,
-                                          smt=settings.smt), seed=seed)
+    spec = engine.HostSpec(cores=cores or settings.cores, smt=settings.smt,
+                           **dict(settings.host_options))
+    host = engine.SimHost(spec, seed=seed)
     scene = Scene(host, [], [], [], [])
     for i, vm_load in enumerate(cell.vms):
         prof = profile(vm_load.profile)
