@@ -1,20 +1,27 @@
-"""python -m ufo_sim.calibration {figures,maxload}.
+"""python -m ufo_sim.calibration {figures,maxload,check}.
 
 ``figures`` runs every §3 sweep, writes the PNGs and calibration.json to
 ``--out`` (default doc/source/_static/sim) and prints the numbers the
-calibration page quotes; ``maxload`` re-measures each profile's max_rps.
+calibration page quotes; ``maxload`` re-measures each profile's max_rps;
+``check`` measures the paper's values (:mod:`ufo_sim.calibration.
+targets`) on the model, writes calibration-check.json (and fig12.png when
+both Fig. 12 rows ran) to ``--out`` and exits 1 if a row misses.
 """
 
 import argparse
 import json
 import os
+import sys
 import time
 
 import numpy as np
 
 from ufo_sim.calibration import report
 from ufo_sim.calibration import scenarios
+from ufo_sim.calibration import targets
 from ufo_sim import profiles
+
+OUT = os.path.join('doc', 'source', '_static', 'sim')
 
 
 def _summary(res):
@@ -77,20 +84,60 @@ def maxload(args):
                  ', '.join('%.0f' % x for x in loads), p.max_rps))
 
 
+def check(args):
+    chosen = [targets.target(i) for i in args.only] if args.only else \
+        list(targets.TARGETS)
+    options = tuple(args.host_option or ())
+    started = time.monotonic()
+    results = targets.run(chosen, args.seeds, args.processes, options,
+                          progress=sys.stderr)
+    print('\n'.join(targets.format_table(results)))
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, 'calibration-check.json')
+    with open(path, 'w') as f:
+        json.dump(targets.to_json(results, args.seeds, args.processes,
+                                  options), f, indent=1, sort_keys=True)
+    print('wrote', path)
+    # The heatmaps show seed 1's grids, whatever --seeds says.
+    detail = {r.target.id: r.per_seed[0].detail for r in results}
+    grids = {manager: detail[row]
+             for manager, row in targets.FIG12_ROWS.items() if row in detail}
+    if len(grids) == len(targets.FIG12_ROWS):
+        from ufo_sim.calibration import figures as figs
+        print('wrote', figs.fig12(grids, targets.PAPER_FIG12_PCT, args.out))
+    passed = sum(r.passed for r in results)
+    print('%d/%d rows pass; %.0f s wall, %.1f s CPU'
+          % (passed, len(results), time.monotonic() - started,
+             sum(r.cpu_seconds for r in results)))
+    return 0 if passed == len(results) else 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m ufo_sim.calibration')
     sub = parser.add_subparsers(dest='cmd', required=True)
     f = sub.add_parser('figures', help='run the §3 sweeps, draw them')
-    f.add_argument('--out', default=os.path.join('doc', 'source', '_static',
-                                                 'sim'))
+    f.add_argument('--out', default=OUT)
     f.add_argument('--seconds', type=float, default=4.0,
                    help='measured simulated seconds per point')
     f.set_defaults(func=figures)
     m = sub.add_parser('maxload', help="re-measure the profiles' max_rps")
     m.set_defaults(func=maxload)
+    c = sub.add_parser('check', help="the paper's values as checks")
+    c.add_argument('--only', type=targets.parse_only, metavar='ID,...',
+                   help='rows to run (default: all)')
+    c.add_argument('--processes', type=targets.positive_int, default=2,
+                   help='worker processes for the Fig. 12 grids')
+    c.add_argument('--seeds', type=targets.positive_int, default=1,
+                   help='run seeds 1..N; a value is the mean over them')
+    c.add_argument('--host-option', type=targets.parse_host_option,
+                   action='append', metavar='NAME=VALUE',
+                   help='override a HostSpec field (repeatable; VALUE is '
+                        'JSON), e.g. halt_poll=5e-3')
+    c.add_argument('--out', default=OUT)
+    c.set_defaults(func=check)
     args = parser.parse_args(argv)
-    args.func(args)
+    return args.func(args) or 0
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

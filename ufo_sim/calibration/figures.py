@@ -124,6 +124,28 @@ def be(res, out_dir):
     return _save(fig, out_dir, 'be.png')
 
 
+def fig12(grids, paper_pct, out_dir):
+    """Fig. 12: Default and DynIso heatmaps side by side.
+
+    ``grids`` maps a manager to :func:`~ufo_sim.calibration.targets.
+    fig12_grid`'s answer; cells meeting QoS show the CPUs held.
+    """
+    from ufo_sim.experiments import plots
+    managers = [m for m in ('default', 'dyniso') if m in grids]
+    first = grids[managers[0]]
+    loads = first['loads']
+
+    def value(manager, a, b):
+        cpus = grids[manager]['cpus'][loads.index(a)][loads.index(b)]
+        return cpus, cpus is not None
+
+    path = os.path.join(out_dir, 'fig12.png')
+    plots.heatmaps(path, 'Fig. 12 on the model: Memcached + Memcached, '
+                   '%d pCPUs' % first['budget'], loads, managers, value,
+                   first['budget'], paper_pct)
+    return path
+
+
 def draw_all(res, out_dir):
     """Every figure; returns the paths written."""
     os.makedirs(out_dir, exist_ok=True)

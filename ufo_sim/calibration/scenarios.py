@@ -1,7 +1,10 @@
 """The paper's §3 set-ups, run on the model; each returns plain numbers.
 
 Nothing here is tuned per experiment: every scenario uses the default
-:class:`~ufo_sim.engine.HostSpec` and the profiles as they are.
+:class:`~ufo_sim.engine.HostSpec` and the profiles as they are. Each
+takes ``host_options``, (name, value) pairs overriding HostSpec fields
+other than the host's shape (``check --host-option``), applied by
+:func:`host_spec` to every host built here.
 """
 
 import dataclasses
@@ -13,6 +16,17 @@ from ufo_sim.engine import SimHost
 from ufo_sim import profiles
 
 WARMUP = 1.0
+# Each scenario fixes the host's shape itself.
+SHAPE_FIELDS = ('cores', 'smt')
+
+
+def host_spec(cores, smt=2, host_options=()):
+    """The HostSpec of a scenario: its shape plus ``host_options``."""
+    options = dict(host_options)
+    shape = set(SHAPE_FIELDS) & set(options)
+    if shape:
+        raise ValueError('the scenario sets %s' % ', '.join(sorted(shape)))
+    return HostSpec(cores=cores, smt=smt, **options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,13 +81,14 @@ def measure(host, vms, seconds, warmup=WARMUP):
     return out
 
 
-def dedicated(profile, pcpus, rps, seconds=4.0, seed=1, online=None):
+def dedicated(profile, pcpus, rps, seconds=4.0, seed=1, online=None,
+              host_options=()):
     """One VM, vCPUs on ``pcpus`` CPUs, emulator on 8 CPUs of its own.
 
     ``online`` defaults to ``pcpus`` (host-aware isolation); the paper's
     max-load point is ``pcpus=8``.
     """
-    host = SimHost(HostSpec(cores=8, smt=2), seed=seed)
+    host = SimHost(host_spec(8, 2, host_options), seed=seed)
     vm = host.add_vm('vm', profile.vcpus, profile, rps=rps)
     host.pin_vcpus(vm, range(pcpus))
     host.pin_emulator(vm, range(8, 16))
@@ -81,7 +96,8 @@ def dedicated(profile, pcpus, rps, seconds=4.0, seed=1, online=None):
     return measure(host, [vm], seconds)[vm]
 
 
-def max_load(profile, seconds=4.0, seed=1, lo=0.2, hi=2.0, steps=9):
+def max_load(profile, seconds=4.0, seed=1, lo=0.2, hi=2.0, steps=9,
+             host_options=()):
     """Highest rps whose p99 meets QoS on 8 dedicated CPUs (paper §5.2).
 
     Bisection between ``lo`` and ``hi`` times the current ``max_rps``.
@@ -89,7 +105,8 @@ def max_load(profile, seconds=4.0, seed=1, lo=0.2, hi=2.0, steps=9):
     base = profile.max_rps
     for _ in range(steps):
         mid = (lo + hi) / 2
-        w = dedicated(profile, 8, base * mid, seconds, seed, online=8)
+        w = dedicated(profile, 8, base * mid, seconds, seed, online=8,
+                      host_options=host_options)
         if w.p99_us <= profile.qos_p99_us:
             lo = mid
         else:
@@ -100,7 +117,8 @@ def max_load(profile, seconds=4.0, seed=1, lo=0.2, hi=2.0, steps=9):
 MODES = ('default', 'isolation', 'hostaware')
 
 
-def four_vms(profile, rps, mode, seconds=4.0, seed=1, emulator_apart=True):
+def four_vms(profile, rps, mode, seconds=4.0, seed=1, emulator_apart=True,
+             host_options=()):
     """§3.1-3.2: four 8-vCPU VMs on 16 logical CPUs.
 
     default: all vCPUs share the 16 CPUs; isolation: 4 CPUs per VM;
@@ -109,7 +127,7 @@ def four_vms(profile, rps, mode, seconds=4.0, seed=1, emulator_apart=True):
     placement only; else they share their VM's vCPU CPUs.
     Returns the four VMs' windows.
     """
-    host = SimHost(HostSpec(cores=16, smt=2), seed=seed)
+    host = SimHost(host_spec(16, 2, host_options), seed=seed)
     vms = [host.add_vm('vm%d' % i, profile.vcpus, profile, rps=rps)
            for i in range(4)]
     for i, vm in enumerate(vms):
@@ -129,13 +147,14 @@ def geomean(values):
     return float(np.exp(np.mean(np.log(values))))
 
 
-def emulator_placement(profile, rps, isolated, seconds=4.0, seed=1):
+def emulator_placement(profile, rps, isolated, seconds=4.0, seed=1,
+                       host_options=()):
     """§3.4 (Fig. 5): one VM on 8 CPUs, emulator shared or isolated.
 
     Shared: vCPUs and emulator threads float over the 8 CPUs, 8 vCPUs
     online. Isolated: 6 CPUs and 6 online vCPUs, 2 CPUs for emulator.
     """
-    host = SimHost(HostSpec(cores=8, smt=2), seed=seed)
+    host = SimHost(host_spec(8, 2, host_options), seed=seed)
     vm = host.add_vm('vm', profile.vcpus, profile, rps=rps)
     if isolated:
         host.pin_vcpus(vm, range(6))
@@ -147,11 +166,11 @@ def emulator_placement(profile, rps, isolated, seconds=4.0, seed=1):
     return measure(host, [vm], seconds)[vm]
 
 
-def be_modes(seconds=4.0, seed=1, threads=8):
+def be_modes(seconds=4.0, seed=1, threads=8, host_options=()):
     """§3.5: four BE VMs under each mode; work chunks per second."""
     out = {}
     for mode in MODES:
-        host = SimHost(HostSpec(cores=16, smt=2), seed=seed)
+        host = SimHost(host_spec(16, 2, host_options), seed=seed)
         vms = [host.add_vm('vm%d' % i, 8, profiles.BE(threads))
                for i in range(4)]
         for i, vm in enumerate(vms):

@@ -17,12 +17,14 @@ MANAGER_LABELS = {'default': 'Default', 'dyniso': 'DynIso',
                   'oracle': 'Oracle'}
 
 
-def heatmaps(path, title, loads, managers, value, budget_cpus):
+def heatmaps(path, title, loads, managers, value, budget_cpus,
+             paper_pct=None):
     """One heatmap per manager: CPUs needed per (VM1 load, VM2 load).
 
     ``value(manager, load1, load2)`` returns (cpus, QoS met). Cells
     missing QoS are brown with an x, as in the paper's Fig. 12; the title
-    counts the cells met within ``budget_cpus``.
+    counts the cells met within ``budget_cpus``, next to the paper's
+    count where ``paper_pct`` (manager -> %) has one.
     """
     plt = _pyplot()
     from matplotlib import colors
@@ -59,9 +61,12 @@ def heatmaps(path, title, loads, managers, value, budget_cpus):
         ax.set_xlabel('VM2 load (% of max)', fontsize=8)
         if manager == managers[0]:
             ax.set_ylabel('VM1 load (% of max)', fontsize=8)
-        ax.set_title('%s: QoS in %d%% of cells' % (
+        label = '%s: QoS in %d%% of cells' % (
             MANAGER_LABELS.get(manager, manager),
-            round(100.0 * feasible_count / (n * n))), fontsize=9)
+            round(100.0 * feasible_count / (n * n)))
+        if paper_pct and manager in paper_pct:
+            label += ' (paper %d%%)' % paper_pct[manager]
+        ax.set_title(label, fontsize=9)
         ax.set_aspect('equal')
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -1,0 +1,493 @@
+"""The paper's measurements of real hardware, as checks on the model.
+
+Each :class:`Target` is one number of the paper (§3 and §6.1): what is
+measured, the paper's value, the interval the model's value must fall
+in, and a function that measures it on the model the way the paper did
+(same host, VM sizes, loads and QoS rule). :func:`run` measures a list
+of them; ``python -m ufo_sim.calibration check`` prints and saves the
+outcome and fails when a row misses its interval.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import time
+
+import numpy as np
+
+from ufo_sim.calibration import report
+from ufo_sim.calibration import scenarios
+from ufo_sim.engine import HostSpec
+from ufo_sim.experiments import grid
+from ufo_sim.experiments import parallel
+from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import registry
+from ufo_sim import profiles
+
+# Measured simulated seconds per point, as ``figures`` uses them.
+SECONDS = 4.0
+BE_SECONDS = 10.0
+# Max-load sweeps: fractions of max_rps in these steps, up to TOP. At 5
+# points a 15 % gain on a 40 % knee can vanish.
+STEP = 0.025
+TOP = 2.0
+# Fig. 12's cells meeting QoS within 16 pCPUs, per manager (§6.1), and
+# the rows measuring them.
+PAPER_FIG12_PCT = {'default': 19, 'dyniso': 16}
+FIG12_ROWS = {'default': 'fig12_default_pct', 'dyniso': 'fig12_dyniso_pct'}
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    """How a row is measured: seed, worker processes, HostSpec overrides."""
+
+    seed: int = 1
+    processes: int = 2
+    host_options: tuple = ()
+
+    def settings(self):
+        """Cell settings of the grids: the paper's 16-pCPU host."""
+        return cell_mod.Settings(seed=self.seed,
+                                 host_options=self.host_options)
+
+
+@dataclasses.dataclass
+class Measured:
+    """A row's model values (name -> value) and JSON-able extras."""
+
+    values: dict
+    detail: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """An accepted closed interval for every value, or for their mean."""
+
+    low: float
+    high: float
+    of: str = 'each'            # 'each' or 'mean'
+
+    def holds(self, values):
+        xs = list(values.values())
+        if self.of == 'mean':
+            xs = [float(np.mean(xs))] if xs else []
+        # NaN (an undefined ratio) fails: comparisons with it are false.
+        return bool(xs) and all(self.low <= x <= self.high for x in xs)
+
+    def text(self, count):
+        interval = '[%g, %g]' % (self.low, self.high)
+        if self.of == 'mean':
+            return 'mean in ' + interval
+        return interval if count == 1 else 'each in ' + interval
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One row: ``measure(Context) -> Measured``, checked by ``bounds``."""
+
+    id: str
+    what: str
+    paper: str
+    bounds: tuple
+    measure: object
+
+    def check(self, values):
+        return all(b.holds(values) for b in self.bounds)
+
+
+def _gain(new, old):
+    """``new`` over ``old`` in percent (NaN when ``old`` is 0)."""
+    return 100.0 * (new / old - 1) if old else math.nan
+
+
+def _cut(new, old):
+    """How much lower ``new`` is than ``old``, in percent of ``old``."""
+    return 100.0 * (1 - new / old) if old else math.nan
+
+
+def max_load(profile, p99_at, step=STEP, top=TOP):
+    """Highest load before the p99 first exceeds QoS (the paper's cross).
+
+    ``p99_at(rps)`` measures the p99; loads are fractions of the
+    profile's max_rps, swept upwards in ``step`` steps.
+    """
+    best = 0.0
+    for i in range(1, int(round(top / step)) + 1):
+        load = round(i * step, 6)
+        if p99_at(profile.max_rps * load) > profile.qos_p99_us:
+            break
+        best = load
+    return best
+
+
+# Rows 1-2: Fig. 12, two Memcached VMs on a 16-pCPU budget (§6.1).
+
+def _evaluate(task):
+    name, cell, settings = task
+    r = registry.evaluate(name, cell, settings)
+    return r.cpus, r.qos_met
+
+
+def fig12_grid(manager, ctx, loads=grid.FULL_LOADS, timeout=600.0):
+    """CPUs per cell (None: QoS not met within the budget).
+
+    ``cpus[i][j]`` has VM1 at ``loads[i]`` and VM2 at ``loads[j]``. The
+    cell (b, a) is (a, b) with the VMs swapped, so only a <= b runs, in
+    ``ctx.processes`` workers.
+    """
+    settings = ctx.settings()
+    budget = settings.cores * settings.smt
+    n = len(loads)
+    pairs = [(i, j) for i in range(n) for j in range(i, n)]
+    tasks = [(manager,
+              cell_mod.Cell((cell_mod.VmLoad('memcached', loads[i]),
+                             cell_mod.VmLoad('memcached', loads[j]))),
+              settings) for i, j in pairs]
+    outcome = parallel.run(_evaluate, tasks, ctx.processes, timeout)
+    cpus = [[None] * n for _ in range(n)]
+    errors = []
+    for (i, j), task, (status, value) in zip(pairs, tasks, outcome):
+        if status != parallel.OK:
+            errors.append('%s: %s: %s' % (task[1].key, status, value))
+            continue
+        held, met = value
+        if met and held is not None and held <= budget:
+            cpus[i][j] = cpus[j][i] = held
+    return {'loads': list(loads), 'budget': budget, 'cpus': cpus,
+            'errors': errors}
+
+
+def _fig12_pct(manager, ctx):
+    found = fig12_grid(manager, ctx)
+    cells = [c for row in found['cpus'] for c in row]
+    met = sum(c is not None for c in cells)
+    return Measured({'pct': 100.0 * met / len(cells)}, found)
+
+
+def fig12_default_pct(ctx):
+    # Bisection for the CPU counts of the heatmap; a cell failing at the
+    # full budget costs one trial, as a plain feasibility check would.
+    return _fig12_pct('default', ctx)
+
+
+def fig12_dyniso_pct(ctx):
+    return _fig12_pct('dyniso', ctx)
+
+
+# Rows 3-4: emulator threads (§3.4, Fig. 5 and 7a).
+
+def emulator_share_lc(ctx):
+    values = {}
+    for p in profiles.LC_PROFILES:
+        for load in (0.2, 0.5, 0.8):
+            w = scenarios.dedicated(p, 8, p.max_rps * load, SECONDS,
+                                    ctx.seed, host_options=ctx.host_options)
+            values['%s@%d' % (p.name, round(load * 100))] = (
+                100.0 * w.emulator_util / w.vcpu_util)
+    return Measured(values)
+
+
+def fig5_isolation_gain(ctx):
+    values, detail = {}, {}
+    for p in profiles.LC_PROFILES:
+        loads = {}
+        for name, isolated in (('shared', False), ('isolated', True)):
+            def p99(rps, p=p, isolated=isolated):
+                return scenarios.emulator_placement(
+                    p, rps, isolated, SECONDS, ctx.seed,
+                    host_options=ctx.host_options).p99_us
+            loads[name] = max_load(p, p99)
+        values[p.name] = _gain(loads['isolated'], loads['shared'])
+        detail[p.name] = loads
+    return Measured(values, detail)
+
+
+# Rows 5-8: four 8-vCPU VMs on 16 pCPUs (§3.2, Fig. 2a and 3).
+
+def _four_vms(ctx, profile, rps, mode):
+    return scenarios.four_vms(profile, rps, mode, SECONDS, ctx.seed,
+                              host_options=ctx.host_options)
+
+
+def _mode_gain(ctx, new, old):
+    """Per app, max load under QoS of mode ``new`` over mode ``old``."""
+    values, detail = {}, {}
+    for p in profiles.LC_PROFILES:
+        loads = {}
+        for mode in (old, new):
+            def p99(rps, p=p, mode=mode):
+                # The paper merges the four VMs' p99 by geometric mean.
+                return scenarios.geomean(
+                    [w.p99_us for w in _four_vms(ctx, p, rps, mode)])
+            loads[mode] = max_load(p, p99)
+        values[p.name] = _gain(loads[new], loads[old])
+        detail[p.name] = loads
+    return Measured(values, detail)
+
+
+def fig2_hostaware_gain(ctx):
+    return _mode_gain(ctx, 'hostaware', 'isolation')
+
+
+def fig2_isolation_vs_default(ctx):
+    return _mode_gain(ctx, 'isolation', 'default')
+
+
+def _paper_load_cut(ctx, field):
+    """Per app, host-aware's cut of ``field`` against Isolation.
+
+    At each app's Default max load, where the paper measured Fig. 3.
+    """
+    values, detail = {}, {}
+    for p in profiles.LC_PROFILES:
+        rps = p.max_rps * report.PAPER_DEFAULT_LOAD[p.name]
+        per_vm = {mode: float(np.mean([getattr(w, field) for w in
+                                       _four_vms(ctx, p, rps, mode)]))
+                  for mode in ('isolation', 'hostaware')}
+        values[p.name] = _cut(per_vm['hostaware'], per_vm['isolation'])
+        detail[p.name] = per_vm
+    return Measured(values, detail)
+
+
+def fig3a_ctxsw_cut(ctx):
+    return _paper_load_cut(ctx, 'vcpu_switches')
+
+
+def fig3b_delay_cut(ctx):
+    return _paper_load_cut(ctx, 'vcpu_wait_ms')
+
+
+# Rows 9-10: four BE VMs (§3.5, Fig. 2b and 7b).
+
+def _be(ctx):
+    return scenarios.be_modes(BE_SECONDS, ctx.seed,
+                              host_options=ctx.host_options)
+
+
+def be_emulator_share(ctx):
+    return Measured({
+        mode: 100.0 * sum(w.emulator_util for w in ws) /
+        sum(w.vcpu_util for w in ws)
+        for mode, ws in _be(ctx).items()})
+
+
+def be_throughput_spread(ctx):
+    res = _be(ctx)
+    done = {mode: sum(w.done for w in ws) for mode, ws in res.items()}
+    return Measured({mode: _gain(done[mode], done['default'])
+                     for mode in ('isolation', 'hostaware')})
+
+
+TARGETS = (
+    Target('fig12_default_pct',
+           'Fig. 12: % of the Memcached+Memcached cells (each VM at 10-100 '
+           '% of max load) where Default meets both QoS within 16 pCPUs',
+           '19 %', (Bound(9, 29),), fig12_default_pct),
+    Target('fig12_dyniso_pct',
+           'Fig. 12: the same for DynIso',
+           '16 %', (Bound(6, 26),), fig12_dyniso_pct),
+    Target('emulator_share_lc',
+           'Fig. 7a: emulator-thread CPU in % of vCPU-thread CPU, 8 vCPUs '
+           'on 8 pCPUs, emulator on 8 more, at 20/50/80 % load',
+           '15-50 %', (Bound(15, 50),), emulator_share_lc),
+    Target('fig5_isolation_gain',
+           'Fig. 5: max load under QoS, emulator isolated (6+2 pCPUs, 6 '
+           'vCPUs online) over shared (8 pCPUs), % gain',
+           '+15-50 % each', (Bound(15, 50),), fig5_isolation_gain),
+    Target('fig2_hostaware_gain',
+           'Fig. 2a: four VMs on 16 pCPUs, max load under QoS (geomean '
+           'p99), host-aware isolation over isolation, % gain',
+           '+25-125 %', (Bound(25, 125),), fig2_hostaware_gain),
+    Target('fig2_isolation_vs_default',
+           'Fig. 2a: the same, isolation over default, % gain',
+           'up to +33 %, mean +18 %',
+           (Bound(8, 28, 'mean'), Bound(-5, 43)), fig2_isolation_vs_default),
+    Target('fig3a_ctxsw_cut',
+           "Fig. 3a: vCPU switch-ins on the host cut by host-aware "
+           "isolation vs isolation, % (at the paper's Default max load)",
+           '-92 %', (Bound(82, 100),), fig3a_ctxsw_cut),
+    Target('fig3b_delay_cut',
+           'Fig. 3b: vCPU host run delay cut, same runs, %',
+           '-99 %', (Bound(89, 100),), fig3b_delay_cut),
+    Target('be_emulator_share',
+           'Fig. 7b: BE emulator-thread CPU in % of vCPU-thread CPU, four '
+           'BE VMs, per mode',
+           '< 1 %', (Bound(0, 1),), be_emulator_share),
+    Target('be_throughput_spread',
+           'Fig. 2b: BE throughput of isolation and host-aware vs default, '
+           '% change',
+           'within 1 %', (Bound(-2, 2),), be_throughput_spread),
+)
+
+
+def target(target_id):
+    """The row called ``target_id`` (KeyError if none)."""
+    for t in TARGETS:
+        if t.id == target_id:
+            return t
+    raise KeyError(target_id)
+
+
+# Command-line parsing (argparse ``type=`` functions).
+
+def host_option_fields():
+    """HostSpec fields ``--host-option`` may set: all but the shape."""
+    return [f.name for f in dataclasses.fields(HostSpec)
+            if f.name not in scenarios.SHAPE_FIELDS]
+
+
+def parse_host_option(text):
+    """``NAME=VALUE`` of a HostSpec field, VALUE parsed as JSON."""
+    fields = host_option_fields()
+    name, sep, raw = text.partition('=')
+    if not sep or name not in fields:
+        raise argparse.ArgumentTypeError(
+            '%r: expected NAME=VALUE with NAME one of %s'
+            % (text, ', '.join(fields)))
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r: VALUE is not JSON' % text)
+    integer = isinstance(getattr(HostSpec(), name), int)
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise argparse.ArgumentTypeError('%r: %s takes %s' % (
+            text, name, 'an integer' if integer else 'a number'))
+    try:
+        scenarios.host_spec(8, 2, ((name, value),))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError('%r: %s' % (text, exc))
+    return name, value
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError('%r: expected an integer >= 1'
+                                         % text)
+    return value
+
+
+def parse_only(text):
+    """Comma-separated row ids, each one of :data:`TARGETS`."""
+    ids = [x for x in text.split(',') if x]
+    known = [t.id for t in TARGETS]
+    unknown = [x for x in ids if x not in known]
+    if unknown or not ids:
+        raise argparse.ArgumentTypeError('unknown row %s; rows: %s' % (
+            ', '.join(unknown) or '(none)', ', '.join(known)))
+    return ids
+
+
+# Running and reporting.
+
+def _cpu_seconds():
+    # Worker processes count once joined, which parallel.run does.
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+@dataclasses.dataclass
+class Result:
+    """A row's outcome: values are the mean over the seeds."""
+
+    target: Target
+    values: dict
+    per_seed: list              # Measured per seed
+    cpu_seconds: float
+    wall_seconds: float
+
+    @property
+    def passed(self):
+        return self.target.check(self.values)
+
+
+def run(chosen, seeds=1, processes=2, host_options=(), progress=None):
+    """Measure each target on seeds 1..``seeds``; a :class:`Result` each.
+
+    ``progress`` is a stream for one line per finished row.
+    """
+    results = []
+    for t in chosen:
+        cpu, wall = _cpu_seconds(), time.monotonic()
+        measured = [t.measure(Context(seed, processes, tuple(host_options)))
+                    for seed in range(1, seeds + 1)]
+        values = {k: float(np.mean([m.values[k] for m in measured]))
+                  for k in measured[0].values}
+        result = Result(t, values, measured, _cpu_seconds() - cpu,
+                        time.monotonic() - wall)
+        results.append(result)
+        if progress is not None:
+            progress.write('%s: %s, %.1f s CPU\n'
+                           % (t.id, 'PASS' if result.passed else 'FAIL',
+                              result.cpu_seconds))
+            progress.flush()
+    return results
+
+
+def _number(value):
+    return '%.1f' % value if math.isfinite(value) else str(value)
+
+
+def model_text(result):
+    values = result.values
+    if len(values) == 1:
+        text = _number(next(iter(values.values())))
+    else:
+        text = '  '.join('%s %s' % (k, _number(v)) for k, v in values.items())
+    if any(b.of == 'mean' for b in result.target.bounds):
+        text += '  mean %s' % _number(float(np.mean(list(values.values()))))
+    return text
+
+
+def accept_text(result):
+    return ', '.join(b.text(len(result.values))
+                     for b in result.target.bounds)
+
+
+def format_table(results, wide=60):
+    """One line per row: id, model, paper, accepted, PASS/FAIL, CPU s.
+
+    Columns are aligned, except that a cell wider than ``wide`` does not
+    widen its column: it pushes the rest of its own line right.
+    """
+    header = ('row', 'model', 'paper', 'accepted', 'result', 'CPU s')
+    rows = [(r.target.id, model_text(r), r.target.paper, accept_text(r),
+             'PASS' if r.passed else 'FAIL', '%.1f' % r.cpu_seconds)
+            for r in results]
+    widths = [max(len(row[i]) for row in [header] + rows
+                  if len(row[i]) <= wide)
+              for i in range(len(header))]
+    return ['  '.join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip()
+            for row in [header] + rows]
+
+
+def _clean(value):
+    """JSON without NaN or infinity: those become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def to_json(results, seeds, processes, host_options):
+    rows = [{'id': r.target.id, 'what': r.target.what,
+             'paper': r.target.paper,
+             'accept': [dataclasses.asdict(b) for b in r.target.bounds],
+             'values': r.values, 'pass': r.passed,
+             'per_seed': [m.values for m in r.per_seed],
+             'detail': [m.detail for m in r.per_seed],
+             'cpu_seconds': round(r.cpu_seconds, 2),
+             'wall_seconds': round(r.wall_seconds, 2)}
+            for r in results]
+    return _clean({'seeds': seeds, 'processes': processes,
+                   'host_options': dict(host_options),
+                   'passed': all(r.passed for r in results), 'rows': rows})

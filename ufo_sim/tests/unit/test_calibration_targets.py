@@ -1,0 +1,269 @@
+"""The calibration check's machinery, on synthetic rows.
+
+Whether the model meets the paper is test_calibration_rows.py's job.
+"""
+
+import json
+import math
+
+import pytest
+
+from ufo_sim.calibration import __main__ as cli
+from ufo_sim.calibration import scenarios
+from ufo_sim.calibration import targets
+from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import registry
+from ufo_sim.managers import scenario
+from ufo_sim import profiles
+
+
+def _fixed(**values):
+    return lambda ctx: targets.Measured(dict(values))
+
+
+def _row(row_id, bounds, measure):
+    return targets.Target(row_id, 'synthetic', '1 %', bounds, measure)
+
+
+def test_bound_is_closed_and_checks_each_value():
+    b = targets.Bound(15, 50)
+    assert b.holds({'a': 15.0, 'b': 50.0})
+    assert not b.holds({'a': 14.9, 'b': 30.0})
+    assert not b.holds({'a': 30.0, 'b': 50.1})
+    assert not b.holds({'a': math.nan})
+    assert not b.holds({})
+
+
+def test_mean_bound_and_several_bounds():
+    t = _row('x', (targets.Bound(8, 28, 'mean'), targets.Bound(-5, 43)),
+             None)
+    assert t.check({'a': 0.0, 'b': 30.0})          # mean 15
+    assert not t.check({'a': 0.0, 'b': 10.0})      # mean 5
+    assert not t.check({'a': -6.0, 'b': 40.0})     # mean ok, one out
+    assert targets.Bound(8, 28, 'mean').text(3) == 'mean in [8, 28]'
+    assert targets.Bound(15, 50).text(3) == 'each in [15, 50]'
+    assert targets.Bound(9, 29).text(1) == '[9, 29]'
+
+
+def test_run_averages_seeds_and_passes_the_context():
+    seen = []
+
+    def measure(ctx):
+        seen.append(ctx)
+        return targets.Measured({'v': 10.0 * ctx.seed})
+
+    t = _row('x', (targets.Bound(14, 16),), measure)
+    [r] = targets.run([t], seeds=2, processes=3,
+                      host_options=[('halt_poll', 1e-3)])
+    assert [c.seed for c in seen] == [1, 2]
+    assert seen[0].processes == 3
+    assert seen[0].host_options == (('halt_poll', 1e-3),)
+    assert seen[0].settings().host_options == (('halt_poll', 1e-3),)
+    assert r.values == {'v': 15.0} and r.passed
+    assert r.cpu_seconds >= 0 and r.wall_seconds >= 0
+
+
+def test_table_has_one_aligned_line_per_row():
+    rows = [_row('short', (targets.Bound(0, 1),), _fixed(pct=0.5)),
+            _row('a_longer_id', (targets.Bound(8, 28, 'mean'),
+                                 targets.Bound(-5, 43)),
+                 _fixed(memcached=-12.0, nginx=3.0))]
+    lines = targets.format_table(targets.run(rows))
+    assert len(lines) == 3
+    header, short, other = lines
+    assert header.split()[:3] == ['row', 'model', 'paper']
+    assert short.split() == ['short', '0.5', '1', '%', '[0,', '1]',
+                             'PASS', short.split()[-1]]
+    assert ('memcached -12.0  nginx 3.0  mean -4.5' in other and
+            'mean in [8, 28], each in [-5, 43]' in other and
+            'FAIL' in other)
+    # aligned: the paper column starts at the same place
+    assert short.index('1 %') == other.index('1 %')
+
+
+def test_a_very_long_model_cell_only_pushes_its_own_line():
+    many = {'v%d' % i: 1.0 for i in range(20)}
+    rows = [_row('a', (targets.Bound(0, 2),), _fixed(x=1.0)),
+            _row('b', (targets.Bound(0, 2),), _fixed(**many))]
+    header, a, b = targets.format_table(targets.run(rows))
+    assert a.index('PASS') == header.index('result')
+    assert b.index('PASS') > header.index('result')
+
+
+@pytest.fixture
+def synthetic(monkeypatch):
+    rows = (_row('good', (targets.Bound(0, 1),), _fixed(pct=0.5)),
+            _row('bad', (targets.Bound(0, 1),), _fixed(pct=2.0)))
+    monkeypatch.setattr(targets, 'TARGETS', rows)
+    return rows
+
+
+def test_check_exits_1_on_a_failing_row(synthetic, tmp_path, capsys):
+    assert cli.main(['check', '--out', str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert '1/2 rows pass' in out
+    data = json.loads((tmp_path / 'calibration-check.json').read_text())
+    assert [r['id'] for r in data['rows']] == ['good', 'bad']
+    assert [r['pass'] for r in data['rows']] == [True, False]
+    assert data['passed'] is False
+    assert data['rows'][1]['values'] == {'pct': 2.0}
+    assert data['rows'][1]['accept'] == [
+        {'low': 0, 'high': 1, 'of': 'each'}]
+
+
+def test_only_runs_the_rows_named(synthetic, tmp_path, capsys):
+    assert cli.main(['check', '--only', 'good', '--out',
+                     str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert 'good' in out and 'bad' not in out
+    with pytest.raises(SystemExit) as exc:
+        cli.main(['check', '--only', 'good,nope'])
+    assert exc.value.code == 2
+    assert 'unknown row nope' in capsys.readouterr().err
+
+
+def test_json_has_no_nan(synthetic, monkeypatch, tmp_path):
+    monkeypatch.setattr(targets, 'TARGETS', (
+        _row('undefined', (targets.Bound(0, 1),), _fixed(x=math.nan)),))
+    assert cli.main(['check', '--out', str(tmp_path)]) == 1
+    text = (tmp_path / 'calibration-check.json').read_text()
+    assert 'NaN' not in text
+    assert json.loads(text)['rows'][0]['values'] == {'x': None}
+
+
+def test_host_option_reaches_the_rows(synthetic, monkeypatch, tmp_path):
+    seen = []
+
+    def measure(ctx):
+        seen.append(ctx.host_options)
+        return targets.Measured({'x': 0.0})
+
+    monkeypatch.setattr(targets, 'TARGETS',
+                        (_row('opt', (targets.Bound(0, 1),), measure),))
+    assert cli.main(['check', '--host-option', 'smt_slowdown=1.2',
+                     '--host-option', 'max_outstanding=100',
+                     '--out', str(tmp_path)]) == 0
+    assert seen == [(('smt_slowdown', 1.2), ('max_outstanding', 100))]
+    data = json.loads((tmp_path / 'calibration-check.json').read_text())
+    assert data['host_options'] == {'smt_slowdown': 1.2,
+                                    'max_outstanding': 100}
+
+
+@pytest.mark.parametrize('text,why', [
+    ('nosuch=1', 'NAME one of'),
+    ('cores=4', 'NAME one of'),             # the scenarios set the shape
+    ('halt_poll', 'NAME one of'),
+    ('halt_poll=fast', 'not JSON'),
+    ('max_outstanding=1.5', 'takes an integer'),
+    ('smt_slowdown=true', 'takes a number'),
+    ('smt_slowdown=0.5', 'smt_slowdown must be >= 1'),
+])
+def test_bad_host_options_are_usage_errors(text, why, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(['check', '--host-option', text])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert why in err
+    if why == 'NAME one of':
+        for field in targets.host_option_fields():
+            assert field in err
+
+
+def test_host_option_fields_are_hostspec_minus_the_shape():
+    fields = targets.host_option_fields()
+    assert 'smt_slowdown' in fields and 'halt_poll' in fields
+    assert 'cores' not in fields and 'smt' not in fields
+    assert targets.parse_host_option('halt_poll=2e-3') == ('halt_poll',
+                                                           2e-3)
+
+
+def test_every_scenario_host_gets_the_options(monkeypatch):
+    specs = []
+
+    class Built(Exception):
+        pass
+
+    def fake_host(spec, seed):
+        specs.append(spec)
+        raise Built()
+
+    monkeypatch.setattr(scenarios, 'SimHost', fake_host)
+    opts = (('smt_slowdown', 1.25),)
+    mc = profiles.MEMCACHED
+    for run in (lambda: scenarios.dedicated(mc, 8, 1.0, host_options=opts),
+                lambda: scenarios.max_load(mc, host_options=opts),
+                lambda: scenarios.four_vms(mc, 1.0, 'default',
+                                           host_options=opts),
+                lambda: scenarios.emulator_placement(
+                    mc, 1.0, True, host_options=opts),
+                lambda: scenarios.be_modes(host_options=opts)):
+        with pytest.raises(Built):
+            run()
+    assert [s.smt_slowdown for s in specs] == [1.25] * 5
+    assert [s.cpus for s in specs] == [16, 16, 32, 16, 32]
+    with pytest.raises(ValueError):
+        scenarios.host_spec(8, 2, (('cores', 4),))
+
+
+def test_manager_scenes_get_the_options():
+    cell = cell_mod.Cell((cell_mod.VmLoad('memcached', 0.1),))
+    settings = cell_mod.Settings(host_options=(('smt_slowdown', 1.25),))
+    scene = scenario.build(cell, settings, seed=1)
+    assert scene.host.spec.smt_slowdown == 1.25
+    assert scene.host.spec.cpus == 16
+
+
+def test_max_load_is_the_last_load_before_the_first_miss():
+    mc = profiles.MEMCACHED
+    knee = 0.4 * mc.max_rps
+    tried = []
+
+    def p99(rps):
+        tried.append(rps)
+        return mc.qos_p99_us * (0.5 if rps <= knee + 1e-6 else 2)
+
+    assert targets.max_load(mc, p99) == pytest.approx(0.4)
+    assert len(tried) == 17                 # stops at the first miss
+    assert targets.max_load(mc, lambda rps: math.inf) == 0.0
+
+
+# (VM1 load, VM2 load) -> (CPUs, QoS met); asymmetric on purpose: the
+# mirror cell must be copied, not simulated.
+FAKE = {(0.1, 0.1): (4, True), (0.1, 0.2): (6, True), (0.1, 0.3): (8, True),
+        (0.2, 0.2): (10, False), (0.2, 0.3): (20, True)}
+
+
+def _fake_manager(cell, settings):
+    a, b = (v.load for v in cell.vms)
+    if (a, b) not in FAKE:
+        raise RuntimeError('boom')
+    cpus, met = FAKE[a, b]
+    return cell_mod.CellResult('fake', cell.key, cpus, met, (0, 0))
+
+
+def test_fig12_grid_mirrors_and_keeps_errors(monkeypatch):
+    monkeypatch.setitem(registry.MANAGERS, 'fake', _fake_manager)
+    found = targets.fig12_grid('fake', targets.Context(processes=1),
+                               loads=(0.1, 0.2, 0.3))
+    assert found['cpus'] == [[4, 6, 8],
+                             [6, None, None],     # QoS missed; over budget
+                             [8, None, None]]     # (0.3, 0.3) raised
+    assert len(found['errors']) == 1 and 'boom' in found['errors'][0]
+
+
+def test_fig12_heatmap_is_drawn(tmp_path):
+    from ufo_sim.calibration import figures
+    loads = [0.1, 0.2]
+    grids = {m: {'loads': loads, 'budget': 16,
+                 'cpus': [[4, None], [None, None]]}
+             for m in ('default', 'dyniso')}
+    path = figures.fig12(grids, targets.PAPER_FIG12_PCT, str(tmp_path))
+    assert path.endswith('fig12.png')
+    assert (tmp_path / 'fig12.png').stat().st_size > 1000
+
+
+def test_every_row_is_named_once_and_fig12_rows_exist():
+    ids = [t.id for t in targets.TARGETS]
+    assert len(ids) == len(set(ids)) == 10
+    for row in targets.FIG12_ROWS.values():
+        assert targets.target(row).bounds
