@@ -64,9 +64,11 @@ def test_host_aware_isolation_helps_the_tail(modes):
 
 
 def test_guest_switches_stay_with_fewer_vcpus(modes):
-    # the application's threads do not shrink with the vCPUs (§3.2)
-    assert (_mean(modes['hostaware'], 'guest_sf') ==
-            pytest.approx(_mean(modes['isolation'], 'guest_sf'), rel=0.3))
+    # The application's threads do not shrink with the vCPUs, so guest
+    # context switches are not reduced (§3.2). They may rise: isolation
+    # runs near its knee here, where work runs back to back (Fig. 4).
+    assert (_mean(modes['hostaware'], 'guest_sf') >=
+            0.7 * _mean(modes['isolation'], 'guest_sf'))
 
 
 def test_lc_emulator_works_be_emulator_idles():
