@@ -112,6 +112,22 @@ def check(args):
     return 0 if passed == len(results) else 1
 
 
+def ablation(args):
+    from ufo_sim.calibration import ablation as abl
+    ab = abl.run(seeds=args.seeds, processes=args.processes,
+                 progress=sys.stderr)
+    print('\n'.join(abl.table(ab)))
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, 'mechanisms.json')
+    with open(path, 'w') as f:
+        json.dump(targets.json_safe(ab.to_json()), f, indent=1,
+                  sort_keys=True)
+    print('wrote', path)
+    from ufo_sim.calibration import figures as figs
+    print('wrote', figs.ablation(ab, args.out))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m ufo_sim.calibration')
     sub = parser.add_subparsers(dest='cmd', required=True)
@@ -122,6 +138,12 @@ def main(argv=None):
     f.set_defaults(func=figures)
     m = sub.add_parser('maxload', help="re-measure the profiles' max_rps")
     m.set_defaults(func=maxload)
+    a = sub.add_parser('ablation', help='each sharing-cost mechanism '
+                                        'alone, on the check rows')
+    a.add_argument('--out', default=OUT)
+    a.add_argument('--processes', type=targets.positive_int, default=2)
+    a.add_argument('--seeds', type=targets.positive_int, default=1)
+    a.set_defaults(func=ablation)
     c = sub.add_parser('check', help="the paper's values as checks")
     c.add_argument('--only', type=targets.parse_only, metavar='ID,...',
                    help='rows to run (default: all)')

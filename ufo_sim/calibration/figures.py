@@ -150,3 +150,40 @@ def draw_all(res, out_dir):
     """Every figure; returns the paths written."""
     os.makedirs(out_dir, exist_ok=True)
     return [f(res, out_dir) for f in (sf_vs_load, isolation, emulator, be)]
+
+
+def ablation(ab, out_dir):
+    """Each mechanism alone: every row's values per configuration.
+
+    A bar is the mean of the row's values (apps, loads), the line through
+    it their range; the grey band is the accepted interval.
+    """
+    names = list(ab.results)
+    rows = [r.target for r in ab.results[names[0]]]
+    cols = 3
+    fig, axes = plt.subplots((len(rows) + cols - 1) // cols, cols,
+                             figsize=(13, 3.2 * ((len(rows) + cols - 1) //
+                                                 cols)))
+    axes = list(axes.flat)
+    for i, target in enumerate(rows):
+        ax = axes[i]
+        means, lows, highs = [], [], []
+        for name in names:
+            values = [v for v in next(
+                r for r in ab.results[name]
+                if r.target.id == target.id).values.values()]
+            means.append(sum(values) / len(values))
+            lows.append(min(values))
+            highs.append(max(values))
+        x = range(len(names))
+        ax.bar(x, means, color=['#999999'] + ['#4c72b0'] *
+               (len(names) - 2) + ['#dd8452'])
+        ax.vlines(x, lows, highs, color='k', lw=1)
+        bound = target.bounds[0]
+        ax.axhspan(bound.low, bound.high, color='0.85', zorder=0)
+        ax.set_title('%s (paper %s)' % (target.id, target.paper), fontsize=9)
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(names, rotation=30, ha='right', fontsize=8)
+    for ax in axes[len(rows):]:
+        ax.axis('off')
+    return _save(fig, out_dir, 'mechanisms.png')

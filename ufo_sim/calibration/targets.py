@@ -468,14 +468,14 @@ def format_table(results, wide=60):
             for row in [header] + rows]
 
 
-def _clean(value):
+def json_safe(value):
     """JSON without NaN or infinity: those become null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -489,6 +489,7 @@ def to_json(results, seeds, processes, host_options):
              'cpu_seconds': round(r.cpu_seconds, 2),
              'wall_seconds': round(r.wall_seconds, 2)}
             for r in results]
-    return _clean({'seeds': seeds, 'processes': processes,
-                   'host_options': dict(host_options),
-                   'passed': all(r.passed for r in results), 'rows': rows})
+    return json_safe({'seeds': seeds, 'processes': processes,
+                      'host_options': dict(host_options),
+                      'passed': all(r.passed for r in results),
+                      'rows': rows})

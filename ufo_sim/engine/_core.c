@@ -38,7 +38,12 @@ enum { L_FREE, L_SPIN, L_HELD };
 #define SPIN_FOREVER	1e18
 
 struct params {
-	double smt_slow;	/* work time factor when the sibling is busy */
+	/*
+	 * Work time factor while the SMT sibling is busy: with a thread of
+	 * the same VM and kind, of another VM, or when one of the two is an
+	 * emulator thread (the shared L1, L2 and TLBs hold both working sets).
+	 */
+	double smt_slow, smt_cross, smt_emu;
 	double sw_base;		/* host context switch */
 	double sw_vm_in;	/* extra when switching a vCPU in (entry, VMCS) */
 	double sw_vm_out;	/* extra when switching a vCPU out (exit) */
@@ -371,11 +376,12 @@ static void sync_cpu(Host *h, int c)
 	m = &h->vm[k->vm];
 	if (k->kind == K_EMU ? k->item >= 0 : !m->gv[k->idx].poll_end) {
 		/*
-		 * Polling and looking for work touch next to nothing; a
-		 * small working set evicts in proportion.
+		 * Polling and looking for work touch next to nothing.  A
+		 * guest evicts at full rate whatever it reuses (memcached
+		 * touches random items: it pollutes much, reuses little);
+		 * emulator threads touch rings and packet buffers only.
 		 */
-		double w = dt * (k->kind == K_EMU ? h->p.emu_footprint :
-				 m->footprint);
+		double w = dt * (k->kind == K_EMU ? h->p.emu_footprint : 1.0);
 
 		h->cum[p->core] += w;
 		h->cum_grp[task_group(h, p->curr) * MAXCPU + p->core] += w;
@@ -439,14 +445,28 @@ static tns after(Host *h, struct cpu *p, double rem, double rate)
 	return h->now + (tns)ceil(t);
 }
 
+/* Slowdown of thread k (-1: none) while thread s runs on the sibling. */
+static double smt_factor(Host *h, int k, int s)
+{
+	struct task *a, *b;
+
+	if (k < 0 || s < 0)
+		return h->p.smt_slow;
+	a = &h->task[k];
+	b = &h->task[s];
+	if (a->kind != b->kind)
+		return h->p.smt_emu;
+	return a->vm != b->vm ? h->p.smt_cross : h->p.smt_slow;
+}
+
 static void plan_cpu(Host *h, int c)
 {
 	struct cpu *p = &h->cpu[c];
 	struct task *k;
 	tns t, e;
 
-	p->rate = (p->sib >= 0 && cpu_active(h, p->sib)) ?
-		1.0 / h->p.smt_slow : 1.0;
+	p->rate = p->sib >= 0 && cpu_active(h, p->sib) ?
+		1.0 / smt_factor(h, p->curr, h->cpu[p->sib].curr) : 1.0;
 	if (p->sw_end > h->now || p->sw_pending) {
 		p->next = p->sw_end > h->now ? p->sw_end : h->now;
 		return;
@@ -1661,8 +1681,9 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(ddddddddddddiddddddd)", &sibs,
-			      &p->smt_slow, &p->sw_base, &p->sw_vm_in,
+	if (!PyArg_ParseTuple(args, "O(ddddddddddddddiddddddd)", &sibs,
+			      &p->smt_slow, &p->smt_cross, &p->smt_emu,
+			      &p->sw_base, &p->sw_vm_in,
 			      &p->sw_vm_out, &p->lat, &p->min_gran,
 			      &p->wake_gran, &p->g_lat, &p->g_min_gran,
 			      &p->g_wake_gran, &p->g_sw, &p->halt_poll,

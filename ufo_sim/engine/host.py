@@ -80,7 +80,8 @@ class SimHost:
             int(vcpus), p.threads, p.emulator_threads, 0 if p.is_lc else 1,
             p.dist, p.service * ns, p.dist_a, p.dist_b, p.rounds,
             p.emu_in * ns, p.emu_out * ns, p.be_chunk * ns, p.be_io * ns,
-            p.irq * ns, p.lock_share, p.cache_footprint,
+            p.irq * ns, p.lock_share if self.spec.guest_locks else 0.0,
+            p.cache_footprint,
             seed & 0xFFFFFFFFFFFFFFFF)
         self._ids[name] = idx
         self._profiles[name] = p

@@ -26,8 +26,12 @@ class HostSpec:
     cores: int = 8
     smt: int = 2
     numa_nodes: int = 1
-    # Work takes this much longer while the SMT sibling is busy.
+    # Work takes this much longer while the SMT sibling is busy with a
+    # thread of the same VM and kind; with another VM's thread; with an
+    # emulator thread beside a vCPU thread (either way round).
     smt_slowdown: float = 1.5
+    smt_cross_slowdown: float = 1.5
+    smt_emu_slowdown: float = 1.75
     # Host context switch, and the extra of a vCPU thread: VM entry with
     # its VMCS load on the way in, the VM exit on the way out.
     ctxsw: float = scaled(2e-6)
@@ -46,6 +50,9 @@ class HostSpec:
     # this long waiting for a wake-up, unless another thread wants the
     # CPU; the window adapts per vCPU as in Linux.
     halt_poll: float = scaled(200e-6)
+    # The profiles' guest lock (lock-holder preemption); False ignores
+    # every profile's lock_share.
+    guest_locks: bool = True
     # Requests in flight per VM beyond which arrivals are dropped.
     max_outstanding: int = 20000
     # Cache and TLB warmth: a thread switched in where others ran since
@@ -55,19 +62,19 @@ class HostSpec:
     # what it touches only); warmth decays with the others' busy time
     # there (cache_decay); threads of the same VM and kind evict
     # cache_same_group of what a foreign thread does.
-    cache_refill: float = scaled(120e-6)
-    cache_decay: float = scaled(100e-6)
-    cache_same_group: float = 0.1
-    cold_slowdown: float = 3.0
+    cache_refill: float = scaled(175e-6)
+    cache_decay: float = scaled(190e-6)
+    cache_same_group: float = 0.3
+    cold_slowdown: float = 3.1
     # The emulator threads' working set (rings, packet buffers), as a
     # share of a full refill.
-    emu_footprint: float = 0.25
+    emu_footprint: float = 0.24
     # An emulator (vhost or QEMU I/O) thread woken from sleep: eventfd
     # signal, wake-up path and poll loop, charged to that thread.
-    emu_wakeup: float = scaled(5e-6)
+    emu_wakeup: float = scaled(6e-6)
     # Per packet in: the emulator signals the guest interrupt (irqfd,
     # KVM's injection, the IPI to a vCPU running elsewhere).
-    irq_inject: float = scaled(2e-6)
+    irq_inject: float = scaled(4e-6)
 
     def __post_init__(self):
         if self.smt not in (1, 2):
@@ -76,8 +83,10 @@ class HostSpec:
             raise ValueError('1 to 64 logical CPUs')
         if self.cores % self.numa_nodes:
             raise ValueError('cores must split evenly over NUMA nodes')
-        if self.smt_slowdown < 1.0:
-            raise ValueError('smt_slowdown must be >= 1')
+        for name in ('smt_slowdown', 'smt_cross_slowdown',
+                     'smt_emu_slowdown'):
+            if getattr(self, name) < 1.0:
+                raise ValueError('%s must be >= 1' % name)
         for name in ('cache_refill', 'emu_wakeup', 'irq_inject',
                      'cache_same_group', 'emu_footprint'):
             if getattr(self, name) < 0:
@@ -107,7 +116,8 @@ class HostSpec:
     def core_params(self):
         """The parameter tuple the C core takes (nanoseconds)."""
         ns = 1e9
-        return (self.smt_slowdown, self.ctxsw * ns, self.vm_entry * ns,
+        return (self.smt_slowdown, self.smt_cross_slowdown,
+                self.smt_emu_slowdown, self.ctxsw * ns, self.vm_entry * ns,
                 self.vm_exit * ns, self.sched_latency * ns,
                 self.sched_min_granularity * ns,
                 self.sched_wakeup_granularity * ns,

