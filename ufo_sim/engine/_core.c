@@ -34,8 +34,7 @@ enum { K_VCPU, K_EMU };
 enum { S_SLEEP, S_RUNNABLE, S_RUNNING };
 enum { W_IN, W_MID, W_OUT, W_BEIO };
 enum { D_EXP, D_LOGNORMAL, D_BIMODAL, D_FIXED };
-enum { L_FREE, L_SPIN, L_HELD };
-#define SPIN_FOREVER	1e18
+enum { L_FREE, L_SPIN, L_WAIT, L_HELD };
 
 struct params {
 	/*
@@ -67,6 +66,8 @@ struct params {
 	double emu_wakeup;
 	/* emulator signals the guest's interrupt (irqfd, injection) */
 	double irq_inject;
+	/* a lock waiter spins this long, then sleeps until handed the lock */
+	double lock_spin;
 };
 
 struct task {			/* host thread */
@@ -102,7 +103,7 @@ struct req {
 
 struct gthr {
 	int state, vcpu, req;
-	int lk;			/* L_FREE, L_SPIN (waits), L_HELD */
+	int lk;			/* L_FREE, L_SPIN, L_WAIT (asleep), L_HELD */
 	double cs;		/* critical section at the end of this round */
 	int hold;		/* request between round trips, -1 none */
 	int cont;		/* its next query has arrived */
@@ -139,8 +140,9 @@ struct vm {
 	/*
 	 * One guest lock (the application's or the kernel's hottest): this
 	 * share of each service round is a critical section at its end;
-	 * waiters spin in FIFO order, so a holder preempted on the host
-	 * stalls every waiter (lock-holder preemption).
+	 * waiters queue in FIFO order, spin for a while, then sleep, so a
+	 * holder preempted on the host stalls every waiter (lock-holder
+	 * preemption) without spinning forever.
 	 */
 	double lock_share;
 	int lock_owner;
@@ -1045,7 +1047,7 @@ static int worker_take(struct vm *m, int th)
 	return 1;
 }
 
-/* Thread th of VM m gets the lock; its vCPU, if running it, goes on. */
+/* Spinning thread th of VM m gets the lock; its vCPU goes on. */
 static void lock_grant(Host *h, struct vm *m, int th)
 {
 	struct gthr *t = &m->gt[th];
@@ -1061,9 +1063,41 @@ static void lock_grant(Host *h, struct vm *m, int th)
 }
 
 /*
- * The thread on vCPU v is done with the unlocked part of its round:
- * 1 if it now holds the lock or spins for it (its work goes on), 0 if
- * the round is over.
+ * The lock is free: the first waiter still spinning takes it at once;
+ * if all sleep, the first is woken to try again, and a thread that
+ * comes to the lock meanwhile may take it first (as a futex mutex).
+ */
+static void lock_release(Host *h, struct vm *m)
+{
+	struct fifo *q = &m->lockq;
+	int i, th = -1;
+
+	for (i = 0; i < q->len; i++) {
+		th = q->buf[(q->head + i) % q->cap];
+		if (m->gt[th].lk == L_SPIN)
+			break;
+	}
+	if (i == q->len) {
+		if (!q->len)
+			return;
+		th = fifo_pop(q);
+		m->gt[th].lk = L_FREE;
+		m->gt[th].rem = 0;	/* it retries as soon as it runs */
+		g_wake(h, m, th);
+		return;
+	}
+	for (; i > 0; i--)	/* close the gap, keeping the order */
+		q->buf[(q->head + i) % q->cap] =
+			q->buf[(q->head + i - 1) % q->cap];
+	q->head = (q->head + 1) % q->cap;
+	q->len--;
+	lock_grant(h, m, th);
+}
+
+/*
+ * The thread on vCPU v is done with the unlocked part of its round, or
+ * with its spinning: 1 if it now holds the lock, spins or sleeps for it
+ * (its round goes on), 0 if the round is over.
  */
 static int lock_step(Host *h, struct vm *m, int v)
 {
@@ -1074,9 +1108,13 @@ static int lock_step(Host *h, struct vm *m, int v)
 	if (t->lk == L_HELD) {
 		t->lk = L_FREE;
 		m->lock_owner = -1;
-		if (m->lockq.len)
-			lock_grant(h, m, fifo_pop(&m->lockq));
+		lock_release(h, m);
 		return 0;
+	}
+	if (t->lk == L_SPIN) {
+		t->lk = L_WAIT;
+		g_resched(h, m, v, S_SLEEP);
+		return 1;
 	}
 	if (t->cs <= EPS)
 		return 0;
@@ -1084,10 +1122,15 @@ static int lock_step(Host *h, struct vm *m, int v)
 		m->lock_owner = th;
 		t->lk = L_HELD;
 		g->rem = t->cs;
-	} else {
+		return 1;
+	}
+	fifo_push(&m->lockq, th);
+	if (h->p.lock_spin > 0) {
 		t->lk = L_SPIN;
-		fifo_push(&m->lockq, th);
-		g->rem = SPIN_FOREVER;
+		g->rem = h->p.lock_spin;
+	} else {
+		t->lk = L_WAIT;
+		g_resched(h, m, v, S_SLEEP);
 	}
 	return 1;
 }
@@ -1104,7 +1147,7 @@ static void deliver(Host *h, struct vm *m, int r)
 		m->gt[th].cont = 1;
 	else
 		fifo_push(&m->tq[th], r);
-	if (m->gt[th].state == S_SLEEP &&
+	if (m->gt[th].state == S_SLEEP && m->gt[th].lk != L_WAIT &&
 	    (m->gt[th].hold < 0 || m->gt[th].cont))
 		g_wake(h, m, th);
 }
@@ -1681,7 +1724,7 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(ddddddddddddddiddddddd)", &sibs,
+	if (!PyArg_ParseTuple(args, "O(ddddddddddddddidddddddd)", &sibs,
 			      &p->smt_slow, &p->smt_cross, &p->smt_emu,
 			      &p->sw_base, &p->sw_vm_in,
 			      &p->sw_vm_out, &p->lat, &p->min_gran,
@@ -1690,7 +1733,7 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 			      &p->max_outstanding, &p->cache_refill,
 			      &p->cache_decay, &p->cache_same_group,
 			      &p->cold_slow, &p->emu_footprint, &p->emu_wakeup,
-			      &p->irq_inject))
+			      &p->irq_inject, &p->lock_spin))
 		return -1;
 	if (p->cache_decay <= 0) {
 		PyErr_SetString(PyExc_ValueError, "cache_decay must be > 0");

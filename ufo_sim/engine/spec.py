@@ -51,8 +51,11 @@ class HostSpec:
     # CPU; the window adapts per vCPU as in Linux.
     halt_poll: float = scaled(200e-6)
     # The profiles' guest lock (lock-holder preemption); False ignores
-    # every profile's lock_share.
+    # every profile's lock_share. A waiter spins lock_spin, then sleeps
+    # until the lock is handed to it (adaptive mutexes, InnoDB's spin
+    # rounds, pv spinlocks all spin for tens of microseconds).
     guest_locks: bool = True
+    lock_spin: float = scaled(30e-6)
     # Requests in flight per VM beyond which arrivals are dropped.
     max_outstanding: int = 20000
     # Cache and TLB warmth: a thread switched in where others ran since
@@ -88,7 +91,7 @@ class HostSpec:
             if getattr(self, name) < 1.0:
                 raise ValueError('%s must be >= 1' % name)
         for name in ('cache_refill', 'emu_wakeup', 'irq_inject',
-                     'cache_same_group', 'emu_footprint'):
+                     'cache_same_group', 'emu_footprint', 'lock_spin'):
             if getattr(self, name) < 0:
                 raise ValueError('%s must be >= 0' % name)
         if self.cold_slowdown <= 1.0:
@@ -128,4 +131,5 @@ class HostSpec:
                 self.max_outstanding, self.cache_refill * ns,
                 self.cache_decay * ns, self.cache_same_group,
                 self.cold_slowdown, self.emu_footprint,
-                self.emu_wakeup * ns, self.irq_inject * ns)
+                self.emu_wakeup * ns, self.irq_inject * ns,
+                self.lock_spin * ns)
