@@ -55,26 +55,12 @@ def _option(text):
 
 
 def _host_option(text):
-    """``name=value`` of a HostSpec field, value parsed as JSON.
-
-    A number field takes a number (an integer one an integer); the range
-    is HostSpec's to check, once the whole host is known.
-    """
-    defaults = {f.name: f.default for f in dataclasses.fields(
-        spec_mod.HostSpec)}
-    name, value = _name_value(text, defaults)
-    default = defaults[name]
-    if isinstance(default, (int, float)) and not isinstance(default, bool):
-        number = isinstance(value, (int, float)) and \
-            not isinstance(value, bool)
-        if not number or (isinstance(default, int) and
-                          not isinstance(value, int)):
-            raise argparse.ArgumentTypeError(
-                '%r: %s takes %s' % (text, name, 'an integer' if isinstance(
-                    default, int) else 'a number'))
-        if isinstance(default, float):
-            value = float(value)
-    return name, value
+    """``name=value`` of a HostSpec field (spec.parse_option)."""
+    try:
+        return spec_mod.parse_option(
+            text, {f.name for f in dataclasses.fields(spec_mod.HostSpec)})
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
 
 
 def _vcpus(text):

@@ -9,6 +9,7 @@ request rates are divided by it (see ``doc/source/sim-calibration.rst``).
 """
 
 import dataclasses
+import json
 
 # One real microsecond lasts TIME_SCALE simulated microseconds.
 TIME_SCALE = 50.0
@@ -17,6 +18,36 @@ TIME_SCALE = 50.0
 def scaled(real_seconds):
     """Simulated seconds standing for a real-world duration."""
     return real_seconds * TIME_SCALE
+
+
+def parse_option(text, fields):
+    """``NAME=VALUE`` of a HostSpec field among ``fields``: (name, value).
+
+    VALUE is JSON and must fit the field: a flag takes true or false, an
+    integer field an integer, a number field any number (as a float).
+    The range is HostSpec's to check. ValueError says what is wrong.
+    """
+    name, sep, raw = text.partition('=')
+    if not sep or name not in fields:
+        raise ValueError('%r: expected NAME=VALUE with NAME one of %s'
+                         % (text, ', '.join(sorted(fields))))
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ValueError('%r: bad value (not JSON)' % text) from None
+    default = getattr(HostSpec, name)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ValueError('%r: %s takes true or false' % (text, name))
+        return name, value
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, int):
+        if not number or not isinstance(value, int):
+            raise ValueError('%r: %s takes an integer' % (text, name))
+        return name, value
+    if not number:
+        raise ValueError('%r: %s takes a number' % (text, name))
+    return name, float(value)
 
 
 @dataclasses.dataclass(frozen=True)

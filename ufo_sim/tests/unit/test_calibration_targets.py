@@ -3,6 +3,7 @@
 Whether the model meets the paper is test_calibration_rows.py's job.
 """
 
+import argparse
 import json
 import math
 
@@ -267,3 +268,11 @@ def test_every_row_is_named_once_and_fig12_rows_exist():
     assert len(ids) == len(set(ids)) == 10
     for row in targets.FIG12_ROWS.values():
         assert targets.target(row).bounds
+
+
+def test_a_flag_host_option_takes_true_or_false():
+    # The ablation's off switch for the guest locks, from the command line.
+    assert targets.parse_host_option('guest_locks=false') == (
+        'guest_locks', False)
+    with pytest.raises(argparse.ArgumentTypeError, match='true or false'):
+        targets.parse_host_option('guest_locks=0')
