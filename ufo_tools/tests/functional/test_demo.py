@@ -19,6 +19,37 @@ def _domains():
     return {line.strip() for line in out.splitlines() if line.strip()}
 
 
+IDLE_AFTER = 8       # the demo's default --idle-after
+IDLE_UTIL = 1.0      # ufo_agent.controller.config idle_util default
+
+
+def parking_faults(rows, name):
+    """What breaks 'parked once quiet, then no core'; [] if none.
+
+    The guest must be parked within idle_after (plus tick slack) of its
+    last busy sample and hold no core in any row after that.
+
+    The guest's own boot tail can be busy in the first rows, so the
+    deadline counts from its last busy row, not from the demo's start.
+    """
+    parked = [i for i, r in enumerate(rows)
+              if r['vms'][name]['mode'] == 'idle']
+    if not parked:
+        return ['never parked']
+    first = parked[0]
+    busy = [i for i, r in enumerate(rows[:first])
+            if r['vms'][name]['util'] >= IDLE_UTIL]
+    quiet_from = rows[busy[-1]]['t'] if busy else rows[0]['t']
+    faults = []
+    if rows[first]['t'] > quiet_from + IDLE_AFTER + 3:
+        faults.append('parked at row %d, %.1f s after it went quiet'
+                      % (first, rows[first]['t'] - quiet_from))
+    faults.extend('row %d (%s): %s' % (i, r['phase'], r['vms'][name])
+                  for i, r in enumerate(rows[first:], first)
+                  if r['vms'][name]['cores'] != 0)
+    return faults
+
+
 def test_demo_runs_end_to_end(guest_artifacts, tmp_path):
     before = _domains()
     out = tmp_path / 'out'
@@ -40,6 +71,11 @@ def test_demo_runs_end_to_end(guest_artifacts, tmp_path):
     assert any(r['vms']['lc-a']['cores'] == 2 and
                r['vms']['lc-a']['online_vcpus'] == 2 and
                r['vms']['lc-b']['mode'] == 'idle' for r in a_busy)
-    assert all(r['vms']['idle']['cores'] == 0 for r in rows[10:])
+    # The idle guest is parked once quiet for idle_after, within the
+    # first phase, and holds no core from then on.
+    assert parking_faults(rows, 'idle') == []
+    assert rows[next(i for i, r in enumerate(rows)
+                     if r['vms']['idle']['mode'] == 'idle')][
+        'phase'] == 'a-busy'
     assert 'UFO demo: ' in (out / 'summary.txt').read_text()
     assert _domains() == before
