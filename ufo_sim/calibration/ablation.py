@@ -1,6 +1,6 @@
 """Each sharing-cost mechanism's effect alone, on the calibration rows.
 
-The model runs with none of the four mechanisms (the schedulers only),
+The model runs with none of the five mechanisms (the schedulers only),
 with each one alone, and with all of them (the defaults); every
 configuration is a set of ``HostSpec`` overrides, so any of them can be
 reproduced with ``check --host-option``. Profiles (and their max_rps)
@@ -16,9 +16,11 @@ from ufo_sim.engine import HostSpec
 MECHANISMS = {
     'cache': (('cache_refill', 0.0),),
     'smt-by-type': (('smt_cross_slowdown', HostSpec.smt_slowdown),
-                    ('smt_emu_slowdown', HostSpec.smt_slowdown)),
+                    ('smt_emu_slowdown', HostSpec.smt_slowdown),
+                    ('smt_poll_slowdown', HostSpec.smt_slowdown)),
     'emulator-costs': (('emu_wakeup', 0.0), ('irq_inject', 0.0)),
     'guest-locks': (('guest_locks', False),),
+    'linux-balancing': (('migration_cost', 0.0),),
 }
 # Fig. 12 DynIso costs minutes per configuration: left to ``check``.
 ROWS = tuple(t.id for t in targets.TARGETS if t.id != 'fig12_dyniso_pct')

@@ -43,6 +43,8 @@ struct params {
 	 * emulator thread (the shared L1, L2 and TLBs hold both working sets).
 	 */
 	double smt_slow, smt_cross, smt_emu;
+	/* ... while the sibling halt-polls (a PAUSE loop leaves the core) */
+	double smt_poll;
 	double sw_base;		/* host context switch */
 	double sw_vm_in;	/* extra when switching a vCPU in (entry, VMCS) */
 	double sw_vm_out;	/* extra when switching a vCPU out (exit) */
@@ -68,6 +70,16 @@ struct params {
 	double irq_inject;
 	/* a lock waiter spins this long, then sleeps until handed the lock */
 	double lock_spin;
+	/*
+	 * Load balancing as in Linux (0: an idle CPU takes any queued
+	 * thread at once, a preempted thread moves to an idle CPU): a CPU
+	 * going idle pulls work only if its average idle period reaches
+	 * migration_cost (newidle_balance), a thread that ran less than
+	 * migration_cost ago is cache-hot and stays (task_hot), a
+	 * preempted thread stays queued, and idle CPUs pull what waits at
+	 * the next balance_tick (nohz idle balance).
+	 */
+	double migration_cost, balance_tick;
 };
 
 struct task {			/* host thread */
@@ -75,6 +87,7 @@ struct task {			/* host thread */
 	uint64_t mask;
 	double vr;		/* vruntime; relative to min_vr while asleep */
 	tns since;		/* became runnable */
+	tns left;		/* last left a CPU */
 	int item;		/* emulator: current work item, -1 none */
 	double rem;		/* emulator: remaining work */
 	int fresh;		/* emulator: woken, has not looked for work */
@@ -86,6 +99,9 @@ struct cpu {
 	int *q;
 	tns last, sw_end, slice_start, next;
 	double debt;		/* curr's cache refill stall still owed */
+	double avg_idle;	/* mean idle period (Linux rq->avg_idle) */
+	tns idle_since;		/* idle from (-1: busy) */
+	tns pull_at;		/* idle: balance at this tick (0: none) */
 	double rate, min_vr;
 	tns busy, ovh, idle;
 };
@@ -456,6 +472,8 @@ static double smt_factor(Host *h, int k, int s)
 		return h->p.smt_slow;
 	a = &h->task[k];
 	b = &h->task[s];
+	if (b->kind == K_VCPU && h->vm[b->vm].gv[b->idx].poll_end)
+		return h->p.smt_poll;
 	if (a->kind != b->kind)
 		return h->p.smt_emu;
 	return a->vm != b->vm ? h->p.smt_cross : h->p.smt_slow;
@@ -474,7 +492,8 @@ static void plan_cpu(Host *h, int c)
 		return;
 	}
 	if (p->curr < 0) {
-		p->next = T_INF;
+		p->next = !p->pull_at ? T_INF :
+			p->pull_at > h->now ? p->pull_at : h->now;
 		return;
 	}
 	if (p->resched) {
@@ -537,6 +556,7 @@ static void switch_to(Host *h, int c, int k)
 
 	if (prev >= 0) {
 		leave_core(h, c, prev);
+		h->task[prev].left = h->now;
 		pm = vm_of(h, prev);
 		pm->c.host_ctxsw++;
 		if (h->task[prev].kind == K_VCPU)
@@ -559,6 +579,17 @@ static void switch_to(Host *h, int c, int k)
 		t->cpu = c;
 		refill = refill_cost(h, c, k);
 	}
+	if (k >= 0 && p->idle_since >= 0) {
+		double d = (double)(h->now - p->idle_since), cap;
+
+		p->avg_idle += (d - p->avg_idle) / 8;
+		cap = 2 * h->p.migration_cost;
+		if (p->avg_idle > cap)
+			p->avg_idle = cap;
+	}
+	p->idle_since = k >= 0 ? -1 : h->now;
+	if (k >= 0)
+		p->pull_at = 0;
 	p->curr = k;
 	p->sw_end = start + (tns)cost;
 	p->debt = refill;
@@ -610,6 +641,41 @@ static int select_cpu(Host *h, int k)
 	return best;
 }
 
+/* Idle CPUs that k may use pull queued work at the next tick. */
+static void arm_idle_pull(Host *h, int k)
+{
+	uint64_t allowed = h->task[k].mask & h->all_mask;
+	double tick = h->p.balance_tick;
+	tns at;
+	int c;
+
+	if (h->p.migration_cost <= 0 || tick <= 0)
+		return;
+	at = (tns)(ceil((double)(h->now + 1) / tick) * tick);
+	for (c = 0; c < h->ncpu; c++)
+		if ((allowed >> c & 1) && is_idle(h, c) &&
+		    (!h->cpu[c].pull_at || h->cpu[c].pull_at > at)) {
+			h->cpu[c].pull_at = at;
+			h->dirty |= 1ULL << c;
+		}
+}
+
+/* Idle CPU c tries again at the next tick if a queued thread may run here. */
+static void rearm_pull(Host *h, int c)
+{
+	double tick = h->p.balance_tick;
+	int d, i;
+
+	for (d = 0; d < h->ncpu; d++)
+		for (i = 0; i < h->cpu[d].nq; i++)
+			if (h->task[h->cpu[d].q[i]].mask >> c & 1) {
+				h->cpu[c].pull_at = (tns)(ceil((double)(h->now + 1)
+						  / tick) * tick);
+				h->dirty |= 1ULL << c;
+				return;
+			}
+}
+
 /* Put runnable thread k on a CPU; wake: it was asleep (sleeper credit). */
 static void host_place(Host *h, int k, int wake)
 {
@@ -634,6 +700,7 @@ static void host_place(Host *h, int k, int wake)
 	p->q[p->nq++] = k;
 	if (h->task[p->curr].vr - t->vr > h->p.wake_gran)
 		p->resched = 1;
+	arm_idle_pull(h, k);
 }
 
 static void host_wake(Host *h, int k)
@@ -653,7 +720,9 @@ static int steal(Host *h, int c)
 		if (d == c || p->nq <= bn)
 			continue;
 		for (i = 0; i < p->nq; i++)
-			if (h->task[p->q[i]].mask >> c & 1)
+			if ((h->task[p->q[i]].mask >> c & 1) &&
+			    (double)(h->now - h->task[p->q[i]].left) >=
+			    h->p.migration_cost)
 				break;
 		if (i < p->nq) {
 			bd = d;
@@ -707,7 +776,8 @@ static void cpu_resched(Host *h, int c, int how)
 		q_del(p->q, &p->nq, i);
 	} else {
 		update_min_vr(h, p);
-		next = steal(h, c);
+		if (p->avg_idle >= h->p.migration_cost)
+			next = steal(h, c);
 	}
 	if (prev >= 0) {
 		struct task *t = &h->task[prev];
@@ -736,11 +806,13 @@ static void cpu_resched(Host *h, int c, int how)
 		for (d = 0; d < h->ncpu; d++)
 			if (is_idle(h, d))
 				idle |= 1ULL << d;
-		if ((h->task[prev].mask & idle) || how < 0) {
+		if (how < 0 || ((h->task[prev].mask & idle) &&
+				h->p.migration_cost <= 0)) {
 			h->task[prev].vr -= p->min_vr;
 			host_place(h, prev, 1);
 		} else {
 			p->q[p->nq++] = prev;
+			arm_idle_pull(h, prev);
 		}
 	}
 }
@@ -806,9 +878,11 @@ static void g_update_min_vr(struct vm *m, struct gvcpu *g)
 }
 
 /*
- * A halted vCPU gets work: KVM's adaptive halt polling (5.10 defaults:
+ * A halted vCPU runs again: KVM's adaptive halt polling (5.10 defaults:
  * grow x2 from a twentieth of the maximum, shrink to 0) learns from how
- * long the vCPU was blocked.
+ * long the vCPU was blocked.  kvm_vcpu_block reads the clock when the
+ * thread is back on a CPU, so a vCPU that slept counts its wait in the
+ * run queue too: on a crowded host, polling shrinks.
  */
 static void adapt_poll(Host *h, struct gvcpu *g)
 {
@@ -843,7 +917,7 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 	}
 	t->vcpu = v;
 	if (g->curr < 0 && !g->in_irq) {
-		if (g->halted_at >= 0)
+		if (g->halted_at >= 0 && h->task[k].state == S_RUNNING)
 			adapt_poll(h, g);
 		g->poll_end = 0;
 		g->curr = th;
@@ -889,7 +963,7 @@ static void g_irq(Host *h, struct vm *m, int v, int r)
 	fifo_push(&g->irq, r);
 	if (g->in_irq)
 		return;
-	if (g->halted_at >= 0)
+	if (g->halted_at >= 0 && h->task[k].state == S_RUNNING)
 		adapt_poll(h, g);
 	g->poll_end = 0;
 	if (!g->sw)
@@ -1309,6 +1383,8 @@ static void on_switched_in(Host *h, int c)
 		return;
 	}
 	g = &m->gv[t->idx];
+	if (g->halted_at >= 0)
+		adapt_poll(h, g);	/* woken from sleep: now back on a CPU */
 	if (g->curr < 0 && !g->sw && !g->in_irq) {
 		int th = g_steal(m, t->idx);
 
@@ -1349,8 +1425,20 @@ static void cpu_event(Host *h, int c)
 		on_switched_in(h, c);
 		return;
 	}
-	if (p->curr < 0)
+	if (p->curr < 0) {
+		if (p->pull_at && p->pull_at <= h->now) {
+			int k;
+
+			p->pull_at = 0;
+			update_min_vr(h, p);
+			k = steal(h, c);
+			if (k >= 0)
+				switch_to(h, c, k);
+			else
+				rearm_pull(h, c);	/* all hot: next tick */
+		}
 		return;
+	}
 	t = &h->task[p->curr];
 	if (t->kind == K_VCPU && h->vm[t->vm].gv[t->idx].poll_end) {
 		struct gvcpu *g = &h->vm[t->vm].gv[t->idx];
@@ -1636,6 +1724,8 @@ static void pull_idle(Host *h)
 			if (k >= 0) {
 				touch(h, c);
 				switch_to(h, c, k);
+			} else {
+				rearm_pull(h, c);
 			}
 		}
 	}
@@ -1724,8 +1814,9 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(ddddddddddddddidddddddd)", &sibs,
+	if (!PyArg_ParseTuple(args, "O(dddddddddddddddidddddddddd)", &sibs,
 			      &p->smt_slow, &p->smt_cross, &p->smt_emu,
+			      &p->smt_poll,
 			      &p->sw_base, &p->sw_vm_in,
 			      &p->sw_vm_out, &p->lat, &p->min_gran,
 			      &p->wake_gran, &p->g_lat, &p->g_min_gran,
@@ -1733,7 +1824,8 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 			      &p->max_outstanding, &p->cache_refill,
 			      &p->cache_decay, &p->cache_same_group,
 			      &p->cold_slow, &p->emu_footprint, &p->emu_wakeup,
-			      &p->irq_inject, &p->lock_spin))
+			      &p->irq_inject, &p->lock_spin,
+			      &p->migration_cost, &p->balance_tick))
 		return -1;
 	if (p->cache_decay <= 0) {
 		PyErr_SetString(PyExc_ValueError, "cache_decay must be > 0");
@@ -1758,6 +1850,8 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 			h->cpu[c].sib : c;
 		h->cpu[c].curr = -1;
 		h->cpu[c].next = T_INF;
+		h->cpu[c].idle_since = 0;
+		h->cpu[c].avg_idle = 2 * p->migration_cost;
 		h->cpu[c].rate = 1.0;
 	}
 	h->stuck_limit = STUCK_EVENTS;
@@ -1825,6 +1919,7 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 		t->vm = h->nvm;
 		t->idx = i < nvcpu ? i : i - nvcpu;
 		t->state = S_SLEEP;
+		t->left = h->now - (tns)(1e18);	/* long ago: not cache-hot */
 		t->cpu = (h->ntask + i) % h->ncpu;
 		t->mask = h->all_mask;
 		t->item = -1;

@@ -62,7 +62,10 @@ class HostSpec:
     # emulator thread beside a vCPU thread (either way round).
     smt_slowdown: float = 1.5
     smt_cross_slowdown: float = 1.5
-    smt_emu_slowdown: float = 1.75
+    smt_emu_slowdown: float = 1.5
+    # ... while the sibling is a vCPU halt-polling: KVM's poll loop is
+    # mostly PAUSE, which hands the core's resources to the sibling.
+    smt_poll_slowdown: float = 1.0
     # Host context switch, and the extra of a vCPU thread: VM entry with
     # its VMCS load on the way in, the VM exit on the way out.
     ctxsw: float = scaled(2e-6)
@@ -96,19 +99,26 @@ class HostSpec:
     # what it touches only); warmth decays with the others' busy time
     # there (cache_decay); threads of the same VM and kind evict
     # cache_same_group of what a foreign thread does.
-    cache_refill: float = scaled(175e-6)
-    cache_decay: float = scaled(190e-6)
-    cache_same_group: float = 0.3
-    cold_slowdown: float = 3.1
+    cache_refill: float = scaled(145e-6)
+    cache_decay: float = scaled(200e-6)
+    cache_same_group: float = 0.055
+    cold_slowdown: float = 3.8
     # The emulator threads' working set (rings, packet buffers), as a
     # share of a full refill.
-    emu_footprint: float = 0.24
+    emu_footprint: float = 0.25
     # An emulator (vhost or QEMU I/O) thread woken from sleep: eventfd
     # signal, wake-up path and poll loop, charged to that thread.
-    emu_wakeup: float = scaled(6e-6)
+    emu_wakeup: float = scaled(5.35e-6)
     # Per packet in: the emulator signals the guest interrupt (irqfd,
     # KVM's injection, the IPI to a vCPU running elsewhere).
-    irq_inject: float = scaled(4e-6)
+    irq_inject: float = scaled(3.8e-6)
+    # Linux load balancing: sysctl_sched_migration_cost (a thread that
+    # ran this recently is cache-hot and is not pulled; a CPU whose idle
+    # periods average less does not pull when it goes idle) and the
+    # tick at which idle CPUs pull what waits (HZ=250). 0 makes an idle
+    # CPU take any queued thread at once.
+    migration_cost: float = scaled(0.5e-3)
+    balance_tick: float = scaled(4e-3)
 
     def __post_init__(self):
         if self.smt not in (1, 2):
@@ -118,7 +128,7 @@ class HostSpec:
         if self.cores % self.numa_nodes:
             raise ValueError('cores must split evenly over NUMA nodes')
         for name in ('smt_slowdown', 'smt_cross_slowdown',
-                     'smt_emu_slowdown'):
+                     'smt_emu_slowdown', 'smt_poll_slowdown'):
             if getattr(self, name) < 1.0:
                 raise ValueError('%s must be >= 1' % name)
         for name in ('cache_refill', 'emu_wakeup', 'irq_inject',
@@ -129,6 +139,10 @@ class HostSpec:
             raise ValueError('cold_slowdown must be > 1')
         if self.cache_decay <= 0:
             raise ValueError('cache_decay must be > 0')
+        if self.migration_cost < 0:
+            raise ValueError('migration_cost must be >= 0')
+        if self.balance_tick <= 0:
+            raise ValueError('balance_tick must be > 0')
 
     @property
     def cpus(self):
@@ -151,7 +165,8 @@ class HostSpec:
         """The parameter tuple the C core takes (nanoseconds)."""
         ns = 1e9
         return (self.smt_slowdown, self.smt_cross_slowdown,
-                self.smt_emu_slowdown, self.ctxsw * ns, self.vm_entry * ns,
+                self.smt_emu_slowdown, self.smt_poll_slowdown,
+                self.ctxsw * ns, self.vm_entry * ns,
                 self.vm_exit * ns, self.sched_latency * ns,
                 self.sched_min_granularity * ns,
                 self.sched_wakeup_granularity * ns,
@@ -163,4 +178,5 @@ class HostSpec:
                 self.cache_decay * ns, self.cache_same_group,
                 self.cold_slowdown, self.emu_footprint,
                 self.emu_wakeup * ns, self.irq_inject * ns,
-                self.lock_spin * ns)
+                self.lock_spin * ns, self.migration_cost * ns,
+                self.balance_tick * ns)

@@ -32,7 +32,10 @@ def test_runtime_scales_with_load():
     # linear, up to the SMT slowdown as siblings get busier
     smt = scenarios.HostSpec().smt_slowdown
     assert 0.9 * 3 < hi.guest_util / lo.guest_util < 3 * smt
-    assert hi.emulator_util / lo.emulator_util == pytest.approx(3, rel=0.2)
+    # emulator work per packet is linear, its wake-ups are not: a busier
+    # emulator thread sleeps less often (emu_wakeup), so 3x the load
+    # costs between 2x and 3x the emulator CPU
+    assert 2.0 < hi.emulator_util / lo.emulator_util < 3.0
 
 
 @pytest.fixture(scope='module')

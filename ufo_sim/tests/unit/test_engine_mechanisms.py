@@ -3,6 +3,7 @@
 import dataclasses
 
 import numpy as np
+import pytest
 
 from ufo_sim.engine import HostSpec
 from ufo_sim.engine import SimHost
@@ -147,3 +148,69 @@ def test_lock_waiters_spin_then_sleep():
     no_spin = _spec(6, 2, guest_locks=True, lock_spin=0.0)
     assert (_mysql_busy_per_request(long_spin) >
             1.1 * _mysql_busy_per_request(no_spin))
+
+
+def _beside_a_poller(spec):
+    """Batch chunks on CPU 0 beside a one-vCPU Memcached VM on CPU 1.
+
+    At this load its vCPU halt-polls for about a third of the time.
+    Returns (chunks, Memcached vCPU CPU, its guest busy time), seconds.
+    """
+    host = SimHost(spec, seed=5)
+    be = host.add_vm('be', 1, profiles.BE(1))
+    host.pin_vcpus(be, [0])
+    host.pin_emulator(be, [2, 3])
+    mc = host.add_vm('mc', 1, MC, rps=MC.max_rps * 0.1)
+    host.pin_vcpus(mc, [1])
+    host.pin_emulator(mc, [2, 3])
+    host.advance(10.0)
+    c = host.counters(mc)
+    return (host.counters(be).requests_done, c.vcpu_cpu_ns / 1e9,
+            c.guest_busy_ns / 1e9)
+
+
+def test_a_halt_polling_sibling_barely_slows_the_core():
+    chunks, vcpu, busy = _beside_a_poller(_spec(2, 2))
+    assert vcpu - busy > 2.0           # seconds of polling in the 10
+    # smt_poll_slowdown 1.5 charges the poll loop as work (the model
+    # before the PAUSE loop was told apart from work).
+    as_work, _, _ = _beside_a_poller(_spec(2, 2, smt_poll_slowdown=1.5))
+    assert as_work < 0.9 * chunks
+
+
+def _shared_nginx(spec, seed=4):
+    """Two 4-vCPU Nginx VMs on 3 shared CPUs, 10 s measured.
+
+    Returns (vCPU run delay in s, p99 in us).
+    """
+    host = SimHost(spec, seed=seed)
+    vms = [host.add_vm('v%d' % i, 4, profiles.NGINX,
+                       rps=profiles.NGINX.max_rps * 0.15)
+           for i in range(2)]
+    for vm in vms:
+        host.pin_vcpus(vm, [0, 1, 2])
+        host.pin_emulator(vm, [3])
+    host.advance(1.0)
+    before = [host.counters(vm) for vm in vms]
+    for vm in vms:
+        host.take_latencies(vm)
+    host.advance(10.0)
+    after = [host.counters(vm) for vm in vms]
+    lat = np.concatenate([host.take_latencies(vm) for vm in vms])
+    host.check()
+    return (sum(b.vcpu_wait_ns - a.vcpu_wait_ns
+                for a, b in zip(before, after)) / 1e9,
+            float(np.percentile(lat, 99)))
+
+
+@pytest.mark.parametrize('seed', [4, 5])
+def test_linux_load_balancing_leaves_cpus_idle_a_while(seed):
+    # migration_cost 0 is an ideal balancer: a preempted vCPU moves to an
+    # idle CPU at once and an idle CPU takes any queued thread. With
+    # Linux's rules (cache-hot threads stay, newly idle CPUs with short
+    # idle periods do not pull, idle CPUs pull at the tick) vCPUs wait
+    # longer and the tail grows.
+    ideal = _shared_nginx(_spec(4, 1, migration_cost=0.0), seed)
+    linux = _shared_nginx(_spec(4, 1), seed)
+    assert linux[0] > 1.1 * ideal[0]
+    assert linux[1] > 1.2 * ideal[1]
