@@ -641,17 +641,24 @@ static int select_cpu(Host *h, int k)
 	return best;
 }
 
+/* The first scheduler tick after now. */
+static tns next_tick(Host *h)
+{
+	double tick = h->p.balance_tick;
+
+	return (tns)(ceil((double)(h->now + 1) / tick) * tick);
+}
+
 /* Idle CPUs that k may use pull queued work at the next tick. */
 static void arm_idle_pull(Host *h, int k)
 {
 	uint64_t allowed = h->task[k].mask & h->all_mask;
-	double tick = h->p.balance_tick;
 	tns at;
 	int c;
 
-	if (h->p.migration_cost <= 0 || tick <= 0)
+	if (h->p.migration_cost <= 0 || h->p.balance_tick <= 0)
 		return;
-	at = (tns)(ceil((double)(h->now + 1) / tick) * tick);
+	at = next_tick(h);
 	for (c = 0; c < h->ncpu; c++)
 		if ((allowed >> c & 1) && is_idle(h, c) &&
 		    (!h->cpu[c].pull_at || h->cpu[c].pull_at > at)) {
@@ -663,14 +670,12 @@ static void arm_idle_pull(Host *h, int k)
 /* Idle CPU c tries again at the next tick if a queued thread may run here. */
 static void rearm_pull(Host *h, int c)
 {
-	double tick = h->p.balance_tick;
 	int d, i;
 
 	for (d = 0; d < h->ncpu; d++)
 		for (i = 0; i < h->cpu[d].nq; i++)
 			if (h->task[h->cpu[d].q[i]].mask >> c & 1) {
-				h->cpu[c].pull_at = (tns)(ceil((double)(h->now + 1)
-						  / tick) * tick);
+				h->cpu[c].pull_at = next_tick(h);
 				h->dirty |= 1ULL << c;
 				return;
 			}
