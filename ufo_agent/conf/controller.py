@@ -26,6 +26,14 @@ OPTS = [
         help='Seconds to wait after changing the cores of a VM before its '
              'samples are used again. vCPU hotplug disturbs guest '
              'utilization for 1-3 s (paper section 6.4).'),
+    cfg.IntOpt(
+        'confirm_samples', default=_DEFAULTS.confirm_samples, min=1,
+        max=10, mutable=True,
+        help='Consecutive settled samples that must call for the same '
+             'move (more or fewer cores) before a VM\'s cores change, and '
+             'busy samples before a parked VM wakes. 1 reacts to every '
+             'sample as the paper does; 2 ignores one-second bursts and '
+             'lulls at the cost of one second of reaction.'),
     cfg.FloatOpt(
         'sf_threshold', default=_DEFAULTS.sf_threshold, min=0.01, max=0.99,
         mutable=True,
@@ -103,6 +111,15 @@ OPTS = [
         min=0.1, max=100.0,
         help='Width in utilization percent of the buckets that make two '
              'samples "the same utilization" (the paper\'s "u in SF[c]").'),
+    cfg.FloatOpt(
+        'sf_match_tolerance', default=_DEFAULTS.sf_match_tolerance,
+        min=0.0, max=0.5, mutable=True,
+        help='Relative utilization distance within which a recorded '
+             'scheduling-frequency sample stands for another utilization '
+             '(at least one and a half util_resolution buckets). The same '
+             'load shows 7-15 % more utilization on one core fewer, so a '
+             'fixed width makes the controller probe the same core count '
+             'again.'),
     cfg.FloatOpt(
         'sample_max_age', default=_DEFAULTS.sample_max_age, min=1.0,
         mutable=True,

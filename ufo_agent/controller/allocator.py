@@ -8,9 +8,11 @@ Two steps, both deterministic:
    the emulator pool's minimum; one idle-pool core if any VM shares the
    idle pool; one core per active VM (VMs that already hold cores first,
    then by uuid; VMs left without one share the idle pool); the emulator
-   pool's growth; then committed demand shared max-min fairly, one core at
-   a time to the VM that has the fewest; then speculative probes, from
-   what is left. Whatever committed demand was not met is the shortfall.
+   pool's growth; then committed demand, one core at a time to the VM
+   with the highest utilization per core it has so far (max-min on core
+   counts when no utilization is known); then speculative demand (probes,
+   new VMs' flavor-size starts) from what is left, max-min. Whatever
+   committed demand was not met is the shortfall.
 2. :func:`assign_cores` picks the core ids: owners keep the cores they
    have, shrink from their smallest NUMA share and highest ids, and grow
    from the NUMA node where they already have most cores.
@@ -34,6 +36,7 @@ class Request:
     holding: int
     committed: int
     want: int
+    util: float = 0.0       # last utilization, % of one CPU
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,27 +69,37 @@ def allocate_counts(total, emulator_min, emulator_want, requests,
     grow = min(max(0, emulator_want - emulator), left)
     emulator += grow
     left -= grow
-    # Max-min fair share of committed demand.
-    heap = [(1, -(req.committed - 1), req.key) for req in order
+    # Committed demand, one core at a time to the VM whose utilization
+    # per core is highest (the largest deficit), then the one with the
+    # fewest cores, the most unmet, the uuid.
+    committed = {req.key: req.committed for req in order}
+    util = {req.key: max(0.0, req.util) for req in order}
+
+    def entry(key):
+        return (-util[key] / given[key], given[key],
+                -(committed[key] - given[key]), key)
+
+    heap = [entry(req.key) for req in order
             if given[req.key] and req.committed > 1]
     heapq.heapify(heap)
-    committed = {req.key: req.committed for req in order}
     while heap and left > 0:
-        have, _, key = heapq.heappop(heap)
+        key = heapq.heappop(heap)[3]
         given[key] += 1
         left -= 1
         if given[key] < committed[key]:
-            heapq.heappush(heap, (given[key],
-                                  -(committed[key] - given[key]), key))
-    # Speculative demand from what is left, one VM at a time by uuid.
-    for req in sorted(order, key=lambda r: r.key):
-        if left <= 0:
-            break
-        if given[req.key] and given[req.key] >= req.committed:
-            extra = min(req.want - given[req.key], left)
-            if extra > 0:
-                given[req.key] += extra
-                left -= extra
+            heapq.heappush(heap, entry(key))
+    # Speculative demand from what is left, max-min fair as well: new
+    # VMs whose flavors do not all fit start at equal shares.
+    want = {req.key: req.want for req in order}
+    heap = [(given[req.key], req.key) for req in order
+            if given[req.key] and req.committed <= given[req.key] < req.want]
+    heapq.heapify(heap)
+    while heap and left > 0:
+        have, key = heapq.heappop(heap)
+        given[key] += 1
+        left -= 1
+        if given[key] < want[key]:
+            heapq.heappush(heap, (given[key], key))
     shortfall = max(0, emulator_want - emulator)
     shortfall += sum(max(0, req.committed - given[req.key])
                      for req in order)

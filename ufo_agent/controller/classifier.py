@@ -10,23 +10,31 @@ from ufo_agent.controller.plan import VmClass
 
 
 class IdleDetector:
-    """Says when a VM has been idle for ``idle_after`` seconds."""
+    """Says when a VM has been idle for ``idle_after`` seconds.
+
+    A parked VM wakes after ``confirm_samples`` busy samples in a row, so
+    that a guest's housekeeping blip does not buy it cores.
+    """
 
     def __init__(self, config):
         self.config = config
         self.idle_since = None
+        self.busy_streak = 0
 
     def update(self, util, now):
         """Feed one sample; return True while the VM counts as idle."""
         if util >= self.config.idle_util:
             self.idle_since = None
+            self.busy_streak += 1
             return False
+        self.busy_streak = 0
         if self.idle_since is None:
             self.idle_since = now
         return now - self.idle_since >= self.config.idle_after
 
-    def woke(self, util):
-        return util >= self.config.idle_util
+    def woke(self):
+        """True once the last samples fed were busy long enough to wake."""
+        return self.busy_streak >= self.config.confirm_samples
 
 
 class ClassInference:

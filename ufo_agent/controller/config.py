@@ -17,6 +17,7 @@ class ControllerConfig:
 
     tick_interval: float = 1.0
     settle_time: float = 3.0
+    confirm_samples: int = 2
     sf_threshold: float = 0.30
     detect_flat_sf: bool = False
     flat_sf_threshold: float = 0.05
@@ -30,6 +31,7 @@ class ControllerConfig:
     min_samples_to_fit: int = 3
     refit_error: float = 0.05
     util_resolution: float = 5.0
+    sf_match_tolerance: float = 0.15
     sample_max_age: float = 600.0
     idle_util: float = 1.0
     idle_after: float = 10.0
@@ -50,6 +52,8 @@ class ControllerConfig:
         if self.emulator_min_cores < 0 or self.idle_pool_min_cores < 0:
             errors.append('emulator_min_cores and idle_pool_min_cores '
                           'must not be negative')
+        if self.confirm_samples < 1:
+            errors.append('confirm_samples must be at least 1')
         if self.min_samples_to_fit < 3:
             errors.append('min_samples_to_fit must be at least 3 '
                           '(a quadratic has three coefficients)')

@@ -18,6 +18,7 @@ import math
 from ufo_agent.controller import allocator
 from ufo_agent.controller import classifier
 from ufo_agent.controller import config as controller_config
+from ufo_agent.controller import confirm
 from ufo_agent.controller import emulator as emulator_pool
 from ufo_agent.controller import plan as plans
 from ufo_agent.controller import predictor as core_predictor
@@ -55,6 +56,7 @@ class VmState:
         self.predictor = core_predictor.Predictor(config, self.max_cores,
                                                   pcpus_per_core)
         self.idle = classifier.IdleDetector(config)
+        self.confirm = confirm.Confirmation(config)
         self.vm_class = classifier.ClassInference(config, spec.vm_class)
         self.mode = (VmMode.BEST_EFFORT if spec.vm_class == VmClass.BE
                      else VmMode.ACTIVE)
@@ -75,10 +77,14 @@ class VmState:
         return now - self.changed_at >= settle_time - _EPS
 
     def hold(self):
-        """Keep the current allocation (and any unmet committed demand)."""
+        """Keep the current allocation (and any unmet committed demand).
+
+        Cores held beyond the committed count (a new VM's flavor-size
+        start) stay speculative: holding them does not commit them.
+        """
         if not self.cores:
             return      # not placed yet: keep asking for what it asked
-        self.committed = self.want = max(len(self.cores), self.committed)
+        self.want = max(len(self.cores), self.committed)
 
 
 class Controller:
@@ -98,6 +104,7 @@ class Controller:
             sorted(topology.core_ids)[:self.config.emulator_min_cores])
         self.idle_cores = topology.core_ids - self.emulator_cores
         self.emulator_util = 0.0
+        self.emulator_pool = emulator_pool.EmulatorPool(self.config)
         self.last_plan = None
         self._pending = []        # decisions made between two ticks
 
@@ -150,12 +157,13 @@ class Controller:
             raise ControllerError('cannot change %s while running'
                                   % ', '.join(fixed))
         old, self.config = self.config, config
+        self.emulator_pool.config = config
         rethreshold = any(getattr(old, name) != getattr(config, name)
                           for name in ('sf_threshold', 'flat_sf_threshold',
                                        'detect_flat_sf'))
         for state in self.vms.values():
             for part in (state.model, state.predictor, state.idle,
-                         state.vm_class):
+                         state.vm_class, state.confirm):
                 part.config = config
             if rethreshold:
                 flat = state.flat_sf and config.detect_flat_sf
@@ -194,9 +202,9 @@ class Controller:
         cfg = self.config
         decisions = []
         emu_now = len(self.emulator_cores)
-        emu_want, self.emulator_util = emulator_pool.wanted_cores(
-            emu_now, self.topology.pcpus(self.emulator_cores),
-            emulator_busy_pct, self.ppc, cfg, len(self.topology) - 1)
+        emu_want, self.emulator_util = self.emulator_pool.decide(
+            now, emu_now, self.topology.pcpus(self.emulator_cores),
+            emulator_busy_pct, self.ppc, len(self.topology) - 1)
         emulator_grows = emu_want > emu_now
         if emu_want != emu_now:
             decisions.append(Decision(
@@ -258,7 +266,7 @@ class Controller:
                     self.config.idle_util, self.config.idle_after)))
             # Its vCPUs go offline now: that work is not a wake-up.
             state.changed_at = now
-        elif state.mode == VmMode.IDLE and state.idle.woke(sample.util) \
+        elif state.mode == VmMode.IDLE and state.idle.woke() \
                 and state.settled(now, self.config.settle_time):
             state.mode = VmMode.ACTIVE
             state.committed = state.want = state.cores_before_idle
@@ -286,17 +294,27 @@ class Controller:
             state.model.set_threshold(cfg.flat_sf_threshold)
 
         def probe_sf(cores, util):
-            bucket = state.model.bucket(util)
             hit = sfmodel.nearest(
-                {k[1]: v for k, v in state.probe_cache.items()
-                 if k[0] == cores and abs(k[1] - bucket) <= 1},
-                bucket, util)
+                {k: v for k, v in state.probe_cache.items()
+                 if k[0] == cores}, util, state.model.tolerance(util))
             if hit is None or now - hit.time > cfg.sample_max_age:
                 return None
             return hit.sf
 
+        fresh = state.trial is None
         pred = state.predictor.predict(state.model, count, sample.util, now,
                                        state.trial, probe_sf)
+        if not fresh or pred.cores == count:
+            state.confirm.reset()
+        elif not state.confirm.agree((pred.cores > count, count), now):
+            # A new move waits for the next sample to call for it too.
+            state.hold()
+            state.last_action = (Action.STAY, '%s to %d cores on %d of %d '
+                                 'samples: %s' % (
+                                     pred.action, pred.cores,
+                                     state.confirm.pending,
+                                     cfg.confirm_samples, pred.reason))
+            return
         state.last_action = (pred.action, pred.reason)
         state.trial = pred.trial
         state.want = pred.cores
@@ -307,7 +325,9 @@ class Controller:
         shared = any(s.mode != VmMode.ACTIVE for s in self.vms.values())
         requests = [allocator.Request(s.spec.uuid, len(s.cores),
                                       min(s.committed, s.max_cores),
-                                      min(s.want, s.max_cores))
+                                      min(s.want, s.max_cores),
+                                      s.last_sample.util
+                                      if s.last_sample else 0.0)
                     for s in active]
         counts = allocator.allocate_counts(
             len(self.topology), self.config.emulator_min_cores, emu_want,

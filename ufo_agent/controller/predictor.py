@@ -9,9 +9,16 @@ and runs the same walk again from the same origin. The walk is
 deterministic and every probe adds one known value, so it ends.
 
 Per-core utilization (PCU) bounds the walk, as paper section 4.5
-describes: a VM above ``pcu_high`` grows without asking SF, no step up is
-taken if PCU after it would fall below ``pcu_low``, and no step down if
-PCU after it would exceed ``pcu_high``.
+describes: a VM above ``pcu_high`` grows without asking SF (its SF says
+little while it is saturated), and no step down is taken if PCU after it
+would exceed ``pcu_high`` (it would be grown back at once). The lower
+bound, no step up if PCU after it would fall below ``pcu_low``, applies
+only where there is no SF evidence ("when models are not completely
+fitted"): where SF at both counts is known from data near this
+utilization (this trial's probes, recorded samples, or a fitted curve
+inside its data), the SF ratio decides. PCU is computed on the larger of
+the origin's and the current utilization, the current one discounted by
+``sf_match_tolerance`` below the origin (see :meth:`Predictor.predict`).
 """
 
 import dataclasses
@@ -65,6 +72,44 @@ class _NeedProbe(Exception):
         self.why = None
 
 
+class _SfLookup:
+    """SF at a core count for one walk's origin utilization.
+
+    From this trial's probes first; :meth:`ratio` then takes recorded or
+    fitted values and SF remembered from earlier trials, and raises
+    _NeedProbe where none exists; :meth:`evidence` takes only data near
+    the utilization (:meth:`~ufo_agent.controller.sfmodel.SchedFreqModel.
+    sf_evidence`) and returns None where it is missing.
+    """
+
+    def __init__(self, model, trial, util, probe_sf):
+        self.model = model
+        self.measured = trial.sf if trial is not None else {}
+        self.util = util
+        self.probe_sf = probe_sf
+
+    def _sf(self, cores, floor):
+        if cores in self.measured:
+            return self.measured[cores]
+        value = self.model.sf_at(cores, self.util)
+        if value is None and self.probe_sf is not None:
+            value = self.probe_sf(cores, self.util)
+        if value is None:
+            raise _NeedProbe(cores, floor)
+        return value
+
+    def ratio(self, low, high, floor):
+        return self._sf(low, floor) / max(self._sf(high, floor), _EPS)
+
+    def evidence(self, low, high):
+        values = [self.measured[c] if c in self.measured
+                  else self.model.sf_evidence(c, self.util)
+                  for c in (low, high)]
+        if None in values:
+            return None
+        return values[0] / max(values[1], _EPS)
+
+
 class Predictor:
     """Algorithm 3 for one VM; holds no state between calls."""
 
@@ -91,26 +136,17 @@ class Predictor:
         origin_cores = trial.origin_cores if trial else cores
         origin_util = trial.origin_util if trial else util
         # The larger of the two is the better estimate of demand: the
-        # origin may have been saturated, and a shrink probe may be.
+        # origin may have been saturated, and load may have risen since.
+        # Below the origin the same work shows up to sf_match_tolerance
+        # more utilization on fewer, busier cores: that much is not demand.
+        if cores < origin_cores:
+            util = util / (1.0 + self.config.sf_match_tolerance)
         util_for_pcu = max(origin_util, util)
 
-        def sf(c, floor):
-            if trial is not None and c in trial.sf:
-                return trial.sf[c]
-            value = model.sf_at(c, origin_util)
-            if value is None and probe_sf is not None:
-                value = probe_sf(c, origin_util)
-            if value is None:
-                raise _NeedProbe(c, floor)
-            return value
-
-        def ratio(low, high, floor):
-            numerator = sf(low, floor)
-            denominator = sf(high, floor)
-            return numerator / max(denominator, _EPS)
-
+        lookup = _SfLookup(model, trial, origin_util, probe_sf)
         try:
-            target, why = self._walk(origin_cores, util_for_pcu, model, ratio)
+            target, why = self._walk(origin_cores, util_for_pcu, model,
+                                     lookup.ratio, lookup.evidence)
         except _NeedProbe as probe:
             if probe.cores == cores:    # cannot happen: measured just now
                 return Prediction(cores, Action.STAY,
@@ -162,8 +198,12 @@ class Predictor:
                           'Pred: %d cores sustain util %.0f%%'
                           % (target, util))
 
-    def _walk(self, start, util, model, ratio):
-        """Algorithm 3's two loops; raises _NeedProbe for a missing SF."""
+    def _walk(self, start, util, model, ratio, evidence):
+        """Algorithm 3's two loops; raises _NeedProbe for a missing SF.
+
+        ``evidence(low, high)`` is SF(low)/SF(high) from data, or None:
+        where it exists the PCU band does not apply.
+        """
         cfg = self.config
         ratio_min = model.ratio_min
 
@@ -173,10 +213,13 @@ class Predictor:
             if self.pcu(util, p) > cfg.pcu_high:
                 return True, 'PCU %.0f%% > %.0f%% at %d cores' % (
                     100 * self.pcu(util, p), 100 * cfg.pcu_high, p)
-            if self.pcu(util, p + 1) < cfg.pcu_low:
-                return False, 'PCU %.0f%% < %.0f%% at %d cores' % (
-                    100 * self.pcu(util, p + 1), 100 * cfg.pcu_low, p + 1)
-            r = ratio(p, p + 1, p)
+            r = evidence(p, p + 1)
+            if r is None:
+                if self.pcu(util, p + 1) < cfg.pcu_low:
+                    return False, 'PCU %.0f%% < %.0f%% at %d cores' % (
+                        100 * self.pcu(util, p + 1), 100 * cfg.pcu_low,
+                        p + 1)
+                r = ratio(p, p + 1, p)
             if r < ratio_min:
                 return True, 'SF(%d)/SF(%d) = %.2f < %.2f' % (
                     p, p + 1, r, ratio_min)
@@ -196,6 +239,8 @@ class Predictor:
                 raise
             return p, _chain(first, why)
         while p > 1:
+            # The grow rule's mirror: a step down into PCU above pcu_high
+            # would be grown back at once.
             if self.pcu(util, p - 1) > cfg.pcu_high:
                 return p, _chain(first, 'PCU %.0f%% > %.0f%% at %d cores' % (
                     100 * self.pcu(util, p - 1), 100 * cfg.pcu_high, p - 1))

@@ -52,6 +52,17 @@ class SchedFreqModel:
     def bucket(self, util):
         return int(round(util / self.config.util_resolution))
 
+    def tolerance(self, util):
+        """How far (utilization points) a sample may be and still count.
+
+        One and a half buckets, or ``sf_match_tolerance`` of ``util`` if
+        more: the same load shows 7-15 % more utilization on one core
+        fewer (SMT siblings, busier cores), so a fixed width misses
+        samples of the same load at high utilization.
+        """
+        return max(1.5 * self.config.util_resolution,
+                   self.config.sf_match_tolerance * util)
+
     # -- Algorithm 2 -----------------------------------------------------
     def update(self, cores, util, sf, now):
         """Record one settled sample taken under ``cores``.
@@ -209,17 +220,40 @@ class SchedFreqModel:
     def sf_at(self, cores, util):
         """Algorithm 4 without the probe: a recorded or fitted SF, or None.
 
-        A sample one bucket away counts as recorded: utilization is noisy,
-        and an exact-bucket rule makes a controller probe the same count
-        again and again under a constant load.
+        A sample within :meth:`tolerance` counts as recorded: utilization
+        is noisy and shifts with the core count, and an exact-bucket rule
+        makes a controller probe the same count again and again under a
+        constant load.
         """
         store = self.samples.get(cores)
         if store:
-            sample = nearest(store, self.bucket(util), util)
+            sample = nearest(store, util, self.tolerance(util))
             if sample is not None:
                 return sample.sf
         model = self.models.get(cores)
         if model is not None:
+            return model(util)
+        return None
+
+    def sf_evidence(self, cores, util):
+        """SF at ``cores`` for ``util`` from data near ``util``, or None.
+
+        A recorded sample within :meth:`tolerance`, or the fitted curve
+        where its samples reach (plus the slack Pred uses): unlike
+        :meth:`sf_at`, never a quadratic extrapolated far from the data.
+        """
+        store = self.samples.get(cores)
+        if not store:
+            return None
+        sample = nearest(store, util, self.tolerance(util))
+        if sample is not None:
+            return sample.sf
+        model = self.models.get(cores)
+        if model is None:
+            return None
+        utils = [s.util for s in store.values()]
+        slack = _OVERLAP_SLACK * self.config.util_resolution
+        if min(utils) - slack <= util <= max(utils) + slack:
             return model(util)
         return None
 
@@ -291,19 +325,18 @@ class SchedFreqModel:
         return dict(self.models)
 
 
-def nearest(store, key, util):
-    """The entry of ``store`` at bucket ``key``, else the nearest neighbour.
+def nearest(store, util, tolerance):
+    """The entry of ``store`` whose utilization is closest to ``util``.
 
-    Only the two neighbouring buckets count; of those, the one whose
-    utilization is closest to ``util``.
+    Only within ``tolerance`` (utilization points) of it; None otherwise.
     """
-    hit = store.get(key)
-    if hit is not None:
-        return hit
-    candidates = [store[k] for k in (key - 1, key + 1) if k in store]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda s: abs(s.util - util))
+    best = None
+    for sample in store.values():
+        gap = abs(sample.util - util)
+        if gap <= tolerance and (best is None or
+                                 gap < abs(best.util - util)):
+            best = sample
+    return best
 
 
 def _span(store):

@@ -70,3 +70,14 @@ def test_assignment_keeps_cores_and_prefers_the_vms_numa_node():
     assert vms['a'] == {5, 4, 6}        # grew on node 1, lowest ids
     assert idle == {3, 7}
     assert not (vms['a'] & vms['b'])
+
+
+def test_short_cores_go_to_the_busiest_per_core_first():
+    # 3 emulator + 5 for two VMs that both committed 3: the saturated one
+    # (400 % on 2 cores) gets its third core, not the one at 296 % on 2
+    # (by uuid it would have been 'a'). Max-min gave 3/2 the wrong way.
+    counts = allocator.allocate_counts(
+        8, 1, 3, [R('a', 2, 3, 3, util=296.0), R('b', 2, 3, 3, util=400.0)],
+        shared_vms=False)
+    assert counts.vms == {'a': 2, 'b': 3}
+    assert counts.shortfall == 1

@@ -111,6 +111,8 @@ def test_the_work_of_parking_does_not_wake_the_vm():
     assert (5.0, 'park') in actions
     assert 'wake' not in [a for _, a in actions]
     assert plan.vms['idle'].mode == plan_mod.VmMode.IDLE
-    # Busy once the park has settled: it wakes.
+    # Busy once the park has settled, for two samples in a row: it wakes.
     plan = controller.tick(12.0, {'idle': VmSample(40.0, 2000.0)}, 5.0)
+    assert plan.vms['idle'].mode == plan_mod.VmMode.IDLE
+    plan = controller.tick(13.0, {'idle': VmSample(40.0, 2000.0)}, 5.0)
     assert plan.vms['idle'].mode == plan_mod.VmMode.ACTIVE

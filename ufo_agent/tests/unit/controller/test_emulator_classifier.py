@@ -33,7 +33,12 @@ def test_idle_detector_needs_sustained_low_util():
     assert not det.update(5.0, 3)            # woke: timer restarts
     assert not det.update(0.2, 4)
     assert det.update(0.2, 7)
-    assert det.woke(1.0) and not det.woke(0.9)
+    assert not det.woke()
+    # Waking takes confirm_samples (2) busy samples in a row, at idle_util.
+    assert not det.update(1.0, 8) and not det.woke()
+    assert not det.update(0.9, 9) and not det.woke()
+    assert not det.update(1.0, 10) and not det.woke()
+    assert not det.update(3.0, 11) and det.woke()
 
 
 def test_best_effort_inferred_after_consistent_samples():

@@ -74,13 +74,26 @@ def test_old_samples_age_out_so_a_new_workload_is_relearned():
     assert model.sf_at(2, 150.0) is None
 
 
-def test_sf_lookup_prefers_recorded_samples_and_tolerates_one_bucket():
+def test_sf_lookup_prefers_recorded_samples_within_a_tolerance():
     model = _model()
     model.update(1, 100.0, 7000.0, now=0)
     assert model.sf_at(1, 100.0) == 7000.0
     assert model.sf_at(1, 104.0) == 7000.0      # next bucket
-    assert model.sf_at(1, 112.0) is None        # two buckets away
+    assert model.sf_at(1, 115.0) == 7000.0      # 15 % of 115 is 17.25
+    assert model.sf_at(1, 120.0) is None        # 15 % of 120 is 18
     assert model.sf_at(2, 100.0) is None
+    # At low utilization the floor is one and a half buckets.
+    model.update(1, 10.0, 900.0, now=1)
+    assert model.sf_at(1, 17.0) == 900.0
+    assert model.sf_at(1, 18.0) is None
+
+
+def test_the_same_load_on_a_busier_core_count_is_recognised():
+    # 300 % at 3 cores is 340 % at 2 (13 % more): a sample recorded at 2
+    # cores answers for the origin's 300 %; one bucket's width did not.
+    model = _model()
+    model.update(2, 340.0, 4800.0, now=0)
+    assert model.sf_at(2, 300.0) == 4800.0
 
 
 def _teach(model, cores, fn, utils):

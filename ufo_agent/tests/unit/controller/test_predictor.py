@@ -82,3 +82,42 @@ def test_direct_prediction_uses_pred_with_hysteresis_downward():
     out = pred.predict(model, 2, 120.0, now=0)
     assert (out.cores, out.action) == (1, 'shrink')
     assert out.reason.startswith('Pred:')
+
+
+def test_sf_evidence_outranks_the_lower_pcu_bound():
+    # Recorded SF at 3 and 4 cores for 250 %: SF(3)/SF(4) = 0.62, so 3
+    # cores are not enough although 4 cores leave PCU at 31 % (< 40 %);
+    # the bound is for when no SF is known (paper section 4.5).
+    model, pred = _setup()
+    model.update(3, 250.0, 5000.0, now=0)
+    model.update(4, 250.0, 8000.0, now=0)
+    out = pred.predict(model, 3, 250.0, now=0)
+    assert (out.cores, out.action) == (4, 'grow')
+    assert 'SF(3)/SF(4) = 0.62 < 0.70' in out.reason
+
+
+def test_a_shrink_probe_discounts_the_busier_cores():
+    # 300 % on 3 cores; on 2 the same work shows 340 % (busier cores, 13 %
+    # more, within sf_match_tolerance). PCU on 2 cores is 75 % of the
+    # demand, under the 80 % cap: the SF measured there decides, and it
+    # held.
+    model, pred = _setup()
+    model.update(3, 300.0, 5000.0, now=0)
+    probe = pred.predict(model, 3, 300.0, now=0)
+    assert (probe.cores, probe.action) == (2, 'probe')
+    model.update(2, 340.0, 4800.0, now=3)
+    probe.trial.sf[2] = 4800.0
+    out = pred.predict(model, 2, 340.0, now=3, trial=probe.trial)
+    assert (out.cores, out.action) == (2, 'accept')
+
+
+def test_a_load_rise_during_a_shrink_probe_still_grows_back():
+    # The load rose during the probe: 520 % on 2 cores is 452 % after the
+    # discount, PCU 113 %: back to 3 cores at least, whatever the SF says.
+    model, pred = _setup()
+    model.update(3, 300.0, 5000.0, now=0)
+    probe = pred.predict(model, 3, 300.0, now=0)
+    model.update(2, 520.0, 4800.0, now=3)
+    probe.trial.sf[2] = 4800.0
+    out = pred.predict(model, 2, 520.0, now=3, trial=probe.trial)
+    assert out.committed >= 3 and out.cores >= 3

@@ -56,8 +56,10 @@ def test_shrink_tells_the_guest_first_and_grow_tells_it_last():
     assert a.vcpu_pins == controller.topology.cpus_of(
         controller.vms['a'].cores)
     driver.calls.clear()
-    # Force a shrink: 4 cores -> the controller's probe to 3.
-    plan = _plan(controller, 3.0, {'a': 100.0})
+    # Force a shrink: 4 cores -> the controller's probe to 3 (two
+    # samples in a row call for it).
+    _plan(controller, 3.0, {'a': 100.0})
+    plan = _plan(controller, 4.0, {'a': 100.0})
     assert len(plan.vms['a'].cores) == 3
     enf.apply(plan, {'a': 8})
     kinds = [c[0] for c in driver.calls]
@@ -65,7 +67,7 @@ def test_shrink_tells_the_guest_first_and_grow_tells_it_last():
     assert ('target', 'a', 6) in driver.calls
     driver.calls.clear()
     # Saturated: grow back; pins widen before the guest onlines.
-    plan = _plan(controller, 6.0, {'a': 560.0})
+    plan = _plan(controller, 7.0, {'a': 560.0})
     assert len(plan.vms['a'].cores) == 4
     enf.apply(plan, {'a': 6})
     kinds = [c[0] for c in driver.calls]

@@ -1,0 +1,48 @@
+"""Evidence that lasts: a move needs consecutive samples that agree.
+
+The paper's controller moves cores on every settled sample, so a
+one-second burst or lull, or one noisy sample, buys or costs a core and
+the trial that follows. Here a VM's cores change only once
+``confirm_samples`` consecutive samples call for the same move from the
+same count; ``confirm_samples = 1`` is the paper's behaviour.
+"""
+
+# A sample more than this many tick intervals after the previous one
+# breaks the streak (a missing or unsettled tick came between).
+_GAP_TICKS = 1.5
+
+
+class Confirmation:
+    """Counts consecutive samples calling for one move."""
+
+    def __init__(self, config):
+        self.config = config
+        self._move = None
+        self._count = 0
+        self._last = None
+
+    def agree(self, move, now):
+        """Count a sample calling for ``move`` at ``now``.
+
+        ``move`` is any comparable value naming the move (direction and
+        starting count). True once ``confirm_samples`` consecutive samples
+        called for it; the count then starts over.
+        """
+        gap = _GAP_TICKS * self.config.tick_interval
+        if move == self._move and now - self._last <= gap:
+            self._count += 1
+        else:
+            self._move, self._count = move, 1
+        self._last = now
+        if self._count >= self.config.confirm_samples:
+            self.reset()
+            return True
+        return False
+
+    @property
+    def pending(self):
+        """Samples so far for the move being confirmed."""
+        return self._count
+
+    def reset(self):
+        self._move, self._count, self._last = None, 0, None

@@ -1,0 +1,135 @@
+"""Moves on evidence that lasts, starts that share, a pool that stays put.
+
+Each test fails with the behaviour it replaces: the paper's act-on-every-
+sample rule (``confirm_samples = 1``), ``hold()`` committing a new VM's
+speculative start cores, and an emulator pool sized on projections that
+ignore how much slower its threads run on fewer cores.
+"""
+
+from ufo_agent.controller import Controller
+from ufo_agent.controller import ControllerConfig
+from ufo_agent.controller import HostTopology
+from ufo_agent.controller import VmSample
+from ufo_agent.controller import VmSpec
+from ufo_agent.tests.unit.controller import synthetic as syn
+
+GROWS = ('grow', 'probe', 'restore')
+
+
+def _run(vm, end, config, cores=16):
+    controller = Controller(HostTopology.uniform(cores, threads_per_core=2),
+                            config)
+    controller.add_vm(VmSpec(vm.uuid, vm.vcpus, 'lc'))
+    driver = syn.Driver(controller, [vm], emulator_busy=lambda t: 30.0)
+    driver.run(0, end)
+    return controller, driver
+
+
+def _burst_vm():
+    # MySQL-like sub-second bursts (paper 6.2.2): one second at 80 %.
+    return syn.memcached(phases=[(0, 0.1), (60, 0.8), (61, 0.1)])
+
+
+def test_a_one_second_burst_moves_no_core():
+    _, driver = _run(_burst_vm(), 90, ControllerConfig())
+    assert driver.cores_at('memcached', 59.0) == 1
+    assert driver.decisions_for('memcached', since=60) == []
+
+
+def test_the_papers_rule_reacts_to_the_same_burst():
+    _, driver = _run(_burst_vm(), 90, ControllerConfig(confirm_samples=1))
+    moves = [d.action for d in driver.decisions_for('memcached', since=60)]
+    assert moves and moves[0] == 'grow'
+
+
+def test_a_real_step_is_followed_within_two_seconds():
+    vm = syn.memcached(phases=[(0, 0.1), (60, 0.8)])
+    _, driver = _run(vm, 90, ControllerConfig())
+    assert driver.cores_at('memcached', 59.0) == 1
+    first = driver.decisions_for('memcached', since=60)[0]
+    # The tick at 61 sees the first loaded second, the tick at 62 the
+    # second: the grow is in the plan of 62, in force from then on.
+    assert first.action == 'grow' and first.time <= 62.0
+    assert driver.cores_at('memcached', 90.0) == 3
+
+
+def test_one_noisy_sample_does_not_grow_an_idle_looking_vm():
+    # The real-guest flake: a 2-vCPU guest at 3 % on one core, one TCG
+    # sample at 81 % (PCU above 80 %) grew it to its flavor size.
+    controller = Controller(HostTopology.uniform(2, threads_per_core=1),
+                            ControllerConfig(emulator_min_cores=0,
+                                             idle_pool_min_cores=0,
+                                             idle_after=600.0))
+    controller.add_vm(VmSpec('web', 2, 'lc'))
+    cores = []
+    for t in range(40):
+        util = 81.0 if t == 20 else 3.0
+        plan = controller.tick(float(t), {'web': VmSample(util, 240.0)},
+                               2.0)
+        cores.append(len(plan.vms['web'].cores))
+    assert cores[19] == 1
+    assert cores[20:] == [1] * 20
+
+
+def test_a_parked_vm_needs_two_busy_samples_to_wake():
+    config = ControllerConfig(idle_after=5.0)
+    controller = Controller(HostTopology.uniform(8, threads_per_core=2),
+                            config)
+    controller.add_vm(VmSpec('sleepy', 4, 'lc'))
+    actions = []
+    for t in range(40):
+        busy = t < 5 or t in (20, 30, 31)
+        sample = VmSample(40.0, 800.0) if busy else VmSample(0.3, 2.0)
+        plan = controller.tick(float(t), {'sleepy': sample}, 10.0)
+        actions += [(d.time, d.action) for d in plan.decisions
+                    if d.action in ('park', 'wake')]
+    # One busy second (t=20) is a blip; two in a row (30, 31) a wake.
+    assert [a for a in actions if a[1] == 'wake'] == [(31.0, 'wake')]
+
+
+def test_new_vms_that_do_not_fit_start_at_equal_shares():
+    # 8 cores: 1 emulator, 7 for three 8-vCPU (4-core) flavors.
+    controller = Controller(HostTopology.uniform(8, threads_per_core=2),
+                            ControllerConfig())
+    for uuid in ('a', 'b', 'c'):
+        controller.add_vm(VmSpec(uuid, 8, 'lc'))
+    plan = controller.tick(0.0, {}, 10.0)
+    counts = sorted(len(plan.vms[u].cores) for u in 'abc')
+    assert counts == [2, 2, 3]
+
+
+def test_start_cores_stay_speculative_while_a_vm_holds():
+    # A VM holding its flavor-size start while it settles has committed
+    # one core only: the rest may go to another VM's committed demand.
+    controller = Controller(HostTopology.uniform(8, threads_per_core=2),
+                            ControllerConfig())
+    controller.add_vm(VmSpec('early', 8, 'lc'))
+    plan = controller.tick(0.0, {}, 10.0)
+    assert len(plan.vms['early'].cores) == 4
+    for t in (1.0, 2.0):
+        plan = controller.tick(t, {'early': VmSample(30.0, 3000.0)}, 10.0)
+        assert len(plan.vms['early'].cores) == 4
+    state = controller.vms['early']
+    assert (state.committed, state.want) == (1, 4)
+
+
+def test_the_emulator_pool_does_not_flip_when_threads_speed_up():
+    # Emulator threads burn 150 % of a CPU on one core (2 pCPUs: 75 %,
+    # over the high mark) and 90 % once spread over two cores: the plain
+    # projection (90 % on 1 core = 45 %, under the high mark) shrinks the
+    # pool back at once, and it grows again, every other tick.
+    controller = Controller(HostTopology.uniform(8, threads_per_core=2),
+                            ControllerConfig())
+    controller.add_vm(VmSpec('vm', 4, 'lc'))
+    sizes = []
+    for t in range(25):
+        size = len(controller.emulator_cores)
+        if t < 5:
+            busy = 20.0         # the guest settles first
+        else:
+            busy = 150.0 if size == 1 else 90.0
+        plan = controller.tick(float(t), {'vm': VmSample(50.0, 4000.0)},
+                               busy)
+        sizes.append(len(plan.emulator_cores))
+    assert sizes[:5] == [1] * 5
+    assert sizes[5:] == [2] * 20
