@@ -202,9 +202,12 @@ class Controller:
         cfg = self.config
         decisions = []
         emu_now = len(self.emulator_cores)
+        guest_pct = sum(s.util for u, s in samples.items()
+                        if u in self.vms and
+                        self.vms[u].mode == VmMode.ACTIVE)
         emu_want, self.emulator_util = self.emulator_pool.decide(
             now, emu_now, self.topology.pcpus(self.emulator_cores),
-            emulator_busy_pct, self.ppc, len(self.topology) - 1)
+            emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct)
         emulator_grows = emu_want > emu_now
         if emu_want != emu_now:
             decisions.append(Decision(

@@ -10,8 +10,11 @@ threads run as fast on a crowded pool as on a roomy one; they do not
 (they share SMT cores and wait for each other), so a pool that grew at
 busy B measures less than B right after, and the plain rule shrinks it
 back at once, every other tick. :class:`EmulatorPool` remembers, for each
-grow, the busy time before and after it, and projects a shrink back to
-that size with the ratio of the two, for ``sample_max_age`` seconds.
+grow, the emulator busy time per unit of guest busy time before and
+after it, and projects a shrink back to that size with the ratio of the
+two, for ``sample_max_age`` seconds. Per unit of guest work, because on
+a full host a grow squeezes guests and their traffic falls with it: that
+fall is not the threads running faster.
 
 A pool may be empty (``emulator_min_cores = 0``, for small hosts): its
 threads then borrow shared CPUs, and its utilization is measured against
@@ -60,7 +63,7 @@ def wanted_cores(current_cores, current_pcpus, busy_pct, pcpus_per_core,
 
 @dataclasses.dataclass
 class _Grow:
-    busy_before: float
+    per_guest_before: float     # emulator busy per guest busy
     time: float
     crowding: float = None
 
@@ -81,16 +84,26 @@ class EmulatorPool:
                 if g.crowding is not None}
 
     def decide(self, now, current_cores, current_pcpus, busy_pct,
-               pcpus_per_core, max_cores):
-        """(cores wanted, utilization); see :func:`wanted_cores`."""
+               pcpus_per_core, max_cores, guest_pct):
+        """(cores wanted, utilization); see :func:`wanted_cores`.
+
+        ``guest_pct`` is the guests' busy time over the same tick (the sum
+        of the active VMs' utilization, % of one CPU).
+        """
         busy = max(0.0, float(busy_pct))
-        for grow in [g for g in self._grows.values() if g.crowding is None]:
+        per_guest = busy / guest_pct if guest_pct > 0 else None
+        for size, grow in list(self._grows.items()):
+            if grow.crowding is not None:
+                continue
             # The first tick after a grow measures the roomier pool.
-            ratio = grow.busy_before / busy if busy > 0 else _MAX_CROWDING
+            if per_guest is None or grow.per_guest_before is None:
+                del self._grows[size]
+                continue
+            ratio = grow.per_guest_before / max(per_guest, 1e-9)
             grow.crowding = min(_MAX_CROWDING, max(_MIN_CROWDING, ratio))
         want, util = wanted_cores(current_cores, current_pcpus, busy,
                                   pcpus_per_core, self.config, max_cores,
                                   self.crowding(now))
         if want > current_cores:
-            self._grows[current_cores] = _Grow(busy, now)
+            self._grows[current_cores] = _Grow(per_guest, now)
         return want, util

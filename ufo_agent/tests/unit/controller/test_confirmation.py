@@ -8,6 +8,7 @@ ignore how much slower its threads run on fewer cores.
 
 from ufo_agent.controller import Controller
 from ufo_agent.controller import ControllerConfig
+from ufo_agent.controller import emulator
 from ufo_agent.controller import HostTopology
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
@@ -133,3 +134,21 @@ def test_the_emulator_pool_does_not_flip_when_threads_speed_up():
         sizes.append(len(plan.emulator_cores))
     assert sizes[:5] == [1] * 5
     assert sizes[5:] == [2] * 20
+
+
+def test_a_grow_that_squeezed_guests_teaches_no_crowding():
+    # A full host: the emulator grows from 1 to 2 cores by squeezing the
+    # guests, whose traffic falls with their cores (guest util 300 % ->
+    # 100 %, emulator busy 150 % -> 50 %). Per unit of guest work the
+    # emulator threads did not speed up, so a shrink back is projected
+    # plainly. On busy time alone (150 / 50 = 3) the pool kept the extra
+    # core for ten minutes (the dynamic run's Nginx starved for 120 s).
+    pool = emulator.EmulatorPool(ControllerConfig())
+    assert pool.decide(0.0, 1, 2, 150.0, 2, 7, guest_pct=300.0)[0] == 2
+    pool.decide(1.0, 2, 4, 50.0, 2, 7, guest_pct=100.0)
+    assert pool.crowding(1.0) == {1: 1.0}
+    # The same fall with the guests' work unchanged is crowding.
+    pool = emulator.EmulatorPool(ControllerConfig())
+    pool.decide(0.0, 1, 2, 150.0, 2, 7, guest_pct=300.0)
+    pool.decide(1.0, 2, 4, 50.0, 2, 7, guest_pct=300.0)
+    assert pool.crowding(1.0) == {1: 3.0}
