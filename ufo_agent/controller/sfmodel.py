@@ -225,15 +225,11 @@ class SchedFreqModel:
         makes a controller probe the same count again and again under a
         constant load.
         """
-        store = self.samples.get(cores)
-        if store:
-            sample = nearest(store, util, self.tolerance(util))
-            if sample is not None:
-                return sample.sf
+        value = self.sf_evidence(cores, util)
+        if value is not None:
+            return value
         model = self.models.get(cores)
-        if model is not None:
-            return model(util)
-        return None
+        return model(util) if model is not None else None
 
     def sf_evidence(self, cores, util):
         """SF at ``cores`` for ``util`` from data near ``util``, or None.
