@@ -6,12 +6,15 @@
 # stack install     install ufo-nova: the base install (scheduler plugins);
 #                   with its agent extra (libvirt-python) where ufo-agent
 #                   runs
-# stack post-config nova.conf: UFOFilter, UFOIdlePoolWeigher, [ufo];
-#                   /etc/ufo/ufo-agent.conf on compute nodes
+# stack post-config nova.conf: UFOFilter and UFOIdlePoolWeigher added to
+#                   Nova's lists, [ufo]; on compute nodes [compute]
+#                   cpu_shared_set (nova-cpu.conf is copied from nova.conf
+#                   later) and /etc/ufo/ufo-agent.conf
 # stack extra       start ufo-agent on compute nodes; RabbitMQ queue
 #                   expiry; a flavor that forbids overloaded hosts
-# unstack           stop ufo-agent
-# clean             remove /etc/ufo
+# unstack           stop ufo-agent, give every guest its pins back
+# clean             remove /etc/ufo, the agent's state and its guest
+#                   channel pages
 
 # Save trace setting
 _XTRACE_UFO_NOVA=$(set +o | grep xtrace)
@@ -20,6 +23,12 @@ set -o xtrace
 UFO_FILTER=UFOFilter
 UFO_FILTER_CLASS=ufo_nova.filter.UFOFilter
 UFO_WEIGHER_CLASS=ufo_nova.weigher.UFOIdlePoolWeigher
+# Nova's defaults of [filter_scheduler] available_filters and weight_classes.
+NOVA_ALL_FILTERS=nova.scheduler.filters.all_filters
+NOVA_ALL_WEIGHERS=nova.scheduler.weights.all_weighers
+# Nodes with fewer CPUs give every CPU to guests (see
+# ufo_default_cpu_shared_set).
+UFO_SPARE_CORE_MIN_CPUS=8
 
 # The base install is what nova-scheduler needs; compute nodes that run
 # ufo-agent add the agent extra (libvirt-python).
@@ -31,22 +40,49 @@ function install_ufo_nova {
     fi
 }
 
-# Add UFOFilter and UFOIdlePoolWeigher to nova.conf, keeping what devstack
-# and other plugins configured.
+# "a,b , c" holds "b"?
+function ufo_list_has {
+    local list=",${1// /},"
+    [[ "$list" == *",$2,"* ]]
+}
+
+# Add UFOFilter and UFOIdlePoolWeigher to nova.conf, keeping what Nova,
+# devstack and other plugins configured.
 function configure_nova_scheduler_for_ufo {
-    local filters
+    local filters weighers
+    # enabled_filters (a list): lib/nova writes NOVA_FILTERS.
     filters=$(iniget "$NOVA_CONF" filter_scheduler enabled_filters)
+    filters=${filters:-$NOVA_FILTERS}
     if [[ -z "$filters" ]]; then
-        filters=$FILTERS
+        die $LINENO "[filter_scheduler] enabled_filters is not set in" \
+            "$NOVA_CONF and NOVA_FILTERS is empty: UFOFilter would be" \
+            "the only filter"
     fi
-    if [[ ",$filters," != *",$UFO_FILTER,"* ]]; then
-        filters="${filters:+$filters,}$UFO_FILTER"
+    if ! ufo_list_has "$filters" "$UFO_FILTER"; then
+        iniset "$NOVA_CONF" filter_scheduler enabled_filters \
+            "$filters,$UFO_FILTER"
     fi
-    iniset "$NOVA_CONF" filter_scheduler enabled_filters "$filters"
-    iniset_multiline "$NOVA_CONF" filter_scheduler available_filters \
-        nova.scheduler.filters.all_filters "$UFO_FILTER_CLASS"
-    iniset_multiline "$NOVA_CONF" filter_scheduler weight_classes \
-        nova.scheduler.weights.all_weighers "$UFO_WEIGHER_CLASS"
+    # available_filters is multi-valued, one line a value. Nova's default
+    # (all_filters) holds only while no line is set, so it is written
+    # before ours; lines of other plugins stay.
+    if [[ -z "$(iniget_multiline "$NOVA_CONF" filter_scheduler \
+        available_filters)" ]]; then
+        iniadd "$NOVA_CONF" filter_scheduler available_filters \
+            "$NOVA_ALL_FILTERS"
+    fi
+    if ! ufo_list_has "$(iniget_multiline "$NOVA_CONF" filter_scheduler \
+        available_filters | tr ' ' ',')" "$UFO_FILTER_CLASS"; then
+        iniadd "$NOVA_CONF" filter_scheduler available_filters \
+            "$UFO_FILTER_CLASS"
+    fi
+    # weight_classes is one list on one line: a second line would replace
+    # the first, and Nova's weighers would be gone.
+    weighers=$(iniget "$NOVA_CONF" filter_scheduler weight_classes)
+    weighers=${weighers:-$NOVA_ALL_WEIGHERS}
+    if ! ufo_list_has "$weighers" "$UFO_WEIGHER_CLASS"; then
+        iniset "$NOVA_CONF" filter_scheduler weight_classes \
+            "$weighers,$UFO_WEIGHER_CLASS"
+    fi
 
     iniset "$NOVA_CONF" ufo unknown_host_policy "$UFO_UNKNOWN_HOST_POLICY"
     iniset "$NOVA_CONF" ufo expected_demand_fraction \
@@ -57,20 +93,77 @@ function configure_nova_scheduler_for_ufo {
     iniset "$NOVA_CONF" ufo notification_topics "$UFO_NOTIFICATION_TOPIC"
 }
 
-# ufo-agent.conf of a compute node: who we are, where signals go.
+# Number of CPUs in a cpuset list such as "0-3,8".
+function ufo_count_cpus {
+    local part count=0
+    for part in ${1//,/ }; do
+        if [[ "$part" == *-* ]]; then
+            count=$((count + ${part#*-} - ${part%-*} + 1))
+        else
+            count=$((count + 1))
+        fi
+    done
+    echo $count
+}
+
+# The default [compute] cpu_shared_set of a devstack compute node: every
+# online CPU, but the physical core of CPU 0 on nodes with at least
+# UFO_SPARE_CORE_MIN_CPUS CPUs, which then stays with devstack's own
+# services (ufo-agent needs at least two whole cores to manage).
+function ufo_default_cpu_shared_set {
+    # Tests point UFO_SYSFS_CPU_DIR at a made-up sysfs.
+    local sysfs=${UFO_SYSFS_CPU_DIR:-/sys/devices/system/cpu}
+    local online siblings
+    online=$(cat "$sysfs/online")
+    if (( $(ufo_count_cpus "$online") < UFO_SPARE_CORE_MIN_CPUS )); then
+        echo "$online"
+        return
+    fi
+    siblings=$(cat "$sysfs/cpu0/topology/thread_siblings_list")
+    # Nova's syntax: "^N" and "^N-M" exclude.
+    echo "$online,^${siblings//,/,^}"
+}
+
+# ufo-agent manages Nova's [compute] cpu_shared_set, which devstack leaves
+# unset. nova-compute reads nova-cpu.conf, a copy of nova.conf that
+# lib/nova makes after this phase (then merging local.conf's
+# [[post-config|$NOVA_CPU_CONF]]), so the value goes into nova.conf.
+function configure_nova_compute_for_ufo {
+    local shared
+    if [[ -n "$(iniget "$NOVA_CONF" compute cpu_shared_set)" ]]; then
+        return
+    fi
+    case "$UFO_CPU_SHARED_SET" in
+        none) return ;;
+        auto) shared=$(ufo_default_cpu_shared_set) ;;
+        *) shared=$UFO_CPU_SHARED_SET ;;
+    esac
+    iniset "$NOVA_CONF" compute cpu_shared_set "$shared"
+}
+
+# ufo-agent.conf of a compute node: whose CPUs, where signals go.
 function configure_ufo_agent {
+    local nova_host
     sudo install -d -o "$STACK_USER" "$UFO_CONF_DIR"
     rm -f "$UFO_AGENT_CONF"
     iniset "$UFO_AGENT_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
-    # nova-compute runs with --config-file $NOVA_CPU_CONF: the agent manages
-    # its [compute] cpu_shared_set, unless UFO_MANAGED_CPUS says otherwise.
+    iniset "$UFO_AGENT_CONF" agent state_path "$UFO_STATE_PATH"
+    # devstack's nova-compute runs with --config-file $NOVA_CPU_CONF and
+    # nothing else: the agent manages its [compute] cpu_shared_set, unless
+    # UFO_MANAGED_CPUS says otherwise.
     iniset "$UFO_AGENT_CONF" host_cpus nova_config "$NOVA_CPU_CONF"
+    iniset "$UFO_AGENT_CONF" host_cpus nova_config_dir ""
     if [[ -n "$UFO_MANAGED_CPUS" ]]; then
         iniset "$UFO_AGENT_CONF" host_cpus managed_cpus "$UFO_MANAGED_CPUS"
     fi
     iniset "$UFO_AGENT_CONF" publishers enabled "$UFO_PUBLISHERS"
-    iniset "$UFO_AGENT_CONF" publishers host "$(hostname)"
-    iniset "$UFO_AGENT_CONF" publishers nodename "$(hostname)"
+    # Nova's [DEFAULT] host if set, else the agent's default: the hostname,
+    # as Nova's. The node name is left to the agent, which asks libvirt as
+    # Nova's libvirt driver does.
+    nova_host=$(iniget "$NOVA_CONF" DEFAULT host)
+    if [[ -n "$nova_host" ]]; then
+        iniset "$UFO_AGENT_CONF" publishers host "$nova_host"
+    fi
     iniset "$UFO_AGENT_CONF" publishers notification_topics \
         "$UFO_NOTIFICATION_TOPIC"
     iniset "$UFO_AGENT_CONF" oslo_messaging_notifications transport_url \
@@ -113,8 +206,31 @@ function start_ufo_agent {
     run_process ufo-agent "$agent --config-file $UFO_AGENT_CONF" root root
 }
 
+# Stopping the agent gives every guest its pins back and clears the trait;
+# --restore does it again in case the agent had died.
 function stop_ufo_agent {
+    local agent
     stop_process ufo-agent
+    agent=$(get_python_exec_prefix)/ufo-agent
+    if [[ -x "$agent" && -r "$UFO_AGENT_CONF" ]]; then
+        sudo "$agent" --config-file "$UFO_AGENT_CONF" --restore || \
+            echo "WARNING: ufo-agent --restore failed; see its log above"
+    fi
+}
+
+# The agent's state and the guest channel pages (/dev/shm/ufo-<uuid>,
+# [channel] shm_dir and name_prefix): libvirt never removes them, and
+# unstack has destroyed the guests.
+function cleanup_ufo {
+    local shm_dir prefix
+    if [[ -r "$UFO_AGENT_CONF" ]]; then
+        shm_dir=$(iniget "$UFO_AGENT_CONF" channel shm_dir)
+        prefix=$(iniget "$UFO_AGENT_CONF" channel name_prefix)
+    fi
+    shm_dir=${shm_dir:-/dev/shm}
+    prefix=${prefix:-ufo-}
+    sudo rm -f "$shm_dir/$prefix"????????-????-????-????-????????????
+    sudo rm -rf "$UFO_STATE_PATH" "$UFO_CONF_DIR"
 }
 
 if [[ "$1" == "stack" && "$2" == "install" ]]; then
@@ -127,7 +243,8 @@ elif [[ "$1" == "stack" && "$2" == "post-config" ]]; then
         configure_nova_scheduler_for_ufo
     fi
     if is_service_enabled n-cpu && is_service_enabled ufo-agent; then
-        echo_summary "Configuring ufo-agent"
+        echo_summary "Configuring nova-compute and ufo-agent"
+        configure_nova_compute_for_ufo
         configure_ufo_agent
     fi
 
@@ -145,13 +262,13 @@ elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
 fi
 
 if [[ "$1" == "unstack" ]]; then
-    if is_service_enabled ufo-agent; then
+    if is_service_enabled n-cpu && is_service_enabled ufo-agent; then
         stop_ufo_agent
     fi
 fi
 
 if [[ "$1" == "clean" ]]; then
-    sudo rm -rf "$UFO_CONF_DIR"
+    cleanup_ufo
 fi
 
 # Restore xtrace

@@ -1,10 +1,13 @@
 """UFOIdlePoolWeigher: prefers hosts with more reclaimable cores.
 
-Enable it in nova.conf::
+Enable it in nova.conf by adding its path to the weighers already in use
+(Nova's default is ``nova.scheduler.weights.all_weighers``)::
 
     [filter_scheduler]
-    weight_classes = nova.scheduler.weights.all_weighers
-    weight_classes = ufo_nova.weigher.UFOIdlePoolWeigher
+    weight_classes = WEIGHERS,ufo_nova.weigher.UFOIdlePoolWeigher
+
+``weight_classes`` is one list, on one line: a second line would replace
+the first and drop Nova's own weighers.
 
 Its multiplier is ``[ufo] idle_pool_weight_multiplier``; a host aggregate
 overrides it with the metadata key ``ufo_idle_pool_weight_multiplier``, as

@@ -161,7 +161,8 @@ def _build_agent(conf, drivers, managed, controller, settings):
     except base.DriverError as exc:
         raise StartupError(str(exc))
     try:
-        outputs = publishers.BackgroundPublisher(publishers.load(conf))
+        outputs = publishers.BackgroundPublisher(publishers.load(
+            conf, _hypervisor_hostname(conf, driver)))
         tracker = hostsignal.HostSignalTracker(
             hostsignal.Windows.from_conf(conf))
     except ValueError as exc:
@@ -171,6 +172,18 @@ def _build_agent(conf, drivers, managed, controller, settings):
     agent = loop.Agent(driver, managed, controller, settings, store,
                        signal_tracker=tracker, publishers=outputs)
     return driver, agent
+
+
+def _hypervisor_hostname(conf, driver):
+    """libvirt's host name when [publishers] nodename needs it, else None."""
+    if conf.publishers.nodename or not conf.publishers.enabled:
+        return None
+    try:
+        return driver.hostname()
+    except base.DriverError as exc:
+        driver.close()
+        raise StartupError('[publishers] nodename is unset and libvirt does '
+                           'not tell this host\'s name: %s' % exc)
 
 
 def restore(driver):

@@ -32,7 +32,10 @@ OPTS = [
         'nodename',
         help='Name of this host\'s compute node (its hypervisor hostname, '
              'the name of its Placement resource provider). Defaults to '
-             'the host.'),
+             'the host name that libvirt ([agent] libvirt_uri) reports, '
+             'which is the name Nova\'s libvirt driver gives the compute '
+             'node; it can differ from the hostname (libvirt may report '
+             'the fully qualified name).'),
     cfg.FloatOpt(
         'keepalive_interval', default=30.0, min=1.0,
         help='Seconds after which the notification publisher sends the '

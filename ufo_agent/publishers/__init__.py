@@ -117,19 +117,25 @@ class BackgroundPublisher:
         self._inner.close()
 
 
-def host_and_node(conf):
+def host_and_node(conf, hypervisor_hostname=None):
+    """The signal's host and node names.
+
+    ``hypervisor_hostname`` is libvirt's name of the host, which Nova's
+    libvirt driver gives the compute node; the node name falls back to the
+    host when it is not known either.
+    """
     host = conf.publishers.host or socket.gethostname()
-    return host, conf.publishers.nodename or host
+    return host, conf.publishers.nodename or hypervisor_hostname or host
 
 
-def load(conf):
+def load(conf, hypervisor_hostname=None):
     """Load the publishers of ``[publishers] enabled``.
 
     :raises ValueError: naming the option, when an enabled name has no
         plugin.
     """
     names = conf.publishers.enabled
-    host, nodename = host_and_node(conf)
+    host, nodename = host_and_node(conf, hypervisor_hostname)
 
     def missing(names_missing):
         raise ValueError(

@@ -308,6 +308,16 @@ class LibvirtDriver(base.HypervisorDriver):
                 removed.append(uuid)
         return removed
 
+    def hostname(self):
+        """libvirt's name of this host, as Nova's libvirt driver reads it.
+
+        Nova names the compute node (its hypervisor hostname, the name of
+        its Placement resource provider) with the connection's
+        getHostname(), which can differ from the short hostname.
+        """
+        return self._host.call('host name',
+                               self._host.get_connection().getHostname)
+
     def close(self):
         for known in self._guests.values():
             known.close()

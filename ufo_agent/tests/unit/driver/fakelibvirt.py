@@ -184,6 +184,9 @@ class FakeConnection:
                        if d.running and d.paused is not None]
         return domains
 
+    def getHostname(self):
+        return self.hv.hostname
+
     def lookupByUUIDString(self, uuid):
         if self.hv.lookup_error is not None:
             raise self.hv.lookup_error
@@ -210,6 +213,7 @@ class FakeLibvirt:
 
     def __init__(self):
         self.domains = {}
+        self.hostname = 'compute-1.example.org'
         self.connections = []
         self.calls = []
         self.open_error = None

@@ -134,3 +134,8 @@ def test_a_running_guest_is_adopted_once(host, hv):
     dom.config_xml = nova_xml(U1, server='renamed')
     [guest] = driver.guests()
     assert guest.name == 'web-1'        # same QEMU process: kept
+
+
+def test_hostname_is_libvirts_as_nova_reads_it(host, hv):
+    hv.hostname = 'compute-7.rack2.example.org'
+    assert host.driver().hostname() == 'compute-7.rack2.example.org'

@@ -23,6 +23,21 @@ def test_load_named_publishers(conf):
     loaded.close()
 
 
+def test_node_name_defaults_to_libvirts_then_host(conf):
+    """Nova's libvirt driver names the compute node after libvirt."""
+    conf.set_override('host', 'compute7', group='publishers')
+    assert publishers.host_and_node(conf, 'compute7.example.org') == (
+        'compute7', 'compute7.example.org')
+    assert publishers.host_and_node(conf) == ('compute7', 'compute7')
+    conf.set_override('nodename', 'node-a', group='publishers')
+    assert publishers.host_and_node(conf, 'compute7.example.org') == (
+        'compute7', 'node-a')
+    conf.set_override('enabled', ['notification'], group='publishers')
+    loaded = publishers.load(conf, 'compute7.example.org')
+    assert loaded.publishers[0].nodename == 'node-a'
+    loaded.close()
+
+
 def test_unknown_publisher_names_the_option(conf):
     conf.set_override('enabled', ['notification', 'carrier-pigeon'],
                       group='publishers')

@@ -1,0 +1,1 @@
+"""A stand-in for what devstack gives a plugin, for tests of devstack/."""
