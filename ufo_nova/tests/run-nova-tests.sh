@@ -30,9 +30,10 @@ run() {
     stestr last --subunit > "$streams/$name.subunit" || rc=1
 }
 
+in_nova='^(ufo_nova\.tests\.(nova_unit|functional|nova_own)\.'
+in_nova+='|nova\.tests\.functional\.)'
 run nova-eventlet stestr --test-path=./ufo_nova/tests --top-dir=./ \
-    run --concurrency 2 \
-    '^(ufo_nova\.tests\.(nova_unit|functional|nova_own)|nova\.tests\.functional)\.'
+    run --concurrency 2 "$in_nova"
 run tools-nova stestr --test-path=./ufo_tools/tests/nova_unit --top-dir=./ \
     run --concurrency 1
 run nova-threading env OS_NOVA_DISABLE_EVENTLET_PATCHING=1 \
