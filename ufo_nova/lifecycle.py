@@ -11,10 +11,11 @@ and start services within one process).
 So, when Nova builds UFO's filter or weigher, :func:`follow_scheduler_service`
 wraps ``nova.service.Service.stop`` and ``reset`` once per process. After
 Nova's own steps, for the ``nova-scheduler`` service only,
-:func:`ufo_nova.listener.reset` stops this process's listener, waits for its
-poller and forgets the cache; the next scheduling request starts a new
-listener with the configuration as it is then (reloaded on SIGHUP). Other
-services of the process are untouched.
+:func:`ufo_nova.listener.stop_listening` stops this process's listener and
+waits for its poller; the signals received so far stay until they are
+stale, and the next scheduling request starts a new listener with the
+configuration as it is then (reloaded on SIGHUP). Other services of the
+process are untouched.
 """
 
 import functools
@@ -34,7 +35,7 @@ def _then_stop_listener(method):
             return method(service, *args, **kwargs)
         finally:
             if getattr(service, 'binary', None) == SCHEDULER_BINARY:
-                listener.reset()
+                listener.stop_listening()
 
     setattr(wrapper, _MARK, True)
     return wrapper

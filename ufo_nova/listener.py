@@ -10,7 +10,7 @@ that every scheduler worker process receives every host's signals. It is
 called on each scheduling request and is cheap after the first call; it
 checks the process id, so that worker processes forked by nova-scheduler
 after the plugins were loaded start their own listener and cache.
-:func:`reset` stops it; :mod:`ufo_nova.lifecycle` calls it when
+:func:`stop_listening` stops it; :mod:`ufo_nova.lifecycle` calls it when
 nova-scheduler's service stops or is reset.
 """
 
@@ -215,8 +215,25 @@ def current():
     return None if found is _FAILED else found
 
 
+def stop_listening():
+    """Stop this process's listener and wait for it; keep the cache.
+
+    For a service stop or reset: the signals received so far stay usable
+    until they are stale (``[ufo] signal_max_age``), so that a restarted
+    service does not see every host as unknown; the next request starts a
+    new listener.
+    """
+    global _listener
+    with _lock:
+        if _pid != os.getpid():
+            return  # the parent's listener: none runs in this process
+        found, _listener = _listener, None
+    if found is not None and found is not _FAILED:
+        found.stop()
+
+
 def reset():
-    """Stop the listener and forget the cache (service stop or reset)."""
+    """Stop the listener and forget the cache (tests)."""
     global _pid, _cache, _listener
     with _lock:
         listener, _listener = _listener, None

@@ -53,6 +53,7 @@ class TestUFOEnabledInNova(integrated_helpers._IntegratedTestBase):
         # notification transport.
         self._create_server(networks='none')
         first = self._running_listener()
+        cache = listener.get_cache()
 
         # oslo.service's in-process restart on SIGHUP: stop, reset, start.
         self.scheduler.stop()
@@ -61,6 +62,8 @@ class TestUFOEnabledInNova(integrated_helpers._IntegratedTestBase):
         self.scheduler.reset()
         self.scheduler.start()
         self.assertIsNone(listener.current())
+        # The signals received so far stay until they are stale.
+        self.assertIs(cache, listener.get_cache())
 
         # The next request starts a new one; stopping the service at
         # cleanup stops it (Nova's RPCPollerCleanupFixture checks).
