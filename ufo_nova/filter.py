@@ -35,6 +35,7 @@ from nova.scheduler import utils as scheduler_utils
 from ufo_agent import hostsignal
 from ufo_nova import conf as ufo_conf
 from ufo_nova import decision
+from ufo_nova import lifecycle
 from ufo_nova import listener
 
 LOG = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class UFOFilter(filters.BaseHostFilter):
 
     def __init__(self):
         super().__init__()
+        lifecycle.follow_scheduler_service()
         # host -> (signal, HostState.vcpus_used when that signal was first
         # used); replaced whenever a new signal of the host is used.
         self._vcpus_at_signal = {}

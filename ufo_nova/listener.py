@@ -10,6 +10,8 @@ that every scheduler worker process receives every host's signals. It is
 called on each scheduling request and is cheap after the first call; it
 checks the process id, so that worker processes forked by nova-scheduler
 after the plugins were loaded start their own listener and cache.
+:func:`stop_listening` stops it; :mod:`ufo_nova.lifecycle` calls it when
+nova-scheduler's service stops or is reset.
 """
 
 import os
@@ -80,6 +82,12 @@ class SignalListener:
                    for topic in conf.ufo.notification_topics]
         self.endpoint = SignalEndpoint(cache)
         self.started = threading.Event()
+        # Start and stop may race (a service stopping while the broker is
+        # being reached): whichever comes second stops the poller, so that
+        # none is left running and stop() never waits for the broker.
+        self._lock = threading.Lock()
+        self._starting = False
+        self._stopped = False
         self._listener = oslo_messaging.get_notification_listener(
             self.transport, targets, [self.endpoint], executor='threading',
             pool=self.pool)
@@ -87,6 +95,10 @@ class SignalListener:
     def start(self):
         # Declaring the queue waits for the broker; do it in the background
         # so that a broker outage never blocks a scheduling request.
+        with self._lock:
+            if self._stopped or self._starting:
+                return None
+            self._starting = True
         thread = threading.Thread(target=self._start, daemon=True,
                                   name='ufo-signal-listener')
         thread.start()
@@ -95,16 +107,44 @@ class SignalListener:
     def _start(self):
         try:
             self._listener.start()
-            self.started.set()
-            LOG.info('Listening for UFO host signals in pool %s', self.pool)
         except Exception:
             LOG.exception('Could not start the UFO host signal listener; '
                           'hosts count as unknown')
+            started = False
+        else:
+            started = True
+        with self._lock:
+            self._starting = False
+            if not self._stopped:
+                if started:
+                    self.started.set()
+                    LOG.info('Listening for UFO host signals in pool %s',
+                             self.pool)
+                return
+        # stop() came while the broker was being reached.
+        self._shutdown(started)
 
     def stop(self):
+        """Stop the poller and wait for it; idempotent.
+
+        Never blocks on the broker: a start in progress stops the poller
+        itself once it is done.
+        """
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            if self._starting:
+                return
+        self._shutdown(self.started.is_set())
+
+    def _shutdown(self, started):
         try:
-            self._listener.stop()
-            self._listener.wait()
+            if started:
+                self._listener.stop()
+                self._listener.wait()
+                LOG.info('Stopped listening for UFO host signals in pool %s',
+                         self.pool)
         finally:
             if self._owns_transport:
                 self.transport.cleanup()
@@ -169,8 +209,31 @@ def ensure_listening(conf=None, transport=None):
         return _listener
 
 
+def current():
+    """This process's running (or starting) listener, or None."""
+    found = _listener if _pid == os.getpid() else None
+    return None if found is _FAILED else found
+
+
+def stop_listening():
+    """Stop this process's listener and wait for it; keep the cache.
+
+    For a service stop or reset: the signals received so far stay usable
+    until they are stale (``[ufo] signal_max_age``), so that a restarted
+    service does not see every host as unknown; the next request starts a
+    new listener.
+    """
+    global _listener
+    with _lock:
+        if _pid != os.getpid():
+            return  # the parent's listener: none runs in this process
+        found, _listener = _listener, None
+    if found is not None and found is not _FAILED:
+        found.stop()
+
+
 def reset():
-    """Stop the listener and forget the cache (tests, service stop)."""
+    """Stop the listener and forget the cache (tests)."""
     global _pid, _cache, _listener
     with _lock:
         listener, _listener = _listener, None

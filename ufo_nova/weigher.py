@@ -20,6 +20,7 @@ from nova.scheduler import weights
 
 from ufo_nova import conf as ufo_conf
 from ufo_nova import decision
+from ufo_nova import lifecycle
 from ufo_nova import listener
 
 CONF = ufo_conf.CONF
@@ -31,6 +32,7 @@ class UFOIdlePoolWeigher(weights.BaseHostWeigher):
 
     def __init__(self):
         super().__init__()
+        lifecycle.follow_scheduler_service()
         self._multiplier = CONF.ufo.idle_pool_weight_multiplier
 
     def weight_multiplier(self, host_state):

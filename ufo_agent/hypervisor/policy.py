@@ -49,8 +49,10 @@ from ufo_agent.hypervisor import domain as domain_xml
 EXTRA_SPEC_MANAGED = 'ufo:managed'
 EXTRA_SPEC_CLASS = 'ufo:class'
 
-_TRUE = ('true', '1', 'yes', 'on')
-_FALSE = ('false', '0', 'no', 'off')
+# Values of ufo:managed (case and surrounding blanks ignored); nova-api
+# refuses others (ufo_nova.extra_spec_validators).
+MANAGED_TRUE = ('true', '1', 'yes', 'on')
+MANAGED_FALSE = ('false', '0', 'no', 'off')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,9 +176,9 @@ def decide(domain, managed_cpus, manage_non_nova=False, persistent=True,
             return _hands_off(reason)
     specs = nova.extra_specs if nova else {}
     flag = specs.get(EXTRA_SPEC_MANAGED, 'true').strip().lower()
-    if flag in _FALSE:
+    if flag in MANAGED_FALSE:
         return _hands_off('%s=%s' % (EXTRA_SPEC_MANAGED, flag))
-    if flag not in _TRUE:
+    if flag not in MANAGED_TRUE:
         return _hands_off('invalid %s=%r' % (EXTRA_SPEC_MANAGED, flag))
     if domain.vcpu_placement == 'auto' or (
             domain.numatune is not None and

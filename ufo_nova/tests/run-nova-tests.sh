@@ -4,7 +4,10 @@
 # Usage: ufo_nova/tests/run-nova-tests.sh JUNIT_XML
 #
 # 1. Nova-dependent unit tests and the functional tests inside a real
-#    in-process Nova, in Nova's default concurrency mode (eventlet).
+#    in-process Nova, in Nova's default concurrency mode (eventlet), and,
+#    in the same run, Nova's own scheduler functional tests with UFO's
+#    filter and weigher enabled (ufo_nova/tests/nova_own: test_scheduler,
+#    test_cold_migrate, test_server_group, test_aggregates).
 # 2. The scheduling functional tests again with native threads
 #    (OS_NOVA_DISABLE_EVENTLET_PATCHING=1): the listener and the signal
 #    cache must work under both.
@@ -27,8 +30,10 @@ run() {
     stestr last --subunit > "$streams/$name.subunit" || rc=1
 }
 
+in_nova='^(ufo_nova\.tests\.(nova_unit|functional|nova_own)\.'
+in_nova+='|nova\.tests\.functional\.)'
 run nova-eventlet stestr --test-path=./ufo_nova/tests --top-dir=./ \
-    run --concurrency 2 '^ufo_nova\.tests\.(nova_unit|functional)\.'
+    run --concurrency 2 "$in_nova"
 run tools-nova stestr --test-path=./ufo_tools/tests/nova_unit --top-dir=./ \
     run --concurrency 1
 run nova-threading env OS_NOVA_DISABLE_EVENTLET_PATCHING=1 \

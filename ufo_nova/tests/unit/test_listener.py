@@ -2,6 +2,7 @@
 
 import logging
 import os
+import threading
 
 from ufo_agent import hostsignal
 from ufo_agent.hostsignal import payload as wire
@@ -87,3 +88,82 @@ def test_listener_disabled(monkeypatch):
     listener.reset()
     assert listener.ensure_listening(conf) is None
     listener.reset()
+
+
+class FakeServer:
+    """oslo.messaging notification listener whose start() can be held."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.calls = []
+
+    def start(self):
+        self.calls.append('start')
+        assert self.release.wait(10)
+
+    def stop(self):
+        self.calls.append('stop')
+
+    def wait(self):
+        self.calls.append('wait')
+
+
+class FakeTransport:
+    def __init__(self):
+        self.cleanups = 0
+
+    def cleanup(self):
+        self.cleanups += 1
+
+
+def _signal_listener(monkeypatch):
+    from oslo_config import cfg
+
+    from ufo_nova import conf as ufo_conf
+    conf = cfg.ConfigOpts()
+    ufo_conf.register_opts(conf)
+    conf([])
+    server, transport = FakeServer(), FakeTransport()
+    monkeypatch.setattr(listener.oslo_messaging, 'get_notification_listener',
+                        lambda *args, **kwargs: server)
+    monkeypatch.setattr(listener.oslo_messaging,
+                        'get_notification_transport', lambda conf: transport)
+    return listener.SignalListener(conf, cache=None), server, transport
+
+
+def test_stop_during_start_never_waits_and_leaves_nothing(monkeypatch):
+    signal_listener, server, transport = _signal_listener(monkeypatch)
+    thread = signal_listener.start()
+    # The broker is being reached: stop returns at once.
+    signal_listener.stop()
+    assert server.calls == ['start']
+    assert transport.cleanups == 0
+    # Once the start is done, the starting thread stops the poller.
+    server.release.set()
+    thread.join(10)
+    assert server.calls == ['start', 'stop', 'wait']
+    assert transport.cleanups == 1
+    assert not signal_listener.started.is_set()
+    # Stopped for good.
+    assert signal_listener.start() is None
+    signal_listener.stop()
+    assert server.calls == ['start', 'stop', 'wait']
+
+
+def test_stop_after_start_stops_the_poller_once(monkeypatch):
+    signal_listener, server, transport = _signal_listener(monkeypatch)
+    server.release.set()
+    signal_listener.start().join(10)
+    assert signal_listener.started.is_set()
+    signal_listener.stop()
+    signal_listener.stop()
+    assert server.calls == ['start', 'stop', 'wait']
+    assert transport.cleanups == 1
+
+
+def test_stop_before_start_starts_nothing(monkeypatch):
+    signal_listener, server, transport = _signal_listener(monkeypatch)
+    signal_listener.stop()
+    assert signal_listener.start() is None
+    assert server.calls == []
+    assert transport.cleanups == 1
