@@ -1,10 +1,26 @@
-"""``ufo-status``: the pools and guests of the running ufo-agent."""
+"""``ufo-status``: the pools and guests of the running ufo-agent.
 
-import argparse
+It reads the agent's own configuration file for the endpoint
+(``[agent] metrics_host`` and ``metrics_port``), so it asks the agent that
+configuration runs, wherever the operator put it.
+"""
+
+import ipaddress
 import json
 import sys
 import urllib.error
 import urllib.request
+
+from oslo_config import cfg
+
+from ufo_agent.conf import agent as agent_conf
+
+DEFAULT_CONFIG_FILE = '/etc/ufo/ufo-agent.conf'
+
+CLI_OPTS = [
+    cfg.BoolOpt('json', default=False,
+                help='Print the raw status as JSON.'),
+]
 
 
 def fetch(url, timeout=5.0):
@@ -54,21 +70,71 @@ def format_status(snap):
     return '\n'.join(out)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog='ufo-status', description=__doc__)
-    parser.add_argument('--url', default='http://127.0.0.1:9477/status',
-                        help='status endpoint of the agent '
-                             '([agent] metrics_host and metrics_port)')
-    parser.add_argument('--json', action='store_true',
-                        help='print the raw status as JSON')
-    args = parser.parse_args(argv)
+def endpoint(conf):
+    """The status URL of the agent that ``conf`` configures, or None."""
+    host = conf.agent.metrics_host
+    port = conf.agent.metrics_port
+    if not port:
+        return None
     try:
-        snap = fetch(args.url)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        print('ufo-status: cannot reach ufo-agent at %s: %s'
-              % (args.url, exc), file=sys.stderr)
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None                  # a host name
+    if address is not None and address.is_unspecified:
+        # Listening on every address: the local one answers.
+        host = '::1' if address.version == 6 else '127.0.0.1'
+        address = ipaddress.ip_address(host)
+    if address is not None and address.version == 6:
+        host = '[%s]' % host
+    return 'http://%s:%d/status' % (host, port)
+
+
+def _config_files(conf):
+    return ', '.join(conf.config_file or []) or 'no configuration file'
+
+
+def make_conf():
+    """The agent's [agent] options, in a ConfigOpts of ufo-status's own.
+
+    The group is registered by name, not as the agent's OptGroup object,
+    which keeps its options' overrides and would share them.
+    """
+    conf = cfg.ConfigOpts()
+    conf.register_opts(agent_conf.OPTS, group=agent_conf.GROUP.name)
+    return conf
+
+
+def main(argv=None):
+    conf = make_conf()
+    conf.register_cli_opts(CLI_OPTS)
+    try:
+        conf(argv if argv is not None else sys.argv[1:],
+             project='ufo-agent', prog='ufo-status',
+             description='The pools and guests of the running ufo-agent, '
+                         'from the endpoint its configuration file names '
+                         '([agent] metrics_host and metrics_port).',
+             default_config_files=[DEFAULT_CONFIG_FILE])
+        url = endpoint(conf)
+    except cfg.ConfigFilesNotFoundError as exc:
+        print('ufo-status: %s; name the agent\'s configuration with '
+              '--config-file' % exc, file=sys.stderr)
+        return 2
+    except cfg.Error as exc:
+        print('ufo-status: %s' % exc, file=sys.stderr)
+        return 2
+    if url is None:
+        print('ufo-status: [agent] metrics_port is 0 in %s: the agent '
+              'serves no status' % _config_files(conf), file=sys.stderr)
         return 1
-    print(json.dumps(snap, indent=2, sort_keys=True) if args.json
+    try:
+        snap = fetch(url)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        print('ufo-status: cannot reach ufo-agent at %s ([agent] '
+              'metrics_host and metrics_port of %s): %s. Is ufo-agent '
+              'running with that configuration?'
+              % (url, _config_files(conf), exc), file=sys.stderr)
+        return 1
+    print(json.dumps(snap, indent=2, sort_keys=True) if conf.json
           else format_status(snap))
     return 0
 

@@ -23,6 +23,7 @@ not changed, and everything is written again after a guest (re)starts or
 when the driver reports it lost track.
 """
 
+import collections
 import dataclasses
 import logging
 import time
@@ -35,6 +36,9 @@ LOG = logging.getLogger(__name__)
 
 VCPU = 'vcpu'
 EMULATOR = 'emulator'
+# The driver calls whose failures the enforcer counts (``errors``).
+DRIVER_METHODS = ('pin_vcpus', 'pin_emulator', 'set_vcpu_target',
+                  'acknowledged')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +73,11 @@ class Enforcer:
         self.acks = {}            # uuid -> acks.GuestAcks
         self.guests = {}          # uuid -> driver Guest
         self.paused = set()       # uuids whose vCPUs are stopped
-        self.fallbacks = 0
+        # Counted since start, for the metrics: targets rolled back after
+        # a missed acknowledgement, and failed driver calls by method.
+        self.rollbacks = 0
+        self.errors = collections.Counter(
+            dict.fromkeys(DRIVER_METHODS, 0))
 
     # -- inventory ---------------------------------------------------------
     def track(self, guest):
@@ -302,6 +310,7 @@ class Enforcer:
             try:
                 answered = self.driver.acknowledged(uuid, st.seq)
             except base.DriverError as exc:
+                self.errors['acknowledged'] += 1
                 failed[uuid] = 'acknowledgement: %s' % exc
                 answered = False
             if answered:
@@ -309,7 +318,7 @@ class Enforcer:
             elif st.overdue(now, self.ack_timeout):
                 target = st.target
                 backoff = st.missed(now)
-                self.fallbacks += 1
+                self.rollbacks += 1
                 fallbacks.append(uuid)
                 failed[uuid] = ('no acknowledgement of %d vCPUs within '
                                 '%.1f s: host-only for %.0f s'
@@ -318,13 +327,14 @@ class Enforcer:
                     # Every vCPU back; no answer is waited for.
                     self.driver.set_vcpu_target(uuid, st.vcpus)
                 except base.DriverError:
-                    pass
+                    self.errors['set_vcpu_target'] += 1
 
     def _send(self, uuid, target, now, failed):
         st = self.acks[uuid]
         try:
             seq = self.driver.set_vcpu_target(uuid, target)
         except base.DriverError as exc:
+            self.errors['set_vcpu_target'] += 1
             failed[uuid] = 'target %d: %s' % (target, exc)
             return 0
         if seq is None:             # the guest has no channel after all
@@ -353,12 +363,11 @@ class Enforcer:
             raise EnforcementError(
                 'refusing to pin %s of %s to unmanaged CPUs %s'
                 % (kind, uuid, sorted(cpus - self.managed_cpus)))
+        method = 'pin_vcpus' if kind == VCPU else 'pin_emulator'
         try:
-            if kind == VCPU:
-                self.driver.pin_vcpus(uuid, cpus)
-            else:
-                self.driver.pin_emulator(uuid, cpus)
+            getattr(self.driver, method)(uuid, cpus)
         except base.DriverError as exc:
+            self.errors[method] += 1
             failed[uuid] = '%s pin: %s' % (kind, exc)
             if pool is not None:
                 self.ledger.failed(key, pool, cpus)

@@ -14,6 +14,7 @@ last tick completed without one; the heartbeat thread
 (:mod:`.heartbeat`) beats only while it is recent.
 """
 
+import collections
 import dataclasses
 import logging
 import time
@@ -58,6 +59,11 @@ class VmStatus:
     wanted_cores: int = 0
     note: str = ''
     paused: bool = False
+    # Cumulative, from the host, for the metrics' counters (None until
+    # the first observation).
+    vcpu_cpu_seconds: float = None
+    emulator_cpu_seconds: float = None
+    vcpu_run_delay_seconds: float = None
 
 
 class Agent:
@@ -91,8 +97,12 @@ class Agent:
         self.status = {}
         self.last_plan = None
         self.tick_seconds = 0.0
+        self.tick_seconds_sum = 0.0
         self.ticks = 0
         self.tick_errors = 0
+        # Counted since start, for the metrics (see also the enforcer's).
+        self.host_only_fallbacks = 0    # guest signals lost to host-only
+        self.decisions = collections.Counter()      # action -> count
         self.last_progress = time.monotonic()
         self._errors_seen = {}      # (uuid, where) -> last error text
         self._failed = {}           # uuid -> last enforcement failure
@@ -233,6 +243,7 @@ class Agent:
             return self.last_plan
         for decision in plan.decisions:
             DECISIONS.info('%s', decision)
+            self.decisions[str(decision.action)] += 1
         if not self.settings.dry_run:
             for uuid, count in online.items():
                 if self.enforcer.check_guest(uuid, count):
@@ -263,6 +274,7 @@ class Agent:
     def _finish_tick(self, started, now):
         self.ticks += 1
         self.tick_seconds = time.monotonic() - started
+        self.tick_seconds_sum += self.tick_seconds
         if self.store is not None and \
                 now - self._last_save >= self.settings.state_save_interval:
             self.save_learned()
@@ -406,6 +418,10 @@ class Agent:
             except base.DriverError as exc:
                 LOG.warning('Could not observe guest %s: %s', uuid, exc)
                 continue
+            status = self.status[uuid]
+            status.vcpu_cpu_seconds = obs.vcpu_cpu_ns / 1e9
+            status.emulator_cpu_seconds = obs.emulator_cpu_ns / 1e9
+            status.vcpu_run_delay_seconds = obs.vcpu_wait_ns / 1e9
             try:
                 rates = self.sampler.rates(uuid, obs)
             except Exception as exc:
@@ -422,11 +438,15 @@ class Agent:
             samples[uuid] = rates.sample
             if rates.online_vcpus:
                 online[uuid] = rates.online_vcpus
-            status = self.status[uuid]
             # Logged on change (status.reason may since hold why the
             # enforcer failed).
-            if self._signals.get(uuid) != (rates.mode, rates.reason):
+            previous = self._signals.get(uuid)
+            if previous != (rates.mode, rates.reason):
                 self._signals[uuid] = (rates.mode, rates.reason)
+                if previous is not None and \
+                        previous[0] == sampler_mod.MODE_GUEST and \
+                        rates.mode == sampler_mod.MODE_HOST_ONLY:
+                    self.host_only_fallbacks += 1
                 log = LOG.warning if rates.reason else LOG.info
                 log('Guest %s signal: %s%s', uuid, rates.mode,
                     ' (%s)' % rates.reason if rates.reason else '')

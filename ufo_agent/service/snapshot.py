@@ -33,12 +33,17 @@ def build(agent, now):
         'ticks': agent.ticks,
         'invariant_violations': agent.invariant_violations,
         'tick_errors': agent.tick_errors,
+        'host_only_fallbacks': agent.host_only_fallbacks,
+        'rollbacks': agent.enforcer.rollbacks,
+        'enforcement_errors': dict(agent.enforcer.errors),
+        'decisions': dict(agent.decisions),
         # What the agent runs with (after a reload: SIGHUP).
         'config': {
             'agent': dataclasses.asdict(agent.settings),
             'controller': dataclasses.asdict(agent.controller.config),
         },
         'tick_seconds': agent.tick_seconds,
+        'tick_seconds_sum': agent.tick_seconds_sum,
         'dry_run': agent.settings.dry_run,
         'cores_saved': agent.cores_saved(),
         'pools': pools,

@@ -82,12 +82,14 @@ def test_after_the_first_tick_the_status_is_read(agent):
     assert got['pools']['idle_cores'] == 1
 
 
-def test_ufo_status_before_the_first_tick(agent, capsys):
-    url = 'http://127.0.0.1:%d/status' % agent.port
+def test_ufo_status_before_the_first_tick(agent, tmp_path, capsys):
+    conf = tmp_path / 'ufo-agent.conf'
+    conf.write_text('[agent]\nmetrics_port = %d\n' % agent.port)
+    argv = ['--config-file', str(conf)]
     assert status_cmd.format_status({}) == status_cmd.NO_DATA
-    assert status_cmd.main(['--url', url]) == 0
+    assert status_cmd.main(argv) == 0, capsys.readouterr().err
     assert capsys.readouterr().out.strip() == status_cmd.NO_DATA
     agent.server.snapshot = STATUS
-    assert status_cmd.main(['--url', url]) == 0
+    assert status_cmd.main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert 'pools: managed 2' in out and 'web' in out
