@@ -8,14 +8,13 @@ would not accept, and any other ``ufo:`` key (a typo such as
 ``ufo:manged``), instead of letting ufo-agent ignore it on the compute
 node.
 
-The accepted values are ufo-agent's own (:mod:`ufo_agent.hypervisor.policy`),
+The accepted values are ufo-agent's own (:mod:`ufo_agent.extraspecs`),
 which, like ufo-agent, ignores case and surrounding blanks. Nova is
 imported only inside :func:`register`: importing this module needs no Nova
 and has no side effects.
 """
 
-from ufo_agent.controller.plan import VmClass
-from ufo_agent.hypervisor import policy
+from ufo_agent import extraspecs
 
 
 def _one_of(values):
@@ -23,8 +22,9 @@ def _one_of(values):
     return r'(?i)\s*(%s)\s*' % '|'.join(values)
 
 
-MANAGED_PATTERN = _one_of(policy.MANAGED_TRUE + policy.MANAGED_FALSE)
-CLASS_PATTERN = _one_of([c.value for c in VmClass])
+MANAGED_PATTERN = _one_of(extraspecs.MANAGED_TRUE +
+                          extraspecs.MANAGED_FALSE)
+CLASS_PATTERN = _one_of(extraspecs.CLASS_VALUES)
 
 
 def register():
@@ -33,7 +33,7 @@ def register():
 
     return [
         base.ExtraSpecValidator(
-            name=policy.EXTRA_SPEC_MANAGED,
+            name=extraspecs.MANAGED,
             description=(
                 'Whether ufo-agent may manage the CPUs of instances of this '
                 'flavor (shared CPU policy only; default true). false keeps '
@@ -46,14 +46,14 @@ def register():
             },
         ),
         base.ExtraSpecValidator(
-            name=policy.EXTRA_SPEC_CLASS,
+            name=extraspecs.CLASS,
             description=(
                 'Service class ufo-agent gives instances of this flavor: '
                 'lc (latency-critical), be (best-effort) or auto (ufo-agent '
                 'classifies the guest from its behaviour; the default).'),
             value={
                 'type': str,
-                'description': ', '.join(c.value for c in VmClass),
+                'description': ', '.join(extraspecs.CLASS_VALUES),
                 'pattern': CLASS_PATTERN,
             },
         ),

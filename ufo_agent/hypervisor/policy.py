@@ -44,15 +44,11 @@ import dataclasses
 
 from ufo_agent.controller.plan import VmClass
 from ufo_agent import cpuset
+from ufo_agent import extraspecs
 from ufo_agent.hypervisor import domain as domain_xml
 
-EXTRA_SPEC_MANAGED = 'ufo:managed'
-EXTRA_SPEC_CLASS = 'ufo:class'
-
-# Values of ufo:managed (case and surrounding blanks ignored); nova-api
-# refuses others (ufo_nova.extra_spec_validators).
-MANAGED_TRUE = ('true', '1', 'yes', 'on')
-MANAGED_FALSE = ('false', '0', 'no', 'off')
+EXTRA_SPEC_MANAGED = extraspecs.MANAGED
+EXTRA_SPEC_CLASS = extraspecs.CLASS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,9 +172,9 @@ def decide(domain, managed_cpus, manage_non_nova=False, persistent=True,
             return _hands_off(reason)
     specs = nova.extra_specs if nova else {}
     flag = specs.get(EXTRA_SPEC_MANAGED, 'true').strip().lower()
-    if flag in MANAGED_FALSE:
+    if flag in extraspecs.MANAGED_FALSE:
         return _hands_off('%s=%s' % (EXTRA_SPEC_MANAGED, flag))
-    if flag not in MANAGED_TRUE:
+    if flag not in extraspecs.MANAGED_TRUE:
         return _hands_off('invalid %s=%r' % (EXTRA_SPEC_MANAGED, flag))
     if domain.vcpu_placement == 'auto' or (
             domain.numatune is not None and

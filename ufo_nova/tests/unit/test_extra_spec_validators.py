@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from ufo_agent.controller.plan import VmClass
-from ufo_agent.hypervisor import policy
+from ufo_agent import extraspecs
 from ufo_nova import extra_spec_validators as validators
 
 CANDIDATES = ('true', 'True', ' yes ', 'ON', '1', 'false', 'No', '0', 'off',
@@ -15,8 +15,8 @@ CANDIDATES = ('true', 'True', ' yes ', 'ON', '1', 'false', 'No', '0', 'off',
 
 def test_managed_values_match_the_agent():
     for value in CANDIDATES:
-        agent = value.strip().lower() in (policy.MANAGED_TRUE +
-                                          policy.MANAGED_FALSE)
+        agent = value.strip().lower() in (extraspecs.MANAGED_TRUE +
+                                          extraspecs.MANAGED_FALSE)
         api = re.fullmatch(validators.MANAGED_PATTERN, value) is not None
         assert api == agent, value
 

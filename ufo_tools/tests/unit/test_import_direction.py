@@ -1,8 +1,10 @@
 """Dependencies between the project's packages run one way.
 
 * ``ufo_agent`` (the hypervisor agent) imports only ``ufo_agent``;
-* ``ufo_nova`` (inside nova-scheduler) imports only ``ufo_nova`` and the
-  wire format it shares with the agent, ``ufo_agent.hostsignal``;
+* ``ufo_nova`` (inside nova-scheduler and nova-api) imports only
+  ``ufo_nova`` and what it shares with the agent: the wire format,
+  ``ufo_agent.hostsignal``, and the flavor extra specs,
+  ``ufo_agent.extraspecs``;
 * ``ufo_sim`` imports ``ufo_sim`` and ``ufo_agent`` (it runs the agent);
 * ``ufo_tools`` (benchmarks, demo, test guests, e2e harness) imports
   anything.
@@ -23,7 +25,8 @@ import sys
 PACKAGES = ('ufo_agent', 'ufo_nova', 'ufo_sim', 'ufo_tools')
 ALLOWED = {
     'ufo_agent': ('ufo_agent',),
-    'ufo_nova': ('ufo_nova', 'ufo_agent.hostsignal'),
+    'ufo_nova': ('ufo_nova', 'ufo_agent.hostsignal',
+                 'ufo_agent.extraspecs'),
     'ufo_sim': ('ufo_sim', 'ufo_agent'),
     'ufo_tools': PACKAGES,
 }
