@@ -49,11 +49,24 @@ if virsh -c qemu:///system version >/dev/null 2>&1; then
         sleep 0.5
     done
 fi
+# The daemons outlive this script: they must not inherit its descriptors.
+# Run as `flock /tmp/realguest.lock tools/start-libvirtd.sh`, libvirtd
+# would otherwise hold the lock for as long as it runs.
+detached() {
+    (
+        for fd in $(ls "/proc/$BASHPID/fd"); do
+            if [ "$fd" -gt 2 ]; then
+                eval "exec $fd>&-" 2>/dev/null || true
+            fi
+        done
+        exec "$@"
+    )
+}
 if ! pgrep -x virtlogd >/dev/null; then
-    $SUDO virtlogd -d
+    detached $SUDO virtlogd -d
 fi
 if ! pgrep -x libvirtd >/dev/null; then
-    $SUDO libvirtd -d "${CONF_ARGS[@]}"
+    detached $SUDO libvirtd -d "${CONF_ARGS[@]}"
 fi
 for _ in $(seq 1 60); do
     if virsh -c qemu:///system version >/dev/null 2>&1; then
