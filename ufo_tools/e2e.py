@@ -51,9 +51,14 @@ def host_online_cpus():
 class AgentProcess:
     """``ufo-agent`` as a subprocess; options are ``group__name=value``."""
 
-    def __init__(self, workdir, command_prefix=(), **options):
+    def __init__(self, workdir, command_prefix=(), user=None, **options):
         # command_prefix: e.g. NamespaceHost.command([]) to run it there.
+        # user: an ufo_tools.agentuser.AgentUser to run it as (workdir
+        # becomes that user's).
         self.command_prefix = list(command_prefix)
+        if user is not None:
+            user.workdir(str(workdir))
+            self.command_prefix = user.command() + self.command_prefix
         self.port = free_port()
         self.state = workdir / 'state'
         self.log = workdir / 'agent.log'
@@ -78,12 +83,19 @@ class AgentProcess:
             for group, values in conf.items()))
         self.proc = None
 
+    def command(self, *extra):
+        return self.command_prefix + [
+            sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
+            str(self.conf), '--log-file', str(self.log)] + list(extra)
+
     def start(self):
-        self.proc = subprocess.Popen(
-            self.command_prefix +
-            [sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
-             str(self.conf), '--log-file', str(self.log)])
+        self.proc = subprocess.Popen(self.command())
         return self
+
+    def restore(self, timeout=60.0):
+        """``ufo-agent --restore``, same configuration, same user."""
+        return subprocess.run(self.command('--restore'), capture_output=True,
+                              text=True, timeout=timeout)
 
     def log_text(self):
         return self.log.read_text() if self.log.exists() else ''

@@ -63,6 +63,35 @@ def qemu_owner(user=QEMU_USER, group=QEMU_GROUP):
         return None
 
 
+def page_owner(user=QEMU_USER, group=QEMU_GROUP):
+    """(uid, gid) to give a new page to, so that QEMU can map it; or None.
+
+    As root: QEMU's user and group. As any other user (ufo-agent's own),
+    which cannot give files away: the agent keeps the file (uid -1, left
+    as it is) and gives it QEMU's group, which it must be a member of
+    (:func:`group_problem`); QEMU opens it through the group (mode 0660).
+    None where QEMU's user does not exist.
+    """
+    owner = qemu_owner(user, group)
+    if owner is None or os.geteuid() == 0:
+        return owner
+    return -1, owner[1]
+
+
+def group_problem(user=QEMU_USER, group=QEMU_GROUP):
+    """Why this process cannot hand pages to QEMU, or '' when it can."""
+    owner = qemu_owner(user, group)
+    if owner is None or os.geteuid() == 0:
+        return ''
+    if owner[1] in os.getgroups() or owner[1] == os.getegid():
+        return ''
+    return ('ufo-agent runs as uid %d, which is not in group %s, the group '
+            'QEMU (%s) runs as: QEMU could not map the guests\' channel '
+            'pages. Add the user to that group (the packaged sysusers.d '
+            'file does) or run ufo-agent as root' % (os.geteuid(), group,
+                                                     user))
+
+
 def trusted_uids(owner=None):
     """Owners a page file may have: root, this process and QEMU's user.
 
@@ -73,7 +102,7 @@ def trusted_uids(owner=None):
     qemu = qemu_owner()
     if qemu is not None:
         uids.add(qemu[0])
-    if owner is not None:
+    if owner is not None and owner[0] != -1:
         uids.add(owner[0])
     return uids
 
@@ -96,12 +125,21 @@ def _hand_over(fd, st, owner, created):
     """Give an open page to QEMU: fchown/fchmod on the descriptor."""
     if owner is None:
         return
-    if created or st.st_uid != owner[0]:
-        os.fchown(fd, owner[0], owner[1])
+    uid, gid = owner
+    if uid == -1:
+        # Not root: only a page of our own can get QEMU's group.
+        if created or (st.st_uid == os.geteuid() and
+                       (st.st_gid, stat.S_IMODE(st.st_mode)) !=
+                       (gid, PAGE_MODE)):
+            os.fchown(fd, -1, gid)
+            os.fchmod(fd, PAGE_MODE)
+        return
+    if created or st.st_uid != uid:
+        os.fchown(fd, uid, gid)
         os.fchmod(fd, PAGE_MODE)
 
 
-def open_page(path, size, owner=None, trusted=None):
+def open_page(path, size, owner=None, trusted=None, create=True):
     """Open the page file at ``path``, creating it if missing.
 
     Safe in a world-writable sticky directory such as /dev/shm, also with
@@ -115,15 +153,19 @@ def open_page(path, size, owner=None, trusted=None):
       ``trusted`` (default :func:`trusted_uids`);
     * ``owner`` (uid, gid), when given, is applied with ``fchown`` and
       mode 0660 with ``fchmod``, on the descriptor, to a file created
-      here or not yet owned by that uid.
+      here or not yet owned by that uid (uid -1: see :func:`page_owner`);
+    * ``create=False``: a missing file is an error (ChannelError), never
+      created.
 
     Returns (fd, created). Raises :class:`UnsafePage` or OSError.
     """
     if trusted is None:
         trusted = trusted_uids(owner)
     for _ in range(3):
-        created = True
+        created = create
         try:
+            if not create:
+                raise FileExistsError
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL |
                          _OPEN_FLAGS, 0o600)
         except FileExistsError:
@@ -131,6 +173,8 @@ def open_page(path, size, owner=None, trusted=None):
             try:
                 fd = os.open(path, os.O_RDWR | _OPEN_FLAGS)
             except FileNotFoundError:
+                if not create:
+                    raise ChannelError('%s does not exist' % path)
                 continue            # removed in between: create it
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
@@ -208,11 +252,13 @@ class HostChannel(object):
         when missing and grown to ``size`` bytes (the shmem size), see
         :func:`open_page` for what is refused.
     :param max_vcpus: vCPUs of the domain, as the host configured it.
-    :param owner: (uid, gid) to give the page to (QEMU's, from
-        :func:`qemu_owner`), or None to leave ownership alone.
+    :param owner: (uid, gid) to give the page to (from :func:`page_owner`),
+        or None to leave ownership alone.
+    :param create: False to open only an existing page (``--restore``).
     """
 
-    def __init__(self, path, max_vcpus, size=DEFAULT_SHM_SIZE, owner=None):
+    def __init__(self, path, max_vcpus, size=DEFAULT_SHM_SIZE, owner=None,
+                 create=True):
         if not 1 <= max_vcpus <= layout.MASK_CPUS:
             raise ValueError('max_vcpus must be in 1..%d' % layout.MASK_CPUS)
         if size < layout.PAGE_SIZE or size & (size - 1):
@@ -220,7 +266,7 @@ class HostChannel(object):
         self.path = path
         self.max_vcpus = max_vcpus
         self._mm = None
-        fd, self.created = open_page(path, size, owner)
+        fd, self.created = open_page(path, size, owner, create=create)
         try:
             self._mm = mmap.mmap(fd, layout.PAGE_SIZE, mmap.MAP_SHARED,
                                  mmap.PROT_READ | mmap.PROT_WRITE)

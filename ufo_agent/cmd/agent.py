@@ -6,7 +6,8 @@ SIGINT stop it cleanly: every managed guest gets all its vCPUs online and
 its original pins back. SIGHUP reloads the options that may change at run
 time (``mutable`` in the sample configuration) and keeps every guest.
 ``--restore`` only gives the guests back, for the systemd unit's stop and
-failure paths.
+failure paths (:func:`restore_host`): it needs libvirt, the managed CPUs
+and the state directory, nothing else.
 
 One agent per host: both the agent and ``--restore`` take a lock in
 ``[agent] state_path`` before they touch libvirt (:mod:`.pidlock`). Under
@@ -24,6 +25,7 @@ import time
 from oslo_config import cfg
 from oslo_log import log as oslo_logging
 
+from ufo_agent.channel import host_channel
 from ufo_agent import conf as ufo_conf
 from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import topology
@@ -137,7 +139,11 @@ def build(conf):
     settings = settings_mod.AgentSettings.from_conf(conf)
     if conf.dry_run:
         settings = dataclasses.replace(settings, dry_run=True)
-    lock = take_lock(conf, restore=conf.restore)
+    if not settings.dry_run:
+        problem = host_channel.group_problem()
+        if problem:
+            raise StartupError(problem)
+    lock = take_lock(conf)
     try:
         driver, agent = _build_agent(conf, drivers, managed, controller,
                                      settings)
@@ -147,19 +153,24 @@ def build(conf):
     return driver, agent, lock
 
 
-def _build_agent(conf, drivers, managed, controller, settings):
+def _libvirt_driver(conf, drivers, managed, **channels):
+    """The driver over ``[agent] libvirt_uri``; ``channels``: its modes."""
     try:
-        driver = drivers.LibvirtDriver(
+        return drivers.LibvirtDriver(
             conf.agent.libvirt_uri, managed,
             manage_non_nova=conf.agent.manage_non_nova_domains,
             shm_dir=conf.channel.shm_dir,
             name_prefix=conf.channel.name_prefix,
             shm_size_mib=conf.channel.shm_size_mib,
             read_retries=conf.channel.read_retries,
-            attach_channels=not settings.dry_run,
-            call_timeout=settings.libvirt_call_timeout)
+            call_timeout=conf.agent.libvirt_call_timeout, **channels)
     except base.DriverError as exc:
         raise StartupError(str(exc))
+
+
+def _build_agent(conf, drivers, managed, controller, settings):
+    driver = _libvirt_driver(conf, drivers, managed,
+                             attach_channels=not settings.dry_run)
     try:
         outputs = publishers.BackgroundPublisher(publishers.load(
             conf, _hypervisor_hostname(conf, driver)))
@@ -197,6 +208,36 @@ def restore(driver):
             LOG.error('Could not restore guest %s: %s', guest.uuid, exc)
             failed += 1
     return failed
+
+
+def restore_host(conf):
+    """``--restore``: give every guest back, then clear the trait.
+
+    Only what giving the guests back needs: the managed CPUs, the lock and
+    libvirt. No controller, publisher or signal settings are read, so a
+    mistake there cannot stop the guests from getting their CPUs back, and
+    no channel is created or attached: a guest whose channel is already
+    attached is asked, through it, to bring every vCPU online.
+    Returns the exit status.
+    """
+    managed = resolve_managed_cpus(conf)
+    drivers = _driver()
+    lock = take_lock(conf, restore=True)
+    try:
+        driver = _libvirt_driver(conf, drivers, managed,
+                                 attach_channels=False,
+                                 use_attached_channels=True)
+        try:
+            failed = restore(driver)
+        finally:
+            driver.close()
+    finally:
+        lock.release()
+    if 'placement' in (conf.publishers.enabled or ()):
+        # An agent that died may have left the host marked overloaded.
+        from ufo_agent.publishers import placement
+        placement.clear_trait(conf)
+    return 1 if failed else 0
 
 
 def reload(conf, agent):
@@ -314,6 +355,13 @@ def main(argv=None):
         print('ufo-agent: %s' % exc, file=sys.stderr)
         return 2
     oslo_logging.setup(CONF, 'ufo-agent')
+    if CONF.restore:
+        try:
+            return restore_host(CONF)
+        except (StartupError, cfg.Error) as exc:
+            LOG.error('Cannot restore: %s', exc)
+            print('ufo-agent: %s' % exc, file=sys.stderr)
+            return 2
     try:
         driver, agent, lock = build(CONF)
     except (StartupError, cfg.Error) as exc:
@@ -321,8 +369,6 @@ def main(argv=None):
         print('ufo-agent: %s' % exc, file=sys.stderr)
         return 2
     try:
-        if CONF.restore:
-            return 1 if restore(driver) else 0
         try:
             for uuid in driver.remove_stale_pages():
                 LOG.info('Removed the channel page of gone guest %s', uuid)

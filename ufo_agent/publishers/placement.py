@@ -143,6 +143,22 @@ class PlacementTraitPublisher(publishers.Publisher):
         return body['traits'], body['resource_provider_generation']
 
 
+def clear_trait(conf):
+    """Best effort: remove the trait, e.g. one a dead agent left set.
+
+    Any failure (a bad ``[placement]`` section, Placement unreachable) is
+    logged, not raised. Returns True when the trait is not set any more.
+    """
+    host, nodename = publishers.host_and_node(conf)
+    try:
+        PlacementTraitPublisher(conf, host, nodename).apply(False)
+    except Exception as exc:
+        LOG.warning('Could not clear trait %s on %s: %s', TRAIT, nodename,
+                    exc)
+        return False
+    return True
+
+
 def _client(conf):
     """A keystoneauth1 adapter for Placement from the [placement] group."""
     group = 'placement'

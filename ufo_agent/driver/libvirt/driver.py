@@ -38,7 +38,7 @@ class LibvirtDriver(base.HypervisorDriver):
                  name_prefix='ufo-', shm_size_mib=1, read_retries=100,
                  attach_channels=True, run_dir='/run/libvirt/qemu',
                  proc_root='/proc', sysfs_root=sysfs.CPU_ROOT,
-                 call_timeout=5.0):
+                 call_timeout=5.0, use_attached_channels=False):
         import libvirt
         self.libvirt = libvirt
         self.uri = uri
@@ -49,6 +49,10 @@ class LibvirtDriver(base.HypervisorDriver):
         self.shm_size_mib = shm_size_mib
         self.read_retries = read_retries
         self.attach_channels = attach_channels
+        # Without attach_channels: still use the page of a channel that is
+        # attached already, never create a page or attach a device
+        # (--restore asks such guests to bring every vCPU online).
+        self.use_attached_channels = use_attached_channels
         self.run_dir = run_dir
         self.proc_root = proc_root
         self.sysfs_root = sysfs_root
@@ -161,7 +165,7 @@ class LibvirtDriver(base.HypervisorDriver):
         restore_vcpu = frozenset().union(*verdict.restore_vcpus.values())
         restore_emu = verdict.restore_emulator
         channel = None
-        if self.attach_channels:
+        if self.attach_channels or self.use_attached_channels:
             channel = self._ensure_channel(dom, uuid, parsed, xml)
         info = base.Guest(uuid, parsed.nova.name if parsed.nova else
                           parsed.name, verdict.vcpus,
@@ -179,12 +183,15 @@ class LibvirtDriver(base.HypervisorDriver):
         path = os.path.join(self.shm_dir, name)
         attached = ("<shmem name='%s'" % name) in xml or \
             ('<shmem name="%s"' % name) in xml
+        if not attached and not self.attach_channels:
+            return None
         try:
             # Created for QEMU, or opened as it is (QEMU's by now): never
             # a link, a foreign file or anything but a regular file.
             channel = host_channel.HostChannel(
                 path, parsed.vcpus, size=self.shm_size_mib * 1024 * 1024,
-                owner=host_channel.qemu_owner())
+                owner=host_channel.page_owner(),
+                create=self.attach_channels)
             # Keeps a live guest's state: a restarted agent picks up.
             channel.initialize()
         except (host_channel.ChannelError, OSError, ValueError) as exc:

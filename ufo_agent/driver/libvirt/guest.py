@@ -52,6 +52,7 @@ class Guest:
         self.proc_root = proc_root
         self.paused = False
         self._threads = None
+        self._vhost_denied = False
 
     @property
     def uuid(self):
@@ -155,6 +156,12 @@ class Guest:
         for pid in self.threads().vhost:
             try:
                 os.sched_setaffinity(pid, cpus)
+            except PermissionError as exc:
+                # Unprivileged (no CAP_SYS_NICE): the same on every call.
+                log = LOG.debug if self._vhost_denied else LOG.warning
+                self._vhost_denied = True
+                log('Cannot %s vhost thread %d of %s: %s', verb, pid,
+                    self.uuid, exc)
             except OSError as exc:
                 LOG.warning('Cannot %s vhost thread %d of %s: %s', verb,
                             pid, self.uuid, exc)

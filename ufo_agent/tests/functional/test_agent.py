@@ -4,15 +4,18 @@ The guest carries Nova's ``<nova:instance>`` metadata (set live, as Nova
 writes it into the domain XML) and runs the LC workload. ufo-agent runs as
 a subprocess with its own configuration and is observed from outside:
 its /status endpoint, libvirt's pin information and the guest's own view
-of its online CPUs. Tests run in file order on one guest.
+of its online CPUs. Tests run in file order on one guest. The agent runs
+as an unprivileged user in the libvirt and kvm groups (``agent_user``),
+as the packaged systemd unit runs it.
 """
 
+import functools
+import grp
 import os
 import random
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -30,6 +33,12 @@ VCPUS = 2
 WATCHDOG_MS = 3000
 
 
+@pytest.fixture
+def agent_process(agent_user, tmp_path):
+    """``AgentProcess`` in tmp_path, as the unprivileged agent user."""
+    return functools.partial(AgentProcess, tmp_path, user=agent_user)
+
+
 @pytest.fixture(scope='module')
 def guest(guest_artifacts):
     with nova_guest(watchdog_ms=WATCHDOG_MS,
@@ -38,13 +47,18 @@ def guest(guest_artifacts):
 
 
 def test_agent_manages_the_nova_guest_and_sigterm_restores_it(
-        guest, tmp_path):
+        guest, agent_process, agent_user):
     uuid = guest.dom.UUIDString()
-    agent = AgentProcess(tmp_path).start()
+    agent = agent_process().start()
     try:
         status = agent.wait(
             lambda s: (vm_status(s, uuid) or {}).get('signal') == 'guest',
             what='the guest channel')
+        # Not root: the agent's user, its page shared with QEMU by group.
+        assert os.stat('/proc/%d' % agent.proc.pid).st_uid == agent_user.uid
+        page = os.stat('/dev/shm/ufo-' + uuid)
+        assert (page.st_uid, page.st_gid, page.st_mode & 0o777) == (
+            agent_user.uid, grp.getgrnam('kvm').gr_gid, 0o660)
         vm = vm_status(status, uuid)
         assert vm['name'] == 'e2e-web' and vm['vcpus'] == VCPUS
         # The guest follows its allocation: #vCPUs == #pCPUs.
@@ -75,9 +89,9 @@ def test_agent_manages_the_nova_guest_and_sigterm_restores_it(
         'another Nova guest is running here: %s' % agent.log.read_text()
 
 
-def test_pins_changed_behind_the_agent_are_applied_again(guest, tmp_path):
+def test_pins_changed_behind_the_agent_are_applied_again(guest, agent_process):
     uuid = guest.dom.UUIDString()
-    agent = AgentProcess(tmp_path, agent__drift_check_interval='2').start()
+    agent = agent_process(agent__drift_check_interval='2').start()
     try:
         status = agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
             'online_vcpus') == 1, what='managed')
@@ -98,12 +112,12 @@ def test_pins_changed_behind_the_agent_are_applied_again(guest, tmp_path):
         agent.signal(signal.SIGTERM)
 
 
-def test_unreachable_broker_does_not_stall_the_agent(guest, tmp_path):
+def test_unreachable_broker_does_not_stall_the_agent(guest, agent_process):
     # Notifications to a port nobody listens on: each send blocks for
     # seconds, longer than the guests' heartbeat watchdog.
     uuid = guest.dom.UUIDString()
-    agent = AgentProcess(
-        tmp_path, publishers__enabled='notification',
+    agent = agent_process(
+        publishers__enabled='notification',
         publishers__keepalive_interval='2',
         oslo_messaging_notifications__transport_url=(
             'rabbit://guest:guest@127.0.0.1:%d/' % free_port())).start()
@@ -127,10 +141,10 @@ def test_unreachable_broker_does_not_stall_the_agent(guest, tmp_path):
         agent.signal(signal.SIGTERM)
 
 
-def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
+def test_sigkill_then_watchdog_then_restart_reconciles(guest, agent_process):
     uuid = guest.dom.UUIDString()
     # Saved every second, so a crash loses at most one second of learning.
-    agent = AgentProcess(tmp_path, agent__state_save_interval='1').start()
+    agent = agent_process(agent__state_save_interval='1').start()
     try:
         agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
             'online_vcpus') == 1, what='one vCPU online')
@@ -146,7 +160,7 @@ def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
             timeout=WATCHDOG_MS / 1000.0 + 30) == set(range(VCPUS))
         assert time.monotonic() - start < WATCHDOG_MS / 1000.0 + 30
         # The next start finds the guest and applies its plan again.
-        again = AgentProcess(tmp_path).start()
+        again = agent_process().start()
         try:
             again.wait(lambda s: (vm_status(s, uuid) or {}).get(
                 'online_vcpus') == 1, what='reconciliation')
@@ -158,6 +172,42 @@ def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
     finally:
         if agent.proc.poll() is None:
             agent.proc.kill()
+
+
+def test_restore_after_a_crash_gives_the_guest_back(guest, agent_process):
+    """The unit's ExecStopPost after SIGKILL: --restore as the agent user.
+
+    Meanwhile the configuration got the placement publisher with a
+    [placement] section that cannot work: the guest is restored all the
+    same, and restore attaches no channel of its own.
+    """
+    uuid = guest.dom.UUIDString()
+    agent = agent_process().start()
+    try:
+        agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
+            'online_vcpus') == 1, what='one vCPU online')
+        vcpu_pins, _ = live_pins(guest)
+        host = frozenset(host_online_cpus())
+        assert vcpu_pins != {host}
+    finally:
+        agent.proc.kill()
+        agent.proc.wait(30)
+    shmems = guest.dom.XMLDesc(0).count('<shmem ')
+    agent.conf.write_text(agent.conf.read_text().replace(
+        '[publishers]\nenabled = \n', '[publishers]\nenabled = placement\n')
+        + '[placement]\nauth_type = no-such-plugin\n')
+    assert 'enabled = placement' in agent.conf.read_text()
+    done = agent.restore()
+    assert done.returncode == 0, done.stderr + agent.log_text()[-3000:]
+    # The pins come back from --restore alone (the guest's watchdog only
+    # brings its vCPUs back), and no second channel was attached.
+    vcpu_pins, emulator_pins = live_pins(guest)
+    assert vcpu_pins == {host} and emulator_pins == host
+    assert wait_guest_online(guest, set(range(VCPUS))) == set(range(VCPUS))
+    assert guest.dom.XMLDesc(0).count('<shmem ') == shmems == 1
+    log = agent.log_text()
+    assert 'Restored guest %s' % uuid in log
+    assert 'Could not clear trait CUSTOM_UFO_OVERLOADED' in log
 
 
 @pytest.mark.parametrize('options,message', [
@@ -172,19 +222,18 @@ def test_sigkill_then_watchdog_then_restart_reconciles(guest, tmp_path):
      r'\[host_cpus\] managed_cpus is unset and no Nova configuration'),
 ])
 def test_bad_configuration_is_refused_naming_the_option(
-        guest_artifacts, tmp_path, options, message):
-    agent = AgentProcess(tmp_path, **options)
-    proc = subprocess.run(
-        [sys.executable, '-m', 'ufo_agent.cmd.agent', '--config-file',
-         str(agent.conf)], capture_output=True, text=True, timeout=60)
+        guest_artifacts, options, message, agent_process):
+    agent = agent_process(**options)
+    proc = subprocess.run(agent.command(), capture_output=True, text=True,
+                          timeout=60)
     assert proc.returncode == 2
     assert re.search(message, proc.stderr), proc.stderr
 
 
 def test_garbage_page_means_host_only_and_the_agent_carries_on(
-        guest, tmp_path):
+        guest, agent_process):
     uuid = guest.dom.UUIDString()
-    agent = AgentProcess(tmp_path).start()
+    agent = agent_process().start()
     try:
         agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
             'signal') == 'guest', what='guest signal')
@@ -217,11 +266,11 @@ def test_garbage_page_means_host_only_and_the_agent_carries_on(
 
 
 def test_idle_guest_is_parked_then_destroyed_leaves_nothing(
-        guest, tmp_path):
+        guest, agent_process):
     with nova_guest(vcpus=1, cmdline='') as other:
         uuid = other.dom.UUIDString()
-        agent = AgentProcess(tmp_path, agent__state_save_interval='1',
-                             controller__idle_after='3')
+        agent = agent_process(agent__state_save_interval='1',
+                              controller__idle_after='3')
         agent.start()
         try:
             agent.wait(lambda s: vm_status(s, uuid) is not None and
@@ -252,9 +301,9 @@ def test_idle_guest_is_parked_then_destroyed_leaves_nothing(
             agent.signal(signal.SIGTERM)
 
 
-def test_libvirtd_restart_is_survived(guest, tmp_path):
+def test_libvirtd_restart_is_survived(guest, agent_process):
     uuid = guest.dom.UUIDString()
-    agent = AgentProcess(tmp_path).start()
+    agent = agent_process().start()
     try:
         agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
             'online_vcpus') == 1, what='managed')
@@ -280,11 +329,11 @@ def test_libvirtd_restart_is_survived(guest, tmp_path):
     assert wait_guest_online(guest, set(range(VCPUS))) == set(range(VCPUS))
 
 
-def test_guest_reset_is_applied_again(guest_artifacts, tmp_path):
+def test_guest_reset_is_applied_again(guest_artifacts, agent_process):
     with nova_guest(on_reboot='restart',
                     cmdline='ufo.rate=300 ufo.svc_us=500') as g:
         uuid = g.dom.UUIDString()
-        agent = AgentProcess(tmp_path).start()
+        agent = agent_process().start()
         try:
             agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
                 'online_vcpus') == 1, what='one vCPU online')

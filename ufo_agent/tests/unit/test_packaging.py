@@ -40,3 +40,61 @@ def test_console_scripts_are_declared():
     scripts = cfg['entry_points']['console_scripts']
     for name in ('ufo-agent', 'ufo-status', 'ufo-bench'):
         assert '%s = ' % name in scripts
+
+
+def _unit_lines(section):
+    """(key, value) of one section of the unit, repeated keys kept."""
+    path = os.path.join(TOP, 'etc', 'systemd', 'ufo-agent.service')
+    current, lines = None, []
+    with open(path) as handle:
+        for line in handle:
+            line = line.strip()
+            if line.startswith('['):
+                current = line
+            elif current == '[%s]' % section and '=' in line and \
+                    not line.startswith('#'):
+                key, value = line.split('=', 1)
+                lines.append((key, value))
+    return lines
+
+
+def test_systemd_unit_runs_unprivileged_and_hardened():
+    service = dict(_unit_lines('Service'))
+    assert service['User'] == service['Group'] == 'ufo-agent'
+    # ExecStopPost (--restore) runs as the same user: no '+' or '!'.
+    assert service['ExecStopPost'].startswith('/')
+    assert service['CapabilityBoundingSet'] == ''
+    assert service['AmbientCapabilities'] == ''
+    assert service['NoNewPrivileges'] == 'yes'
+    assert service['ProtectSystem'] == 'strict'
+    assert service['ReadWritePaths'] == '/dev/shm'
+    for key in ('ProtectHome', 'PrivateTmp', 'ProtectKernelTunables',
+                'ProtectKernelModules', 'PrivateDevices'):
+        assert service[key] == 'yes', key
+    assert set(service['RestrictAddressFamilies'].split()) == {
+        'AF_UNIX', 'AF_INET', 'AF_INET6'}
+    # The pages belong to ufo-agent and must outlive a restart.
+    assert 'RemoveIPC' not in service and 'DynamicUser' not in service
+    # QEMU's threads are read from /proc.
+    assert 'ProtectProc' not in service and 'ProcSubset' not in service
+
+
+def test_systemd_unit_and_sysusers_agree_on_the_groups():
+    groups = set(dict(_unit_lines('Service'))['SupplementaryGroups'].split())
+    assert groups == {'libvirt', 'kvm'}
+    path = os.path.join(TOP, 'etc', 'systemd', 'ufo-agent-sysusers.conf')
+    with open(path) as handle:
+        entries = [line.split() for line in handle
+                   if line.strip() and not line.startswith('#')]
+    assert entries[0][:2] == ['u', 'ufo-agent']
+    assert {e[2] for e in entries if e[:2] == ['m', 'ufo-agent']} == groups
+
+
+def test_systemd_unit_works_with_libvirtd_and_virtqemud():
+    unit = _unit_lines('Unit')
+    after = set(' '.join(v for k, v in unit if k == 'After').split())
+    assert {'libvirtd.service', 'virtqemud.service'} <= after
+    # No hard dependency on either daemon: a host runs one or the other.
+    for key, value in unit:
+        if key in ('Wants', 'Requires', 'BindsTo', 'Requisite'):
+            assert 'libvirtd' not in value and 'virtqemud' not in value

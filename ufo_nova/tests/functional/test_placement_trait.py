@@ -112,6 +112,18 @@ class TestOverloadTrait(base.UFOSchedulerTestCase):
         publisher.close()
         self.assertNotIn(TRAIT, self._traits())
 
+    def test_restore_clears_the_trait_a_dead_agent_left(self):
+        # ufo-agent --restore (the unit's ExecStopPost) after an agent died
+        # with the host overloaded: a fresh process, the same config.
+        self._publisher().publish(_signal(hostsignal.OVERLOADED))
+        self.assertIn(TRAIT, self._traits())
+        self.agent_conf.set_override('nodename', 'host1', group='publishers')
+        self.assertTrue(placement.clear_trait(self.agent_conf))
+        self.assertNotIn(TRAIT, self._traits())
+        self.assertIn('COMPUTE_NODE', self._traits())
+        # Nothing left to clear: still fine, and no other trait touched.
+        self.assertTrue(placement.clear_trait(self.agent_conf))
+
     def test_generation_conflict_is_retried_without_losing_traits(self):
         publisher = self._publisher()
         publisher.publish(_signal(hostsignal.OVERLOADED))

@@ -262,3 +262,87 @@ def test_unlink_removes_the_page(tmp_path):
     ch.unlink()
     assert not os.path.exists(_page(tmp_path))
     ch.unlink()
+
+
+QEMU_GID = 4242
+
+
+def _as_nobody(groups, func):
+    """Run ``func`` in a child as uid/gid nobody with ``groups``.
+
+    QEMU is uid 12345, group QEMU_GID there. Returns the child's exit
+    status (0: ``func`` returned).
+    """
+    _need_root()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups(groups)
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            host_channel.qemu_owner = lambda *a: (12345, QEMU_GID)
+            func()
+            code = 0
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    return os.waitpid(pid, 0)[1]
+
+
+@pytest.fixture
+def sticky_dir():
+    """A world-writable sticky directory nobody can reach, like /dev/shm."""
+    import shutil
+    import tempfile
+    path = tempfile.mkdtemp(prefix='ufo-test-', dir='/dev/shm')
+    os.chmod(path, 0o1777)
+    yield path
+    shutil.rmtree(path)
+
+
+def test_as_a_plain_user_the_page_gets_qemus_group(sticky_dir):
+    path = os.path.join(sticky_dir, 'ufo-page')
+
+    def create():
+        assert host_channel.group_problem() == ''
+        owner = host_channel.page_owner()
+        assert owner == (-1, QEMU_GID)
+        host_channel.HostChannel(path, VCPUS, owner=owner).close()
+        # Opened again by a restarted agent: still usable, unchanged.
+        host_channel.HostChannel(path, VCPUS, owner=owner).close()
+
+    assert _as_nobody([QEMU_GID], create) == 0
+    st = os.stat(path)
+    # The agent keeps the file; QEMU maps it through the group.
+    assert (st.st_uid, st.st_gid) == (NOBODY, QEMU_GID)
+    assert stat.S_IMODE(st.st_mode) == host_channel.PAGE_MODE
+
+
+def test_as_a_plain_user_outside_qemus_group_the_agent_says_so(sticky_dir):
+    def check():
+        problem = host_channel.group_problem()
+        assert 'not in group kvm' in problem, problem
+        assert 'Add the user to that group' in problem
+
+    assert _as_nobody([], check) == 0
+
+
+def test_root_still_gives_the_page_to_qemu(monkeypatch):
+    _need_root()
+    monkeypatch.setattr(host_channel, 'qemu_owner', lambda *a: (12345, 77))
+    assert host_channel.page_owner() == (12345, 77)
+    assert host_channel.group_problem() == ''
+
+
+def test_restore_opens_only_an_existing_page(tmp_path):
+    path = _page(tmp_path)
+    with pytest.raises(host_channel.ChannelError, match='does not exist'):
+        host_channel.HostChannel(path, VCPUS, create=False)
+    assert not os.path.exists(path)
+    host_channel.HostChannel(path, VCPUS).close()
+    channel = host_channel.HostChannel(path, VCPUS, create=False)
+    assert not channel.created
+    channel.close()

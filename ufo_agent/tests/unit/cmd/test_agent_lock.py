@@ -4,7 +4,6 @@ The refusal comes before anything touches libvirt: these tests fail if
 the driver is built.
 """
 
-import logging
 import subprocess
 import sys
 import textwrap
@@ -26,7 +25,7 @@ HOLDER = textwrap.dedent('''
 
 
 @pytest.fixture
-def main(tmp_path, monkeypatch, capsys):
+def main(agent_main_state, tmp_path, monkeypatch, capsys):
     """``ufo-agent`` on a host with 8 CPUs; returns (rc, stderr)."""
     def no_driver(*args, **kwargs):
         pytest.fail('libvirt was touched while another agent runs')
@@ -42,24 +41,13 @@ def main(tmp_path, monkeypatch, capsys):
     conf.write_text('[agent]\nstate_path = %s\n[host_cpus]\n'
                     'managed_cpus = 0-7\nnova_config =\nnova_config_dir =\n'
                     % (tmp_path / 'state'))
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
 
     def run(*extra):
         rc = agent.main(['--config-file', str(conf), '--log-file',
                          str(tmp_path / 'agent.log')] + list(extra))
         return rc, capsys.readouterr().err
 
-    try:
-        yield run
-    finally:
-        agent.CONF.reset()
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-                handler.close()
-        root.handlers[:] = handlers
-        root.setLevel(level)
+    return run
 
 
 @pytest.fixture

@@ -4,8 +4,6 @@ The managed set is resolved before the driver is loaded: these tests run
 without libvirt, and fail if the agent gets as far as the driver.
 """
 
-import logging
-
 import pytest
 
 from ufo_agent.cmd import agent
@@ -14,7 +12,7 @@ from ufo_agent.hypervisor import sysfs
 
 
 @pytest.fixture
-def start(tmp_path, monkeypatch, capsys):
+def start(agent_main_state, tmp_path, monkeypatch, capsys):
     """Run ``ufo-agent --config-file`` on the given text; (rc, stderr)."""
     def no_driver():
         pytest.fail('the driver was loaded before the managed set was safe')
@@ -22,8 +20,6 @@ def start(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(agent, '_driver', no_driver)
     monkeypatch.setattr(sysfs, 'online_cpus',
                         lambda root=None: frozenset(range(16)))
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
 
     def run(text):
         path = tmp_path / 'ufo-agent.conf'
@@ -32,16 +28,7 @@ def start(tmp_path, monkeypatch, capsys):
                          '--log-file', str(tmp_path / 'agent.log')])
         return rc, capsys.readouterr().err
 
-    try:
-        yield run
-    finally:
-        agent.CONF.reset()
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-                handler.close()
-        root.handlers[:] = handlers
-        root.setLevel(level)
+    return run
 
 
 def test_missing_nova_config_and_no_managed_cpus(start, tmp_path):

@@ -201,3 +201,22 @@ def test_heartbeat_beats_every_channel(host, hv, monkeypatch):
     driver.heartbeat()
     assert sorted(beats) == sorted(str(host.shm / ('ufo-' + u))
                                    for u in (U1, U2))
+
+
+def test_restore_uses_attached_channels_and_attaches_nothing(host, hv):
+    host.boot(U1, nova_xml(U1), pid=500)
+    host.driver(attach_channels=True).guests()
+    host.drivers[0].close()
+    host.boot(U2, nova_xml(U2, name='instance-0000002b'), pid=600,
+              name='instance-0000002b')
+    # --restore: the driver the unit's ExecStopPost builds.
+    driver = host.driver(attach_channels=False, use_attached_channels=True)
+    guests = {g.uuid: g for g in driver.guests()}
+    assert guests[U1].has_channel and not guests[U2].has_channel
+    assert len(_attached(hv)) == 1            # the agent's, none since
+    assert not (host.shm / ('ufo-' + U2)).exists()
+    driver.release(U1)
+    with host_channel.HostChannel(str(host.shm / ('ufo-' + U1)), 2,
+                                  create=False) as page:
+        page.initialize()
+        assert page.target == 2           # every vCPU asked back online

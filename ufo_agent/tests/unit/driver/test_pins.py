@@ -95,6 +95,11 @@ def test_emulator_io_and_vhost_threads_are_pinned(host, hv, monkeypatch,
     assert affinity == [(901, {0, 1})]
     assert any('Cannot pin vhost thread 902' in r.getMessage()
                for r in caplog.records if r.levelno == logging.WARNING)
+    # Unprivileged, that is no news the next time: logged once.
+    caplog.clear()
+    driver.pin_emulator(U1, frozenset({2, 3}))
+    assert affinity[-1] == (901, {2, 3})
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 def test_io_thread_info_errors_do_not_stop_the_emulator_pin(guest, hv):

@@ -1,0 +1,117 @@
+"""``ufo-agent --restore`` needs only libvirt, the CPUs and the lock.
+
+A configuration mistake in what restore does not use (the controller,
+the publishers' Placement credentials) must not keep the guests from
+getting their CPUs back, and restore never creates or attaches a
+channel. The driver is a recorder standing in for libvirt.
+"""
+
+import types
+
+import pytest
+
+from ufo_agent.cmd import agent
+from ufo_agent.driver import base
+from ufo_agent.hypervisor import sysfs
+from ufo_agent.publishers import placement
+
+UUID = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
+
+
+class RecordingDriver:
+    made = []
+
+    def __init__(self, uri, managed, **kwargs):
+        self.kwargs = kwargs
+        self.managed = managed
+        self.released = []
+        self.closed = False
+        RecordingDriver.made.append(self)
+
+    def guests(self):
+        return [base.Guest(UUID, 'web', 2, 'lc', frozenset(range(8)),
+                           frozenset(range(8)), True)]
+
+    def release(self, uuid):
+        self.released.append(uuid)
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def restore(agent_main_state, tmp_path, monkeypatch, capsys):
+    """``ufo-agent --restore`` on the given configuration: (rc, stderr)."""
+    RecordingDriver.made = []
+    monkeypatch.setattr(agent, '_driver', lambda: types.SimpleNamespace(
+        LibvirtDriver=RecordingDriver))
+    monkeypatch.setattr(sysfs, 'online_cpus',
+                        lambda root=None: frozenset(range(8)))
+    monkeypatch.setattr(sysfs, 'host_cpus', lambda root=None: base.HostCpus(
+        tuple((c,) for c in range(8)), {}, frozenset(range(8))))
+
+    def run(text):
+        conf = tmp_path / 'ufo-agent.conf'
+        conf.write_text('[agent]\nstate_path = %s\n[host_cpus]\n'
+                        'managed_cpus = 0-7\nnova_config =\n'
+                        'nova_config_dir =\n%s'
+                        % (tmp_path / 'state', text))
+        rc = agent.main(['--config-file', str(conf), '--log-file',
+                         str(tmp_path / 'agent.log'), '--restore'])
+        return rc, capsys.readouterr().err
+
+    return run
+
+
+def _restored(tmp_path):
+    [driver] = RecordingDriver.made
+    assert driver.released == [UUID] and driver.closed
+    assert driver.managed == frozenset(range(8))
+    # Never a new channel: only a page already attached is used.
+    assert driver.kwargs['attach_channels'] is False
+    assert driver.kwargs['use_attached_channels'] is True
+    # The lock was taken and given back.
+    assert (tmp_path / 'state' / 'ufo-agent.lock').exists()
+    return (tmp_path / 'agent.log').read_text()
+
+
+def test_broken_placement_section_does_not_stop_the_restore(
+        restore, tmp_path):
+    rc, err = restore('[publishers]\nenabled = placement\n'
+                      '[placement]\nauth_type = no-such-plugin\n')
+    assert (rc, err) == (0, '')
+    log = _restored(tmp_path)
+    assert 'Restored guest %s (web)' % UUID in log
+    # The trait could not be cleared: said, not fatal.
+    assert 'Could not clear trait %s' % placement.TRAIT in log
+
+
+def test_bad_controller_options_do_not_stop_the_restore(restore, tmp_path):
+    rc, err = restore('[controller]\npcu_low = 0.9\npcu_high = 0.5\n')
+    assert (rc, err) == (0, '')
+    _restored(tmp_path)
+
+
+def test_restore_clears_the_trait_after_the_guests(
+        restore, tmp_path, monkeypatch):
+    events = []
+
+    def apply(self, wanted):
+        assert RecordingDriver.made[0].released == [UUID]
+        events.append((self.nodename, wanted))
+
+    monkeypatch.setattr(placement, '_client', lambda conf: object())
+    monkeypatch.setattr(placement.PlacementTraitPublisher, 'apply', apply)
+    rc, _ = restore('[publishers]\nenabled = placement\nnodename = node7\n')
+    assert rc == 0
+    assert events == [('node7', False)]
+    _restored(tmp_path)
+
+
+def test_no_placement_publisher_no_placement_call(
+        restore, tmp_path, monkeypatch):
+    monkeypatch.setattr(placement, '_client', lambda conf: pytest.fail(
+        'Placement contacted without the placement publisher'))
+    rc, _ = restore('[publishers]\nenabled =\n')
+    assert rc == 0
+    _restored(tmp_path)
