@@ -12,6 +12,7 @@ import collections
 import dataclasses
 import re
 import statistics
+import textwrap
 
 WL_LINE = re.compile(r'UFO-WL .*?p99_us=(\d+)')
 
@@ -129,8 +130,8 @@ class Timeline:
 
 def _p99_cell(g):
     if g['p99_ms'] is None:
-        return '%9s  %-6s' % ('-', '')
-    return '%6.1f ms  %-6s' % (g['p99_ms'],
+        return '%11s  %-6s' % ('-', '')
+    return '%8.1f ms  %-6s' % (g['p99_ms'],
                                'met' if g['qos_met'] else 'MISSED')
 
 
@@ -154,11 +155,11 @@ def format_comparison(runs, qos_p99_ms):
               len(first['phases']),
               first['seconds'] // max(1, len(first['phases'])), len(runs),
               qos_p99_ms), '']
-    width = 30
+    width = 33
     out.append('%-18s' % '' + ''.join('%-*s' % (width, title[:width - 2])
                                       for title, _ in runs))
     out.append('%-11s%-7s' % ('phase', 'guest') + ''.join(
-        '%-*s' % (width, 'cores vCPUs       p99  QoS') for _ in runs))
+        '%-*s' % (width, 'cores vCPUs         p99  QoS') for _ in runs))
     by_phase = [s['phases'] for _, s in runs]
     for phases in zip(*by_phase):
         name = phases[0]['phase']
@@ -176,9 +177,11 @@ def format_comparison(runs, qos_p99_ms):
                       % (p['cores_given'], _verdict(p)))
             for p in phases))
     out.append('')
-    out.append('cores: what a guest may run on (without ufo-agent every '
-               'guest floats over the whole shared set; with it, its vCPU '
-               'pool); all: the cores the guests\' vCPUs are given together.')
+    out.extend(textwrap.wrap(
+        'cores: what a guest may run on (without ufo-agent every guest '
+        'floats over the whole shared set; with it, its vCPU pool); all: '
+        'the cores the guests\' vCPUs are given together. p99: the median '
+        'of the workload\'s per-second p99 in the phase.', 79))
     out.append('cores given to guests, summed over guests, per second: ' +
                ', '.join('%s %.1f' % (title, s['guest_core_seconds'] /
                                       max(1, s['seconds']))
@@ -189,7 +192,7 @@ def format_comparison(runs, qos_p99_ms):
                          sum(p['qos_met'] is not None
                              for p in s['phases']))
         for title, s in runs))
-    return '\n'.join(out)
+    return '\n'.join(line.rstrip() for line in out)
 
 
 def format_agent(summary, decisions):
