@@ -1,8 +1,9 @@
 #!/bin/bash
 # The README's main job on a fresh Debian 12 machine: installs what it
 # needs (tools/install-deps.sh, then ufo-nova with its agent and plot
-# extras into .venv-demo), then runs ufo-demo: three oversubscribed guests under
-# ufo-agent with a live view; a plot and a summary at the end.
+# extras into .venv-demo), then runs ufo-demo: three oversubscribed guests
+# through the same load phases without ufo-agent (Nova's pins) and with it,
+# with a live view; both runs' summaries side by side and a plot at the end.
 #
 # Usage: tools/demo.sh [ufo-demo options]   (ufo-demo --help)
 set -euo pipefail

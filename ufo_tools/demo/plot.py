@@ -1,7 +1,17 @@
-"""The demo's PNG: pools, cores, vCPUs, util, SF and latency over time."""
+"""The demo's PNG: both runs side by side, one column each.
+
+Rows: the cores given to the guests (without ufo-agent the shared set
+every vCPU floats over; with it the pools), each guest's vCPUs online,
+and p99 latency on a log scale with the QoS target and each phase's
+verdict. Rows share their y axis, so the columns compare at a glance.
+"""
 
 COLORS = {'lc-a': '#1f77b4', 'lc-b': '#ff7f0e', 'idle': '#2ca02c',
-          'emulator': '#9467bd', 'idle pool': '#d9d9d9'}
+          'emulator': '#9467bd', 'idle pool': '#c7c7c7',
+          'shared set': '#bdbdbd', 'overloaded': '#d62728',
+          'qos': '#d62728'}
+# Drawn widest first, so lines that coincide all stay visible.
+WIDTHS = (4.5, 2.8, 1.2)
 
 
 def _series(rows, name, field, default=0.0):
@@ -13,21 +23,18 @@ def _series(rows, name, field, default=0.0):
     return out
 
 
-def write_png(timeline, path, title=''):
-    import matplotlib
-    matplotlib.use('Agg')
-    from matplotlib import pyplot
+def _spans(t, rows, end):
+    """[(phase, start, end)] in the order the phases ran."""
+    spans = []
+    for x, r in zip(t, rows):
+        if not spans or spans[-1][0] != r.phase:
+            if spans:
+                spans[-1][2] = x
+            spans.append([r.phase, x, end])
+    return spans
 
-    rows = timeline.rows
-    if not rows:
-        raise ValueError('nothing recorded')
-    t0 = rows[0].t
-    t = [r.t - t0 for r in rows]
-    names = sorted(set(timeline.names.values()))
-    fig, axes = pyplot.subplots(5, 1, figsize=(11, 13), sharex=True)
 
-    # Pools, stacked: each guest's vCPU pool, the emulator pool, idle.
-    ax = axes[0]
+def _pools(ax, t, rows, names):
     base = [0.0] * len(rows)
     layers = [(n, _series(rows, n, 'cores')) for n in names]
     layers.append(('emulator', [r.pools.get('emulator_cores', 0)
@@ -37,53 +44,120 @@ def write_png(timeline, path, title=''):
     for label, values in layers:
         top = [b + v for b, v in zip(base, values)]
         ax.fill_between(t, base, top, step='post', label=label,
-                        color=COLORS.get(label), alpha=0.85)
+                        facecolor=COLORS[label], edgecolor='white', lw=0.8)
         base = top
-    over = [r.pools.get('overloaded') for r in rows]
-    for i, flag in enumerate(over):
-        if flag:
-            ax.axvspan(t[i], t[i] + 1, color='red', alpha=0.08, lw=0)
-    ax.set_ylabel('cores')
-    ax.set_title('pools (red: overloaded)')
-    ax.legend(loc='upper right', fontsize=8, ncol=5)
+    managed = max(r.pools.get('managed_cores', 0) for r in rows)
+    # Overload as a strip above the stack, not a tint over it.
+    over = [managed + 0.25 if r.pools.get('overloaded') else managed + 0.1
+            for r in rows]
+    ax.fill_between(t, managed + 0.1, over, step='post',
+                    facecolor=COLORS['overloaded'], label='overloaded')
 
-    plots = [
-        (axes[1], 'online_vcpus', 'vCPUs online', None),
-        (axes[2], 'util', 'guest util (%)', None),
-        (axes[3], 'sf', 'sched. frequency (/s)', 'symlog'),
-    ]
-    for ax, field, label, scale in plots:
-        for n in names:
-            ax.step(t, _series(rows, n, field), where='post', label=n,
-                    color=COLORS.get(n))
-        ax.set_ylabel(label)
-        if scale:
-            ax.set_yscale(scale)
-        ax.legend(loc='upper right', fontsize=8, ncol=3)
-    ax = axes[4]
+
+def _shared(ax, t, rows, names):
+    cores = [r.pools.get('vcpu_cores', 0) for r in rows]
+    vcpus = sum(v['vcpus'] for v in rows[-1].vms.values())
+    ax.fill_between(t, 0, cores, step='post', facecolor=COLORS['shared set'],
+                    edgecolor='white', hatch='//', label='shared set')
+    ax.text(0.5, 0.45, 'all %d vCPUs of %s\nfloat over the whole shared set'
+            % (vcpus, ', '.join(names)), transform=ax.transAxes,
+            ha='center', va='center', fontsize=10,
+            bbox=dict(facecolor='white', edgecolor='none', alpha=0.85))
+
+
+def _p99(ax, t, rows, names, qos_ms, summary, spans):
     for n in names:
         values = [r.p99_us.get(n) for r in rows]
         ax.plot([x for x, v in zip(t, values) if v is not None],
-                [v / 1000.0 for v in values if v is not None], '.',
-                label=n, color=COLORS.get(n), ms=3)
+                [v / 1000.0 for v in values if v is not None], 'o',
+                color=COLORS[n], ms=3)
+    ax.axhline(qos_ms, color=COLORS['qos'], ls='--', lw=1.2,
+               label='QoS target (p99 %g ms)' % qos_ms)
+    verdicts = {p['phase']: p for p in summary['phases']}
+    for phase, start, end in spans:
+        words = []
+        for n, g in sorted(verdicts[phase]['guests'].items()):
+            if g['qos_met'] is not None:
+                words.append('%s %s' % (n, 'met' if g['qos_met'] else
+                                        'missed'))
+        ax.text((start + end) / 2.0, 0.97, '\n'.join(words) or 'no load',
+                transform=ax.get_xaxis_transform(), ha='center', va='top',
+                fontsize=8, bbox=dict(facecolor='white', edgecolor='none',
+                                      alpha=0.8, pad=1.5),
+                color='black' if verdicts[phase]['qos_met'] is not False
+                else COLORS['qos'])
     ax.set_yscale('log')
-    ax.set_ylabel('p99 latency (ms)')
-    ax.set_xlabel('seconds')
-    ax.legend(loc='upper right', fontsize=8, ncol=3)
 
-    # Phase boundaries on every panel.
-    last = None
-    for x, r in zip(t, rows):
-        if r.phase != last:
-            for ax in axes:
-                ax.axvline(x, color='black', lw=0.6, ls=':')
-            axes[0].annotate(r.phase, (x, 1.0),
-                             xycoords=('data', 'axes fraction'),
-                             xytext=(2, 2), textcoords='offset points',
-                             fontsize=8)
-            last = r.phase
+
+def write_png(runs, path, qos_ms, title=''):
+    """``runs``: ``[(title, with_agent, timeline, summary), ...]``."""
+    import matplotlib
+    matplotlib.use('Agg')
+    from matplotlib import lines as mlines
+    from matplotlib import patches
+    from matplotlib import pyplot
+    from matplotlib import ticker
+
+    if not runs or any(not tl.rows for _, _, tl, _ in runs):
+        raise ValueError('nothing recorded')
+    names = sorted(set(runs[0][2].names.values()))
+    fig, axes = pyplot.subplots(
+        3, len(runs), figsize=(7 * len(runs), 10), sharex='col',
+        sharey='row', squeeze=False,
+        gridspec_kw={'height_ratios': (1.3, 0.8, 1.6)})
+    top_cores = 0
+    for col, (label, with_agent, tl, summary) in enumerate(runs):
+        rows = tl.rows
+        t0 = rows[0].t
+        t = [r.t - t0 for r in rows]
+        end = t[-1] + 1.0
+        spans = _spans(t, rows, end)
+        ax = axes[0][col]
+        (_pools if with_agent else _shared)(ax, t, rows, names)
+        top_cores = max(top_cores, max(r.pools.get('managed_cores', 0)
+                                       for r in rows))
+        ax.set_title(label, fontsize=12, pad=18)
+        ax = axes[1][col]
+        for n, width in zip(names, WIDTHS):
+            ax.step(t, _series(rows, n, 'online_vcpus'), where='post',
+                    color=COLORS[n], lw=width)
+        _p99(axes[2][col], t, rows, names, qos_ms, summary, spans)
+        axes[2][col].set_xlabel('seconds into the run')
+        for i, (phase, start, stop) in enumerate(spans):
+            for ax in axes[:, col]:
+                if i % 2:
+                    ax.axvspan(start, stop, color='black', alpha=0.04,
+                               lw=0)
+                ax.axvline(start, color='black', lw=0.6, ls=':')
+            axes[0][col].text((start + stop) / 2.0, 1.01, phase,
+                              transform=axes[0][col].get_xaxis_transform(),
+                              ha='center', va='bottom', fontsize=9)
+        axes[0][col].set_xlim(0, end)
+    axes[0][0].set_ylim(0, top_cores + 0.35)
+    axes[0][0].set_ylabel('cores given to guests')
+    axes[1][0].set_ylabel('vCPUs online')
+    axes[1][0].set_ylim(0, max(v['vcpus'] for _, _, tl, _ in runs
+                               for r in tl.rows for v in r.vms.values())
+                        + 0.5)
+    axes[2][0].set_ylabel('p99 latency (ms)')
+    for ax in axes[0][0], axes[1][0]:
+        ax.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
+    handles = [mlines.Line2D([], [], color=COLORS[n], lw=3, label=n)
+               for n in names]
+    handles += [patches.Patch(facecolor=COLORS['shared set'], hatch='//',
+                              label='shared set (no agent)'),
+                patches.Patch(facecolor=COLORS['emulator'],
+                              label='emulator pool'),
+                patches.Patch(facecolor=COLORS['idle pool'],
+                              label='idle pool'),
+                patches.Patch(facecolor=COLORS['overloaded'],
+                              label='agent reports overload'),
+                mlines.Line2D([], [], color=COLORS['qos'], ls='--',
+                              label='QoS target (p99 %g ms)' % qos_ms)]
+    fig.legend(handles=handles, loc='upper center', ncol=len(handles),
+               fontsize=9, frameon=False, bbox_to_anchor=(0.5, 0.955))
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=13)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     fig.savefig(path, dpi=90)
     pyplot.close(fig)

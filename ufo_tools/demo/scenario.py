@@ -11,6 +11,10 @@ import dataclasses
 
 HIGH = 2400
 LOW = 60
+#: QoS target of the LC guests' workload: p99 latency in ms.
+QOS_P99_MS = 20.0
+#: Each phase's length in each run (``ufo-demo --phase-seconds``).
+PHASE_SECONDS = 30.0
 GUESTS = ('lc-a', 'lc-b', 'idle')
 LC_GUESTS = ('lc-a', 'lc-b')
 
