@@ -15,6 +15,7 @@ nova-compute reports survive and nova-compute's own updates keep ours.
 
 import time
 
+from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
@@ -160,14 +161,24 @@ def clear_trait(conf):
 
 
 def _client(conf):
-    """A keystoneauth1 adapter for Placement from the [placement] group."""
+    """A keystoneauth1 adapter for Placement from the [placement] group.
+
+    :raises ValueError: naming the group, for an unknown ``auth_type`` or
+        options the plugin needs and lacks.
+    """
     group = 'placement'
-    auth = ks_loading.load_auth_from_conf_options(conf, group)
-    if auth is None:
-        raise ValueError('[placement] auth_type is not set: the placement '
-                         'publisher needs credentials for the Placement API')
-    session = ks_loading.load_session_from_conf_options(conf, group,
-                                                        auth=auth)
-    return ks_loading.load_adapter_from_conf_options(conf, group,
-                                                     session=session,
-                                                     auth=auth)
+    try:
+        auth = ks_loading.load_auth_from_conf_options(conf, group)
+        if auth is None:
+            raise ValueError('[placement] auth_type is not set: the '
+                             'placement publisher needs credentials for the '
+                             'Placement API')
+        session = ks_loading.load_session_from_conf_options(conf, group,
+                                                            auth=auth)
+        return ks_loading.load_adapter_from_conf_options(conf, group,
+                                                         session=session,
+                                                         auth=auth)
+    except ks_exceptions.ClientException as exc:
+        # NoMatchingPlugin (auth_type), MissingRequiredOptions, ...
+        raise ValueError('[placement] auth_type=%s: %s'
+                         % (conf.placement.auth_type, exc)) from exc

@@ -142,3 +142,17 @@ def test_close_clears_unless_known_clear(conf):
 def test_client_needs_auth_type(conf):
     with pytest.raises(ValueError, match=r'\[placement\] auth_type'):
         placement._client(conf)
+
+
+@pytest.mark.parametrize('options, complaint', [
+    ({'auth_type': 'pasword'}, r'pasword.*could not be found'),
+    ({'auth_type': 'password'}, r'auth_url|Auth plugin requires'),
+])
+def test_a_wrong_placement_section_names_it(conf, options, complaint):
+    # keystoneauth's own exceptions would end ufo-agent in a traceback
+    # instead of "Cannot start: [placement] ...".
+    for name, value in options.items():
+        conf.set_override(name, value, group='placement')
+    with pytest.raises(ValueError, match=r'^\[placement\] auth_type='
+                       r'.*(%s)' % complaint):
+        placement._client(conf)
