@@ -3,6 +3,8 @@ import logging
 import pytest
 
 from ufo_agent.cmd import agent
+from ufo_agent.driver import base
+from ufo_agent.hypervisor import sysfs
 
 
 @pytest.fixture
@@ -20,3 +22,12 @@ def agent_main_state():
                 handler.close()
         root.handlers[:] = handlers
         root.setLevel(level)
+
+
+@pytest.fixture
+def eight_cpu_host(monkeypatch):
+    """sysfs of a host with 8 online CPUs, one per core, no NUMA."""
+    monkeypatch.setattr(sysfs, 'online_cpus',
+                        lambda root=None: frozenset(range(8)))
+    monkeypatch.setattr(sysfs, 'host_cpus', lambda root=None: base.HostCpus(
+        tuple((c,) for c in range(8)), {}, frozenset(range(8))))

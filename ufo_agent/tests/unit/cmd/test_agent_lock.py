@@ -12,8 +12,6 @@ import types
 import pytest
 
 from ufo_agent.cmd import agent
-from ufo_agent.driver import base
-from ufo_agent.hypervisor import sysfs
 
 HOLDER = textwrap.dedent('''
     import sys, time
@@ -25,17 +23,13 @@ HOLDER = textwrap.dedent('''
 
 
 @pytest.fixture
-def main(agent_main_state, tmp_path, monkeypatch, capsys):
+def main(agent_main_state, eight_cpu_host, tmp_path, monkeypatch, capsys):
     """``ufo-agent`` on a host with 8 CPUs; returns (rc, stderr)."""
     def no_driver(*args, **kwargs):
         pytest.fail('libvirt was touched while another agent runs')
 
     monkeypatch.setattr(agent, '_driver', lambda: types.SimpleNamespace(
         LibvirtDriver=no_driver))
-    monkeypatch.setattr(sysfs, 'online_cpus',
-                        lambda root=None: frozenset(range(8)))
-    monkeypatch.setattr(sysfs, 'host_cpus', lambda root=None: base.HostCpus(
-        tuple((c,) for c in range(8)), {}, frozenset(range(8))))
     monkeypatch.setattr(agent, 'RESTORE_LOCK_WAIT', 0.3)
     conf = tmp_path / 'ufo-agent.conf'
     conf.write_text('[agent]\nstate_path = %s\n[host_cpus]\n'

@@ -12,7 +12,6 @@ import pytest
 
 from ufo_agent.cmd import agent
 from ufo_agent.driver import base
-from ufo_agent.hypervisor import sysfs
 from ufo_agent.publishers import placement
 
 UUID = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
@@ -40,15 +39,12 @@ class RecordingDriver:
 
 
 @pytest.fixture
-def restore(agent_main_state, tmp_path, monkeypatch, capsys):
+def restore(agent_main_state, eight_cpu_host, tmp_path, monkeypatch,
+            capsys):
     """``ufo-agent --restore`` on the given configuration: (rc, stderr)."""
     RecordingDriver.made = []
     monkeypatch.setattr(agent, '_driver', lambda: types.SimpleNamespace(
         LibvirtDriver=RecordingDriver))
-    monkeypatch.setattr(sysfs, 'online_cpus',
-                        lambda root=None: frozenset(range(8)))
-    monkeypatch.setattr(sysfs, 'host_cpus', lambda root=None: base.HostCpus(
-        tuple((c,) for c in range(8)), {}, frozenset(range(8))))
 
     def run(text):
         conf = tmp_path / 'ufo-agent.conf'
