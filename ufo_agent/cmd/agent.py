@@ -229,14 +229,23 @@ def restore_host(conf):
                                  use_attached_channels=True)
         try:
             failed = restore(driver)
+            hypervisor_hostname = None
+            if conf.publishers.enabled and not conf.publishers.nodename:
+                try:
+                    hypervisor_hostname = driver.hostname()
+                except base.DriverError as exc:
+                    LOG.warning('libvirt does not tell this host\'s name, '
+                                'the trait is cleared on the host name: '
+                                '%s', exc)
         finally:
             driver.close()
     finally:
         lock.release()
     if 'placement' in (conf.publishers.enabled or ()):
-        # An agent that died may have left the host marked overloaded.
+        # An agent that died may have left the host marked overloaded: on
+        # the node the agent named, libvirt's name unless nodename is set.
         from ufo_agent.publishers import placement
-        placement.clear_trait(conf)
+        placement.clear_trait(conf, hypervisor_hostname)
     return 1 if failed else 0
 
 

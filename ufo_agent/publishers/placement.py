@@ -144,13 +144,15 @@ class PlacementTraitPublisher(publishers.Publisher):
         return body['traits'], body['resource_provider_generation']
 
 
-def clear_trait(conf):
+def clear_trait(conf, hypervisor_hostname=None):
     """Best effort: remove the trait, e.g. one a dead agent left set.
 
-    Any failure (a bad ``[placement]`` section, Placement unreachable) is
-    logged, not raised. Returns True when the trait is not set any more.
+    The node is named as the agent names it
+    (:func:`ufo_agent.publishers.host_and_node`). Any failure (a bad
+    ``[placement]`` section, Placement unreachable) is logged, not raised.
+    Returns True when the trait is not set any more.
     """
-    host, nodename = publishers.host_and_node(conf)
+    host, nodename = publishers.host_and_node(conf, hypervisor_hostname)
     try:
         PlacementTraitPublisher(conf, host, nodename).apply(False)
     except Exception as exc:

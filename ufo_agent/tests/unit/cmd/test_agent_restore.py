@@ -34,6 +34,9 @@ class RecordingDriver:
     def release(self, uuid):
         self.released.append(uuid)
 
+    def hostname(self):
+        return 'compute-7.example.org'
+
     def close(self):
         self.closed = True
 
@@ -101,6 +104,21 @@ def test_restore_clears_the_trait_after_the_guests(
     rc, _ = restore('[publishers]\nenabled = placement\nnodename = node7\n')
     assert rc == 0
     assert events == [('node7', False)]
+    _restored(tmp_path)
+
+
+def test_without_nodename_the_trait_is_cleared_on_libvirts_host_name(
+        restore, tmp_path, monkeypatch):
+    # The running agent names the node as Nova does, by libvirt's host
+    # name; a restore that used the short hostname missed the provider.
+    events = []
+    monkeypatch.setattr(placement, '_client', lambda conf: object())
+    monkeypatch.setattr(placement.PlacementTraitPublisher, 'apply',
+                        lambda self, wanted: events.append(
+                            (self.nodename, wanted)))
+    rc, _ = restore('[publishers]\nenabled = placement\n')
+    assert rc == 0
+    assert events == [('compute-7.example.org', False)]
     _restored(tmp_path)
 
 
