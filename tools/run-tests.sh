@@ -28,12 +28,22 @@ import sys
 import xml.etree.ElementTree as ET
 
 tests = failed = skipped = 0
-for path in glob.glob(sys.argv[1] + '/*/junit.xml'):
+failures = []
+for path in sorted(glob.glob(sys.argv[1] + '/*/junit.xml')):
     root = ET.parse(path).getroot()
     for suite in root.iter('testsuite'):
         tests += int(suite.get('tests', 0))
         failed += int(suite.get('failures', 0)) + int(suite.get('errors', 0))
         skipped += int(suite.get('skipped', 0))
+    # Name each failure here too: CI logs are often read from the tail.
+    for case in root.iter('testcase'):
+        for bad in list(case.findall('failure')) + list(case.findall('error')):
+            message = (bad.get('message') or '').strip().splitlines()
+            failures.append('FAILED %s::%s: %s' % (
+                case.get('classname'), case.get('name'),
+                message[0][:300] if message else ''))
+for line in failures:
+    print(line)
 print('%d passed, %d failed, %d skipped'
       % (tests - failed - skipped, failed, skipped))
 PY
