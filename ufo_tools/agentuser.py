@@ -67,10 +67,13 @@ class AgentUser:
         path = os.path.realpath(path)
         parent = os.path.dirname(path)
         while True:
-            if parent not in self._granted and self._closed(parent):
+            # Granted anew each time: another root pytest session chmods
+            # /tmp/pytest-of-root to 0700, which masks an earlier grant.
+            if parent in self._granted or self._closed(parent):
                 subprocess.run(['setfacl', '-m', 'u:%s:x' % self.name,
                                 parent], check=True)
-                self._granted.append(parent)
+                if parent not in self._granted:
+                    self._granted.append(parent)
             if parent == '/':
                 break
             parent = os.path.dirname(parent)

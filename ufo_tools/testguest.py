@@ -170,6 +170,8 @@ class Console(object):
         self._closed = False
         self._marks = 0
         self._log = open(log_path, 'a') if log_path else None
+        # Called on a command's timeout: what else to say about the guest.
+        self.diagnose = None
         self._thread = threading.Thread(target=self._reader, daemon=True)
         self._thread.start()
 
@@ -248,7 +250,13 @@ class Console(object):
         self.write("( %s ) 2>&1 | sed 's/^/%s: /'; echo %s-rc=$?\n"
                    % (command, tag, tag))
         # The pipeline's status is sed's; ask for the command's own too.
-        _, m = self.wait_for(r'%s-rc=(\d+)' % tag, timeout, start)
+        try:
+            _, m = self.wait_for(r'%s-rc=(\d+)' % tag, timeout, start)
+        except TimeoutError as exc:
+            if self.diagnose is None:
+                raise
+            raise TimeoutError('%s\n%s: %s' % (
+                exc, command, self.diagnose())) from exc
         out = [line.split(': ', 1)[1] for line in self.lines(start)
                if line.startswith(tag + ': ')]
         return int(m.group(1)), out
@@ -433,12 +441,45 @@ class TestGuest(object):
         else:
             self.dom = self.conn.createXML(xml, 0)
         self.console = serial_console(self.dom, self.log_path)
+        self.console.diagnose = self.diagnose
         if self.channel:
             self.start_heartbeat()
         if not self.test_init:
             return self
         wait_init(self.console, boot_timeout)
         return self
+
+    def diagnose(self):
+        """What QEMU and the host say about a guest that went silent."""
+        import libvirt_qemu
+        lines = []
+        try:
+            lines.append('domain state %r' % (self.dom.state(),))
+            for command in ('info cpus', 'info status'):
+                out = libvirt_qemu.qemuMonitorCommand(
+                    self.dom, command,
+                    libvirt_qemu.VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP)
+                lines.append('%s:\n%s' % (command, out))
+        except self.libvirt.libvirtError as exc:
+            lines.append('QEMU monitor: %s' % exc)
+        try:
+            with open('/run/libvirt/qemu/%s.pid' % self.name) as f:
+                pid = int(f.read())
+            for tid in sorted(os.listdir('/proc/%d/task' % pid), key=int):
+                with open('/proc/%d/task/%s/stat' % (pid, tid)) as f:
+                    stat = f.read()
+                comm = stat[stat.index('(') + 1:stat.rindex(')')]
+                fields = stat[stat.rindex(')') + 2:].split()
+                lines.append('QEMU thread %s %s: state %s utime %s stime %s'
+                             % (tid, comm, fields[0], fields[11], fields[12]))
+        except (OSError, ValueError) as exc:
+            lines.append('QEMU threads: %s' % exc)
+        try:
+            with open('/proc/loadavg') as f:
+                lines.append('host loadavg %s' % f.read().strip())
+        except OSError:
+            pass
+        return '\n'.join(lines)
 
     # -- heartbeat --------------------------------------------------------
 
