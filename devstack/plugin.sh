@@ -10,8 +10,9 @@
 #                   Nova's lists, [ufo]; on compute nodes [compute]
 #                   cpu_shared_set (nova-cpu.conf is copied from nova.conf
 #                   later) and /etc/ufo/ufo-agent.conf
-# stack extra       start ufo-agent on compute nodes; RabbitMQ queue
-#                   expiry; a flavor that forbids overloaded hosts
+# stack extra       start ufo-agent on compute nodes, as its own user
+#                   (UFO_AGENT_USER); RabbitMQ queue expiry; a flavor that
+#                   forbids overloaded hosts
 # unstack           stop ufo-agent, give every guest its pins back
 # clean             remove /etc/ufo, the agent's state and its guest
 #                   channel pages
@@ -153,6 +154,8 @@ function configure_ufo_agent {
     # UFO_MANAGED_CPUS says otherwise.
     iniset "$UFO_AGENT_CONF" host_cpus nova_config "$NOVA_CPU_CONF"
     iniset "$UFO_AGENT_CONF" host_cpus nova_config_dir ""
+    iniset "$UFO_AGENT_CONF" channel qemu_user "$UFO_QEMU_USER"
+    iniset "$UFO_AGENT_CONF" channel qemu_group "$UFO_QEMU_GROUP"
     if [[ -n "$UFO_MANAGED_CPUS" ]]; then
         iniset "$UFO_AGENT_CONF" host_cpus managed_cpus "$UFO_MANAGED_CPUS"
     fi
@@ -197,23 +200,62 @@ function create_ufo_flavor {
     fi
 }
 
+# The agent's own system user, as ufo-agent-sysusers.conf makes it: in
+# libvirt's group (qemu:///system) and QEMU's (the channel pages it creates
+# in /dev/shm get that group, so that QEMU can map them).
+function create_ufo_agent_user {
+    local group
+    if ! getent passwd "$UFO_AGENT_USER" > /dev/null; then
+        sudo useradd --system --user-group --no-create-home \
+            --home-dir "$UFO_STATE_PATH" --shell /usr/sbin/nologin \
+            --comment "UFO core management agent" "$UFO_AGENT_USER"
+    fi
+    for group in "${LIBVIRT_GROUP:-libvirt}" "$UFO_QEMU_GROUP"; do
+        add_user_to_group "$UFO_AGENT_USER" "$group"
+    done
+}
+
+# What the agent's user needs: its state directory (learned state and the
+# single-instance lock), its own and writable also after a root agent;
+# ufo-agent.conf, which holds the Placement password, readable by it but
+# not by everybody.
+function prepare_ufo_agent_files {
+    sudo install -d -m 0700 "$UFO_STATE_PATH"
+    sudo chown -R "$UFO_AGENT_USER:$UFO_AGENT_USER" "$UFO_STATE_PATH"
+    sudo chgrp "$UFO_AGENT_USER" "$UFO_AGENT_CONF"
+    sudo chmod 0640 "$UFO_AGENT_CONF"
+}
+
 function start_ufo_agent {
     local agent
     agent=$(get_python_exec_prefix)/ufo-agent
     if [[ ! -x "$agent" ]]; then
         die $LINENO "ufo-agent is not installed as $agent"
     fi
-    run_process ufo-agent "$agent --config-file $UFO_AGENT_CONF" root root
+    create_ufo_agent_user
+    prepare_ufo_agent_files
+    # Not root: the unit's User= and Group=; systemd adds the user's other
+    # groups (libvirt's, QEMU's).
+    run_process ufo-agent "$agent --config-file $UFO_AGENT_CONF" \
+        "$UFO_AGENT_USER" "$UFO_AGENT_USER"
 }
 
 # Stopping the agent gives every guest its pins back and clears the trait;
 # --restore does it again in case the agent had died.
 function stop_ufo_agent {
-    local agent
+    local agent as_user
     stop_process ufo-agent
     agent=$(get_python_exec_prefix)/ufo-agent
     if [[ -x "$agent" && -r "$UFO_AGENT_CONF" ]]; then
-        sudo "$agent" --config-file "$UFO_AGENT_CONF" --restore || \
+        # As the agent's user, as the packaged unit's ExecStopPost; root
+        # where there is none yet (an agent of an older plugin, as root).
+        if getent passwd "$UFO_AGENT_USER" > /dev/null; then
+            as_user=(-u "$UFO_AGENT_USER")
+        else
+            as_user=()
+        fi
+        sudo "${as_user[@]}" "$agent" --config-file "$UFO_AGENT_CONF" \
+            --restore || \
             echo "WARNING: ufo-agent --restore failed; see its log above"
     fi
 }

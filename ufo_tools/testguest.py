@@ -40,7 +40,9 @@ LIBVIRT_URI = 'qemu:///system'
 SHM_DIR = '/dev/shm'
 SHM_SIZE_MIB = 1
 NAME_PREFIX = 'ufo-test-'
-QEMU_USER = 'libvirt-qemu'
+# libvirt's QEMU user and group on the Debian/Ubuntu hosts the tests run on.
+QEMU_USER = host_channel.DEFAULT_QEMU_USER
+QEMU_GROUP = host_channel.DEFAULT_QEMU_GROUP
 LOG_DIR = os.environ.get(
     'UFO_GUEST_LOG_DIR',
     os.path.join(tempfile.gettempdir(), 'ufo-guest-logs'))
@@ -151,7 +153,7 @@ def accel():
 
 
 def _give_to_qemu(path):
-    host_channel.hand_to_qemu(path, QEMU_USER)
+    host_channel.hand_to_qemu(path, QEMU_USER, QEMU_GROUP)
 
 
 def start_libvirtd():

@@ -28,8 +28,10 @@ MAX_INTERVAL_NS = 3600 * 10 ** 9
 # Reading a torn area: spins, and a time budget for all of them together.
 READ_RETRIES = 100
 READ_BUDGET_NS = 200 * 1000
-QEMU_USER = 'libvirt-qemu'
-QEMU_GROUP = 'kvm'
+# libvirt's QEMU user and group on Debian and Ubuntu: the defaults of
+# [channel] qemu_user and qemu_group (RHEL-family hosts: qemu and qemu).
+DEFAULT_QEMU_USER = 'libvirt-qemu'
+DEFAULT_QEMU_GROUP = 'kvm'
 PAGE_MODE = 0o660
 _U32 = struct.Struct('<I')
 _U64 = struct.Struct('<Q')
@@ -55,22 +57,39 @@ def shm_name(domain_uuid, prefix='ufo-'):
     return name
 
 
-def qemu_owner(user=QEMU_USER, group=QEMU_GROUP):
-    """(uid, gid) QEMU runs as, or None where there is no such user."""
+def qemu_ids(user, group):
+    """(uid, gid) of QEMU's user and group, None for one that is missing."""
     try:
-        return pwd.getpwnam(user).pw_uid, grp.getgrnam(group).gr_gid
+        uid = pwd.getpwnam(user).pw_uid
     except KeyError:
+        uid = None
+    try:
+        gid = grp.getgrnam(group).gr_gid
+    except KeyError:
+        gid = None
+    return uid, gid
+
+
+def qemu_owner(user, group):
+    """(uid, gid) QEMU runs as, or None where either does not exist.
+
+    ``user`` and ``group`` are those of libvirt's qemu.conf (``[channel]
+    qemu_user`` and ``qemu_group``).
+    """
+    uid, gid = qemu_ids(user, group)
+    if uid is None or gid is None:
         return None
+    return uid, gid
 
 
-def page_owner(user=QEMU_USER, group=QEMU_GROUP):
+def page_owner(user, group):
     """(uid, gid) to give a new page to, so that QEMU can map it; or None.
 
     As root: QEMU's user and group. As any other user (ufo-agent's own),
     which cannot give files away: the agent keeps the file (uid -1, left
     as it is) and gives it QEMU's group, which it must be a member of
     (:func:`group_problem`); QEMU opens it through the group (mode 0660).
-    None where QEMU's user does not exist.
+    None where QEMU's user or group does not exist.
     """
     owner = qemu_owner(user, group)
     if owner is None or os.geteuid() == 0:
@@ -78,7 +97,7 @@ def page_owner(user=QEMU_USER, group=QEMU_GROUP):
     return -1, owner[1]
 
 
-def group_problem(user=QEMU_USER, group=QEMU_GROUP):
+def group_problem(user, group):
     """Why this process cannot hand pages to QEMU, or '' when it can."""
     owner = qemu_owner(user, group)
     if owner is None or os.geteuid() == 0:
@@ -87,23 +106,23 @@ def group_problem(user=QEMU_USER, group=QEMU_GROUP):
         return ''
     return ('ufo-agent runs as uid %d, which is not in group %s, the group '
             'QEMU (%s) runs as: QEMU could not map the guests\' channel '
-            'pages. Add the user to that group (the packaged sysusers.d '
-            'file does) or run ufo-agent as root' % (os.geteuid(), group,
-                                                     user))
+            'pages. Add the user to group %s (the packaged sysusers.d file '
+            'adds it to kvm, QEMU\'s group on Debian and Ubuntu) or run '
+            'ufo-agent as root' % (os.geteuid(), group, user, group))
 
 
-def trusted_uids(owner=None):
+def trusted_uids(qemu=None):
     """Owners a page file may have: root, this process and QEMU's user.
+
+    ``qemu``: (uid, gid) of QEMU (:func:`qemu_owner`), or a page owner
+    (:func:`page_owner`, whose uid -1 adds nothing), or None.
 
     /dev/shm is world-writable: anybody can create a file at a page's
     predictable name before the agent does. Such a file is never used.
     """
     uids = {0, os.geteuid()}
-    qemu = qemu_owner()
-    if qemu is not None:
+    if qemu is not None and qemu[0] != -1:
         uids.add(qemu[0])
-    if owner is not None and owner[0] != -1:
-        uids.add(owner[0])
     return uids
 
 
@@ -150,7 +169,8 @@ def open_page(path, size, owner=None, trusted=None, create=True):
       refuses, even to root, for a file QEMU owns);
     * ``O_NOFOLLOW``: a symbolic link at the path is refused;
     * the open file must be a regular file with one link, owned by one of
-      ``trusted`` (default :func:`trusted_uids`);
+      ``trusted`` (default: root, this process and ``owner``'s uid, see
+      :func:`trusted_uids`);
     * ``owner`` (uid, gid), when given, is applied with ``fchown`` and
       mode 0660 with ``fchmod``, on the descriptor, to a file created
       here or not yet owned by that uid (uid -1: see :func:`page_owner`);
@@ -195,12 +215,12 @@ def open_page(path, size, owner=None, trusted=None, create=True):
     raise ChannelError('%s keeps disappearing' % path)
 
 
-def hand_to_qemu(path, user=QEMU_USER, group=QEMU_GROUP):
+def hand_to_qemu(path, user, group):
     """Make an existing page file usable by QEMU (libvirt does not).
 
     The file is opened without following links and checked like
     :func:`open_page`; ownership and mode change on the descriptor.
-    Returns False where QEMU's user does not exist.
+    Returns False where QEMU's user or group does not exist.
     """
     owner = qemu_owner(user, group)
     if owner is None:
@@ -221,7 +241,10 @@ def hand_to_qemu(path, user=QEMU_USER, group=QEMU_GROUP):
 
 
 def remove_page(path, trusted=None):
-    """Unlink a page file: only a regular file that root or QEMU owns.
+    """Unlink a page file: only a regular file one of ``trusted`` owns.
+
+    ``trusted`` (from :func:`trusted_uids`) defaults to root and this
+    process.
 
     ``lstat``, so a link is never followed. Returns True when removed,
     False when there was nothing to remove; raises :class:`UnsafePage`
@@ -254,11 +277,14 @@ class HostChannel(object):
     :param max_vcpus: vCPUs of the domain, as the host configured it.
     :param owner: (uid, gid) to give the page to (from :func:`page_owner`),
         or None to leave ownership alone.
+    :param trusted: uids the page may belong to (:func:`trusted_uids`),
+        when opened and when unlinked; see :func:`open_page` for the
+        default.
     :param create: False to open only an existing page (``--restore``).
     """
 
     def __init__(self, path, max_vcpus, size=DEFAULT_SHM_SIZE, owner=None,
-                 create=True):
+                 trusted=None, create=True):
         if not 1 <= max_vcpus <= layout.MASK_CPUS:
             raise ValueError('max_vcpus must be in 1..%d' % layout.MASK_CPUS)
         if size < layout.PAGE_SIZE or size & (size - 1):
@@ -266,7 +292,11 @@ class HostChannel(object):
         self.path = path
         self.max_vcpus = max_vcpus
         self._mm = None
-        fd, self.created = open_page(path, size, owner, create=create)
+        if trusted is None:
+            trusted = trusted_uids(owner)
+        self._trusted = frozenset(trusted)
+        fd, self.created = open_page(path, size, owner, self._trusted,
+                                     create=create)
         try:
             self._mm = mmap.mmap(fd, layout.PAGE_SIZE, mmap.MAP_SHARED,
                                  mmap.PROT_READ | mmap.PROT_WRITE)
@@ -530,7 +560,7 @@ class HostChannel(object):
 
     def unlink(self):
         self.close()
-        remove_page(self.path)
+        remove_page(self.path, self._trusted)
 
     def __enter__(self):
         return self

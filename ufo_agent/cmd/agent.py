@@ -113,6 +113,31 @@ def take_lock(conf, restore=False):
                            '%s' % (conf.agent.state_path, exc))
 
 
+def check_qemu_owner(conf, dry_run=False):
+    """``[channel] qemu_user`` and ``qemu_group`` exist; StartupError if not.
+
+    Not in dry run: this process must also be able to give pages to QEMU's
+    group (root, or a member of it).
+    """
+    user, group = conf.channel.qemu_user, conf.channel.qemu_group
+    uid, gid = host_channel.qemu_ids(user, group)
+    if uid is None:
+        raise StartupError(
+            '[channel] qemu_user=%s: no such user. It must be the user QEMU '
+            'runs as, "user" in libvirt\'s qemu.conf (libvirt-qemu on '
+            'Debian and Ubuntu, qemu on RHEL)' % user)
+    if gid is None:
+        raise StartupError(
+            '[channel] qemu_group=%s: no such group. It must be the group '
+            'QEMU runs as, "group" in libvirt\'s qemu.conf (kvm on Debian '
+            'and Ubuntu, qemu on RHEL)' % group)
+    if not dry_run:
+        problem = host_channel.group_problem(user, group)
+        if problem:
+            raise StartupError('[channel] qemu_group=%s: %s'
+                               % (group, problem))
+
+
 def build(conf):
     """Check the configuration, lock, build the driver and the agent.
 
@@ -139,10 +164,7 @@ def build(conf):
     settings = settings_mod.AgentSettings.from_conf(conf)
     if conf.dry_run:
         settings = dataclasses.replace(settings, dry_run=True)
-    if not settings.dry_run:
-        problem = host_channel.group_problem()
-        if problem:
-            raise StartupError(problem)
+    check_qemu_owner(conf, settings.dry_run)
     lock = take_lock(conf)
     try:
         driver, agent = _build_agent(conf, drivers, managed, controller,
@@ -163,6 +185,8 @@ def _libvirt_driver(conf, drivers, managed, **channels):
             name_prefix=conf.channel.name_prefix,
             shm_size_mib=conf.channel.shm_size_mib,
             read_retries=conf.channel.read_retries,
+            qemu_user=conf.channel.qemu_user,
+            qemu_group=conf.channel.qemu_group,
             call_timeout=conf.agent.libvirt_call_timeout, **channels)
     except base.DriverError as exc:
         raise StartupError(str(exc))
@@ -217,7 +241,9 @@ def restore_host(conf):
     libvirt. No controller, publisher or signal settings are read, so a
     mistake there cannot stop the guests from getting their CPUs back, and
     no channel is created or attached: a guest whose channel is already
-    attached is asked, through it, to bring every vCPU online.
+    attached is asked, through it, to bring every vCPU online. ``[channel]
+    qemu_user`` only says whose pages to trust and is not checked: with a
+    user that does not exist, a page QEMU's user owns is not used.
     Returns the exit status.
     """
     managed = resolve_managed_cpus(conf)

@@ -2,6 +2,8 @@
 
 from oslo_config import cfg
 
+from ufo_agent.channel import host_channel
+
 GROUP = cfg.OptGroup(
     'channel',
     title='Guest channel',
@@ -26,6 +28,23 @@ OPTS = [
              'changing, before the read is reported as busy. However many, '
              'one read gives up after 200 microseconds: a guest that holds '
              'its sequence odd cannot slow the agent down.'),
+    cfg.StrOpt(
+        'qemu_user', default=host_channel.DEFAULT_QEMU_USER,
+        help='The user QEMU runs as: it must match "user" in libvirt\'s '
+             'qemu.conf (libvirt-qemu on Debian and Ubuntu, qemu on RHEL, '
+             'CentOS Stream, Rocky and AlmaLinux). ufo-agent running as '
+             'root gives each guest\'s page file to this user, and trusts '
+             'page files it owns. A user that does not exist on the host '
+             'stops the agent at start.'),
+    cfg.StrOpt(
+        'qemu_group', default=host_channel.DEFAULT_QEMU_GROUP,
+        help='The group QEMU runs as: it must match "group" in libvirt\'s '
+             'qemu.conf (kvm on Debian and Ubuntu, qemu on RHEL, CentOS '
+             'Stream, Rocky and AlmaLinux). Each guest\'s page file gets '
+             'this group and mode 0660, so that QEMU can map it. ufo-agent '
+             'not running as root must be a member of this group, or it '
+             'does not start; a group that does not exist on the host '
+             'stops the agent at start.'),
 ]
 
 

@@ -52,7 +52,9 @@ def run(args):
                                   libvirt.VIR_DOMAIN_AFFECT_LIVE)
             guests.append(guest)
         host = sysfs.host_cpus()
-        driver = libvirt_driver.LibvirtDriver(managed_cpus=host.online)
+        driver = libvirt_driver.LibvirtDriver(
+            managed_cpus=host.online, qemu_user=testguest.QEMU_USER,
+            qemu_group=testguest.QEMU_GROUP)
         stack.callback(driver.close)
         for guest in guests:
             stack.callback(driver.forget, guest.dom.UUIDString())

@@ -38,7 +38,9 @@ class LibvirtDriver(base.HypervisorDriver):
                  name_prefix='ufo-', shm_size_mib=1, read_retries=100,
                  attach_channels=True, run_dir='/run/libvirt/qemu',
                  proc_root='/proc', sysfs_root=sysfs.CPU_ROOT,
-                 call_timeout=5.0, use_attached_channels=False):
+                 call_timeout=5.0, use_attached_channels=False,
+                 qemu_user=host_channel.DEFAULT_QEMU_USER,
+                 qemu_group=host_channel.DEFAULT_QEMU_GROUP):
         import libvirt
         self.libvirt = libvirt
         self.uri = uri
@@ -53,6 +55,10 @@ class LibvirtDriver(base.HypervisorDriver):
         # attached already, never create a page or attach a device
         # (--restore asks such guests to bring every vCPU online).
         self.use_attached_channels = use_attached_channels
+        # QEMU's user and group (libvirt's qemu.conf): who gets new pages,
+        # and whose pages are trusted.
+        self.qemu_user = qemu_user
+        self.qemu_group = qemu_group
         self.run_dir = run_dir
         self.proc_root = proc_root
         self.sysfs_root = sysfs_root
@@ -185,12 +191,16 @@ class LibvirtDriver(base.HypervisorDriver):
             ('<shmem name="%s"' % name) in xml
         if not attached and not self.attach_channels:
             return None
+        # Without attach_channels (--restore) a page is used as it is,
+        # never given to anybody.
+        owner = (host_channel.page_owner(self.qemu_user, self.qemu_group)
+                 if self.attach_channels else None)
         try:
             # Created for QEMU, or opened as it is (QEMU's by now): never
             # a link, a foreign file or anything but a regular file.
             channel = host_channel.HostChannel(
                 path, parsed.vcpus, size=self.shm_size_mib * 1024 * 1024,
-                owner=host_channel.page_owner(),
+                owner=owner, trusted=self._trusted_uids(),
                 create=self.attach_channels)
             # Keeps a live guest's state: a restarted agent picks up.
             channel.initialize()
@@ -294,10 +304,16 @@ class LibvirtDriver(base.HypervisorDriver):
             known.close()
         self._remove_page(host_channel.shm_name(uuid, self.name_prefix))
 
+    def _trusted_uids(self):
+        """Who a page may belong to: root, this process, QEMU's user."""
+        return host_channel.trusted_uids(
+            host_channel.qemu_owner(self.qemu_user, self.qemu_group))
+
     def _remove_page(self, name):
         """Unlink a page: only a regular file of root or QEMU (lstat)."""
         try:
-            return host_channel.remove_page(os.path.join(self.shm_dir, name))
+            return host_channel.remove_page(os.path.join(self.shm_dir, name),
+                                            self._trusted_uids())
         except (host_channel.ChannelError, OSError) as exc:
             LOG.warning('Not removing %s: %s', name, exc)
             return False

@@ -5,7 +5,8 @@
 # Source it with, in the environment: UFO_NOVA_DIR (the checkout), SCRATCH
 # (stands in for /etc, $DEST and $DATA_DIR), ENABLED_SERVICES, PYTHON (to
 # run ini.py) and CALLS (a file that records the commands that would start,
-# stop or change things outside the scratch directory).
+# stop or change things outside the scratch directory). FAKE_OS=fedora
+# makes it a RHEL-family host (default: Ubuntu).
 set -o errexit
 set -o nounset
 
@@ -45,6 +46,12 @@ function die {
 function echo_summary {
     echo "summary: $*"
 }
+function is_fedora {
+    [[ "${FAKE_OS:-ubuntu}" == fedora ]]
+}
+function add_user_to_group {
+    _record add_user_to_group "$@"
+}
 function get_python_exec_prefix {
     echo "$SCRATCH/bin"
 }
@@ -64,8 +71,29 @@ function setup_develop {
     _record setup_develop "$@"
 }
 # sudo runs the command as the caller: everything it touches is scratch.
+# "sudo -u USER" is recorded, then runs as the caller too.
 function sudo {
+    if [[ "$1" == -u ]]; then
+        _record sudo "$@"
+        shift 2
+    fi
     "$@"
+}
+# Users: useradd writes $SCRATCH/passwd, getent passwd reads it. Changing
+# a file's owner is recorded, not done.
+function useradd {
+    _record useradd "$@"
+    echo "${!#}:x:999:999::/nonexistent:/usr/sbin/nologin" \
+        >> "$SCRATCH/passwd"
+}
+function getent {
+    [[ "$1" == passwd ]] && grep "^$2:" "$SCRATCH/passwd" 2> /dev/null
+}
+function chown {
+    _record chown "$@"
+}
+function chgrp {
+    _record chgrp "$@"
 }
 function rabbitmqctl {
     _record rabbitmqctl "$@"
@@ -86,6 +114,7 @@ SERVICE_PASSWORD=secret
 SERVICE_DOMAIN_NAME=Default
 SERVICE_PROJECT_NAME=service
 REGION_NAME=RegionOne
+if is_fedora; then LIBVIRT_GROUP=libvirtd; else LIBVIRT_GROUP=libvirt; fi
 NOVA_CONF_DIR=$SCRATCH/etc/nova
 NOVA_CONF=$NOVA_CONF_DIR/nova.conf
 NOVA_CPU_CONF=$NOVA_CONF_DIR/nova-cpu.conf

@@ -210,10 +210,44 @@ run_plugin_phase stack extra
         cpu = nova_view(os.path.join(self.etc_nova, 'nova-cpu.conf'))
         self.assertEqual(sorted(online), cpu['cpu_shared_set'])
         self.assert_agent_manages(online, online, [(0,), (1,)])
+        self.assert_agent_runs_as_its_user('libvirt', 'libvirt-qemu', 'kvm')
+
+    def assert_agent_runs_as_its_user(self, libvirt_group, qemu_user,
+                                      qemu_group):
+        """ufo-agent runs as ufo-agent, a system user set up for it."""
         calls = self.calls_made()
-        self.assertIn('run_process ufo-agent %s/bin/ufo-agent --config-file '
-                      '%s root root' % (self.scratch, self.agent_conf_path),
-                      calls)
+        state = os.path.join(self.scratch, 'opt', 'stack', 'data',
+                             'ufo-agent')
+        start = calls.index(
+            'run_process ufo-agent %s/bin/ufo-agent --config-file %s '
+            'ufo-agent ufo-agent' % (self.scratch, self.agent_conf_path))
+        # Before it starts: the user, in libvirt's group and QEMU's...
+        before = calls[:start]
+        [useradd] = [c for c in before if c.startswith('useradd ')]
+        self.assertIn('--system', useradd.split())
+        self.assertTrue(useradd.endswith(' ufo-agent'), useradd)
+        for group in (libvirt_group, qemu_group):
+            self.assertIn('add_user_to_group ufo-agent %s' % group, before)
+        # ... that owns its state directory (the lock is there) ...
+        self.assertIn('chown -R ufo-agent:ufo-agent %s' % state, before)
+        self.assertEqual(0o700, os.stat(state).st_mode & 0o777)
+        # ... and reads ufo-agent.conf, which others cannot (a password).
+        self.assertIn('chgrp ufo-agent %s' % self.agent_conf_path, before)
+        self.assertEqual(0o640,
+                         os.stat(self.agent_conf_path).st_mode & 0o777)
+        # Its pages go to QEMU's user and group, as libvirt runs QEMU.
+        conf = agent_conf(self.agent_conf_path)
+        self.assertEqual((qemu_user, qemu_group),
+                         (conf.channel.qemu_user, conf.channel.qemu_group))
+
+    def test_on_rhel_the_agent_uses_qemus_user_and_group(self):
+        sysfs, online = self.fake_sysfs([(0,), (1,)])
+        self.stack('n-cpu', sysfs, FAKE_OS='fedora')
+        self.assert_agent_runs_as_its_user('libvirtd', 'qemu', 'qemu')
+        # A second stack.sh: the user is there, not made again.
+        self.stack('n-cpu', sysfs, FAKE_OS='fedora')
+        self.assertEqual(1, len([c for c in self.calls_made()
+                                 if c.startswith('useradd ')]))
 
     def test_scheduler_node_keeps_other_plugins_filters_either_order(self):
         for before, after in ((OTHER_PLUGIN, ''), ('', OTHER_PLUGIN)):
@@ -306,13 +340,20 @@ run_plugin_phase stack extra
             open(os.path.join(shm, name), 'w').close()
         state = os.path.join(self.scratch, 'opt', 'stack', 'data',
                              'ufo-agent')
-        os.makedirs(state)
+        # Made by stack for the agent's user.
+        self.assertTrue(os.path.isdir(state))
         open(os.path.join(state, 'models.json'), 'w').close()
         self.bash('run_plugin_phase unstack', 'n-cpu')
         calls = self.calls_made()
         stop = calls.index('stop_process ufo-agent')
-        self.assertIn('ufo-agent --config-file %s --restore'
-                      % self.agent_conf_path, calls[stop + 1:])
+        # --restore as the agent's user, as the packaged unit's
+        # ExecStopPost.
+        restore = calls.index('ufo-agent --config-file %s --restore'
+                              % self.agent_conf_path, stop)
+        self.assertEqual('sudo -u ufo-agent %s/bin/ufo-agent --config-file '
+                         '%s --restore' % (self.scratch,
+                                           self.agent_conf_path),
+                         calls[restore - 1])
         self.assertTrue(os.path.exists(os.path.join(shm, page)))
 
         self.bash('run_plugin_phase clean', 'n-cpu')

@@ -8,7 +8,9 @@ to root. These tests run in a temporary directory; the functional test
 """
 
 import errno
+import grp
 import os
+import pwd
 import stat
 
 import pytest
@@ -147,7 +149,7 @@ def test_hand_to_qemu_uses_the_descriptor(tmp_path, no_path_chown,
     path = _page(tmp_path)
     with open(path, 'wb') as handle:
         handle.truncate(4096)
-    assert host_channel.hand_to_qemu(path)
+    assert host_channel.hand_to_qemu(path, 'qemu', 'qemu')
     assert no_path_chown == [me]
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o660
 
@@ -160,7 +162,7 @@ def test_hand_to_qemu_refuses_a_symlink(tmp_path, monkeypatch):
     os.chmod(str(target), 0o600)
     os.symlink(str(target), _page(tmp_path))
     with pytest.raises(host_channel.UnsafePage, match='symbolic link'):
-        host_channel.hand_to_qemu(_page(tmp_path))
+        host_channel.hand_to_qemu(_page(tmp_path), 'qemu', 'qemu')
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
 
 
@@ -220,7 +222,8 @@ def test_a_file_another_user_created_is_refused(tmp_path):
     with open(path, 'rb') as handle:
         assert handle.read() == b'\xa5' * 4096
     with pytest.raises(host_channel.UnsafePage):
-        host_channel.hand_to_qemu(path)
+        host_channel.hand_to_qemu(path, host_channel.DEFAULT_QEMU_USER,
+                                  host_channel.DEFAULT_QEMU_GROUP)
     assert os.stat(path).st_uid == NOBODY
 
 
@@ -234,10 +237,46 @@ def test_an_untrusted_owner_is_refused(tmp_path, monkeypatch):
         host_channel.HostChannel(path, VCPUS)
 
 
-def test_trusted_owners_are_root_this_process_and_qemu(monkeypatch):
-    monkeypatch.setattr(host_channel, 'qemu_owner', lambda *a: (123, 45))
-    assert host_channel.trusted_uids() == {0, os.geteuid(), 123}
-    assert 77 in host_channel.trusted_uids((77, 1))
+def test_trusted_owners_are_root_this_process_and_qemu():
+    me = os.geteuid()
+    assert host_channel.trusted_uids((123, 45)) == {0, me, 123}
+    # Only the QEMU it is given: no user looked up behind the caller's
+    # back (on RHEL, libvirt-qemu is nobody's QEMU).
+    assert host_channel.trusted_uids(None) == {0, me}
+    assert host_channel.trusted_uids((-1, 45)) == {0, me}
+
+
+def test_qemus_user_and_group_are_the_ones_given():
+    _need_root()
+    nobody = pwd.getpwnam('nobody').pw_uid
+    nogroup = grp.getgrgid(pwd.getpwnam('nobody').pw_gid)
+    owner = (nobody, nogroup.gr_gid)
+    assert host_channel.qemu_owner('nobody', nogroup.gr_name) == owner
+    # As root: the page goes to QEMU's user and group, as given.
+    assert host_channel.page_owner('nobody', nogroup.gr_name) == owner
+    assert host_channel.group_problem('nobody', nogroup.gr_name) == ''
+    assert host_channel.qemu_ids('ufo-no-such-user', nogroup.gr_name) == (
+        None, nogroup.gr_gid)
+    assert host_channel.qemu_ids('nobody', 'ufo-no-such-group') == (
+        nobody, None)
+    assert host_channel.qemu_owner('nobody', 'ufo-no-such-group') is None
+    assert host_channel.page_owner('ufo-no-such-user', 'root') is None
+
+
+def test_a_channel_trusts_and_unlinks_with_the_uids_it_is_given(tmp_path):
+    _need_root()
+    path = _page(tmp_path)
+    host_channel.HostChannel(path, VCPUS).close()
+    with pytest.raises(host_channel.UnsafePage, match='refusing it'):
+        host_channel.HostChannel(path, VCPUS, trusted={os.geteuid() + 1})
+    # QEMU (here: nobody) owns the page by now; the channel that trusts
+    # it opens it and removes it, the default (root only) does not.
+    os.chown(path, NOBODY, NOBODY)
+    with pytest.raises(host_channel.UnsafePage, match='uid %d' % NOBODY):
+        host_channel.remove_page(path)
+    ch = host_channel.HostChannel(path, VCPUS, trusted={0, NOBODY})
+    ch.unlink()
+    assert not os.path.exists(path)
 
 
 def test_remove_page_never_follows_or_removes_foreign_things(tmp_path):
@@ -281,7 +320,9 @@ def _as_nobody(groups, func):
             os.setgroups(groups)
             os.setgid(NOBODY)
             os.setuid(NOBODY)
-            host_channel.qemu_owner = lambda *a: (12345, QEMU_GID)
+            # QEMU's user and group as configured on a RHEL host.
+            host_channel.qemu_owner = lambda user, group: {
+                ('qemu', 'qemu'): (12345, QEMU_GID)}.get((user, group))
             func()
             code = 0
         except BaseException:
@@ -307,8 +348,8 @@ def test_as_a_plain_user_the_page_gets_qemus_group(sticky_dir):
     path = os.path.join(sticky_dir, 'ufo-page')
 
     def create():
-        assert host_channel.group_problem() == ''
-        owner = host_channel.page_owner()
+        assert host_channel.group_problem('qemu', 'qemu') == ''
+        owner = host_channel.page_owner('qemu', 'qemu')
         assert owner == (-1, QEMU_GID)
         host_channel.HostChannel(path, VCPUS, owner=owner).close()
         # Opened again by a restarted agent: still usable, unchanged.
@@ -323,9 +364,9 @@ def test_as_a_plain_user_the_page_gets_qemus_group(sticky_dir):
 
 def test_as_a_plain_user_outside_qemus_group_the_agent_says_so(sticky_dir):
     def check():
-        problem = host_channel.group_problem()
-        assert 'not in group kvm' in problem, problem
-        assert 'Add the user to that group' in problem
+        problem = host_channel.group_problem('qemu', 'qemu')
+        assert 'not in group qemu, the group QEMU (qemu)' in problem, problem
+        assert 'Add the user to group qemu' in problem
 
     assert _as_nobody([], check) == 0
 
@@ -333,8 +374,8 @@ def test_as_a_plain_user_outside_qemus_group_the_agent_says_so(sticky_dir):
 def test_root_still_gives_the_page_to_qemu(monkeypatch):
     _need_root()
     monkeypatch.setattr(host_channel, 'qemu_owner', lambda *a: (12345, 77))
-    assert host_channel.page_owner() == (12345, 77)
-    assert host_channel.group_problem() == ''
+    assert host_channel.page_owner('qemu', 'qemu') == (12345, 77)
+    assert host_channel.group_problem('qemu', 'qemu') == ''
 
 
 def test_restore_opens_only_an_existing_page(tmp_path):

@@ -129,3 +129,15 @@ def test_no_placement_publisher_no_placement_call(
     rc, _ = restore('[publishers]\nenabled =\n')
     assert rc == 0
     _restored(tmp_path)
+
+
+def test_qemus_user_and_group_are_not_needed(restore, tmp_path):
+    # Restore creates no page and gives none away: a wrong value cannot
+    # keep the guests from their CPUs. They only say whose pages to use.
+    rc, err = restore('[channel]\nqemu_user = ufo-no-such-user\n'
+                      'qemu_group = ufo-no-such-group\n')
+    assert (rc, err) == (0, '')
+    _restored(tmp_path)
+    [driver] = RecordingDriver.made
+    assert (driver.kwargs['qemu_user'], driver.kwargs['qemu_group']) == (
+        'ufo-no-such-user', 'ufo-no-such-group')

@@ -4,6 +4,8 @@ import os
 import stat
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from ufo_agent.channel import host_channel
 from ufo_agent.tests.unit.driver.fakehost import nova_xml
 from ufo_agent.tests.unit.driver import fakelibvirt as lv
@@ -220,3 +222,63 @@ def test_restore_uses_attached_channels_and_attaches_nothing(host, hv):
                                   create=False) as page:
         page.initialize()
         assert page.target == 2           # every vCPU asked back online
+
+
+@pytest.fixture
+def rhel_qemu(monkeypatch):
+    """QEMU runs as qemu:qemu, this test's own user; libvirt-qemu is 4243.
+
+    Returns the (user, group) pairs the driver looked up.
+    """
+    asked = []
+    users = {('qemu', 'qemu'): (os.getuid(), os.getgid()),
+             (host_channel.DEFAULT_QEMU_USER,
+              host_channel.DEFAULT_QEMU_GROUP): (4243, 4243)}
+
+    def qemu_owner(user, group):
+        asked.append((user, group))
+        return users.get((user, group))
+    monkeypatch.setattr(host_channel, 'qemu_owner', qemu_owner)
+    return asked
+
+
+def test_pages_go_to_the_configured_qemu_user_and_group(host, hv, rhel_qemu):
+    host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver(attach_channels=True, qemu_user='qemu',
+                         qemu_group='qemu')
+    [guest] = driver.guests()
+    assert guest.has_channel
+    st = (host.shm / ('ufo-' + U1)).stat()
+    # Handed over (mode 0660 on the descriptor) to the configured QEMU.
+    assert (st.st_uid, st.st_gid) == (os.getuid(), os.getgid())
+    assert stat.S_IMODE(st.st_mode) == 0o660
+    assert set(rhel_qemu) == {('qemu', 'qemu')}
+
+
+def test_stale_pages_of_the_configured_qemu_user_are_removed(
+        host, hv, monkeypatch):
+    gone = ['deadbeef-0000-4000-8000-00000000000%d' % i for i in range(2)]
+    for uuid in gone:
+        (host.shm / ('ufo-' + uuid)).write_bytes(b'\0')
+    uids = {gone[0]: 4242, gone[1]: 4243}
+    real_lstat = os.lstat
+
+    def lstat(path, *a, **kw):
+        st = real_lstat(path, *a, **kw)
+        for uuid, uid in uids.items():
+            if str(path).endswith(uuid):
+                fields = list(st)
+                fields[stat.ST_UID] = uid
+                return os.stat_result(fields)
+        return st
+    monkeypatch.setattr(os, 'lstat', lstat)
+    # QEMU is qemu, uid 4242: its page goes; one of libvirt-qemu (4243),
+    # not QEMU's user on this host, is foreign and stays.
+    ids = {('qemu', 'qemu'): (4242, 4242),
+           (host_channel.DEFAULT_QEMU_USER,
+            host_channel.DEFAULT_QEMU_GROUP): (4243, 4243)}
+    monkeypatch.setattr(host_channel, 'qemu_owner',
+                        lambda user, group: ids.get((user, group)))
+    driver = host.driver(qemu_user='qemu', qemu_group='qemu')
+    assert driver.remove_stale_pages() == [gone[0]]
+    assert [p.name for p in host.shm.iterdir()] == ['ufo-' + gone[1]]
