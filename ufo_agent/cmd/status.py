@@ -50,8 +50,10 @@ def format_status(snap):
                        '  OVERLOADED (short %d cores)'
                        % pools['shortfall_cores']
                        if pools['overloaded'] else ''))
+    # EMU%: the guest's emulator, I/O and vhost threads over the last
+    # tick, in % of one CPU: the CPU its I/O costs outside its vCPUs.
     header = ('NAME', 'UUID', 'MODE', 'SIGNAL', 'CORES', 'WANT', 'VCPUS',
-              'UTIL%', 'SF/s', 'R2', 'NOTE')
+              'UTIL%', 'EMU%', 'SF/s', 'R2', 'NOTE')
     rows = [header]
     for vm in snap.get('vms', []):
         rows.append((
@@ -60,7 +62,8 @@ def format_status(snap):
             vm['signal'],
             str(vm['cores']), str(vm['wanted_cores']),
             '%d/%d' % (vm['online_vcpus'], vm['vcpus']),
-            '%.0f' % vm['util'], '%.0f' % vm['sf'],
+            '%.0f' % vm['util'], '%.0f' % vm.get('emulator_pct', 0.0),
+            '%.0f' % vm['sf'],
             '-' if vm['r2'] is None else '%.2f' % vm['r2'],
             (vm['reason'] or vm['note'])[:60]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]

@@ -49,6 +49,17 @@ def test_reads_the_endpoint_from_the_agents_configuration(
         json.dumps(server.snapshot))
 
 
+def test_the_table_shows_each_guests_emulator_cpu():
+    snap = {'ticks': 3, 'pools': {}, 'vms': [dict(
+        name='web', uuid='12345678-aaaa', mode='active', signal='guest',
+        cores=2, wanted_cores=2, online_vcpus=4, vcpus=4, util=180.0,
+        emulator_pct=37.4, sf=5000.0, r2=None, reason='', note='')]}
+    lines = status.format_status(snap).splitlines()
+    header, row = lines[1].split(), lines[2].split()
+    assert row[header.index('EMU%')] == '37'
+    assert row[header.index('UTIL%')] == '180'
+
+
 def test_the_default_file_is_the_units(server, tmp_path, monkeypatch,
                                        capsys):
     path = _conf_file(tmp_path, metrics_port=server.address[1])
