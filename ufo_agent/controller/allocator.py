@@ -37,6 +37,8 @@ class Request:
     committed: int
     want: int
     util: float = 0.0       # last utilization, % of one CPU
+    # Its last samples say idle (not yet parked): served after busy VMs.
+    quiet: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,48 +52,65 @@ class Counts:
 def allocate_counts(total, emulator_min, emulator_want, requests,
                     shared_vms, idle_floor=1):
     """Apply the overload rule; see the module docstring."""
+    left = total - min(emulator_min, total)
+    busy = [req for req in requests if not req.quiet]
+    # An idle core is kept when some VM will share the idle pool: one is
+    # parked, or there are more busy VMs than cores.
+    keep_floor = shared_vms or len(busy) > left
+    counts = _fill(total, emulator_min, emulator_want, requests,
+                   min(idle_floor, left) if keep_floor else 0)
+    if counts.starved and not keep_floor and idle_floor:
+        # Quiet VMs were left without a core: they share the idle pool.
+        counts = _fill(total, emulator_min, emulator_want, requests,
+                       min(idle_floor, left))
+    return counts
+
+
+def _fill(total, emulator_min, emulator_want, requests, floor):
     left = total
     emulator = min(emulator_min, left)
-    left -= emulator
-    order = sorted(requests, key=lambda r: (r.holding == 0, r.key))
-    need_floor = shared_vms or len(order) > left
-    floor = min(idle_floor, left) if need_floor else 0
-    left -= floor
+    left -= emulator + floor
     given = {}
-    starved = []
-    for req in order:
-        if left > 0:
-            given[req.key] = 1
+
+    def first_cores(group):
+        nonlocal left
+        for req in sorted(group, key=lambda r: (r.holding == 0, r.key)):
+            given[req.key] = 1 if left > 0 else 0
+            left -= given[req.key]
+
+    def committed_cores(group):
+        # One core at a time to the VM whose utilization per core is
+        # highest (the largest deficit), then the one with the fewest
+        # cores, the most unmet, the uuid.
+        nonlocal left
+
+        def entry(req):
+            return (-max(0.0, req.util) / given[req.key], given[req.key],
+                    -(req.committed - given[req.key]), req.key, req)
+
+        heap = [entry(req) for req in group
+                if 0 < given[req.key] < req.committed]
+        heapq.heapify(heap)
+        while heap and left > 0:
+            req = heapq.heappop(heap)[4]
+            given[req.key] += 1
             left -= 1
-        else:
-            given[req.key] = 0
-            starved.append(req.key)
+            if given[req.key] < req.committed:
+                heapq.heappush(heap, entry(req))
+
+    busy = [req for req in requests if not req.quiet]
+    quiet = [req for req in requests if req.quiet]
+    first_cores(busy)
     grow = min(max(0, emulator_want - emulator), left)
     emulator += grow
     left -= grow
-    # Committed demand, one core at a time to the VM whose utilization
-    # per core is highest (the largest deficit), then the one with the
-    # fewest cores, the most unmet, the uuid.
-    committed = {req.key: req.committed for req in order}
-    util = {req.key: max(0.0, req.util) for req in order}
-
-    def entry(key):
-        return (-util[key] / given[key], given[key],
-                -(committed[key] - given[key]), key)
-
-    heap = [entry(req.key) for req in order
-            if given[req.key] and req.committed > 1]
-    heapq.heapify(heap)
-    while heap and left > 0:
-        key = heapq.heappop(heap)[3]
-        given[key] += 1
-        left -= 1
-        if given[key] < committed[key]:
-            heapq.heappush(heap, entry(key))
+    committed_cores(busy)
+    first_cores(quiet)
+    committed_cores(quiet)
     # Speculative demand from what is left, max-min fair as well: new
     # VMs whose flavors do not all fit start at equal shares.
-    want = {req.key: req.want for req in order}
-    heap = [(given[req.key], req.key) for req in order
+    want = {req.key: req.want for req in requests}
+    heap = [(given[req.key], req.key) for req in requests
             if given[req.key] and req.committed <= given[req.key] < req.want]
     heapq.heapify(heap)
     while heap and left > 0:
@@ -102,8 +121,9 @@ def allocate_counts(total, emulator_min, emulator_want, requests,
             heapq.heappush(heap, (given[key], key))
     shortfall = max(0, emulator_want - emulator)
     shortfall += sum(max(0, req.committed - given[req.key])
-                     for req in order)
-    return Counts(emulator, given, shortfall, frozenset(starved))
+                     for req in requests)
+    starved = frozenset(key for key, cores in given.items() if not cores)
+    return Counts(emulator, given, shortfall, starved)
 
 
 def assign_cores(topology, emulator_current, emulator_count, vm_current,

@@ -20,14 +20,18 @@ class IdleDetector:
         self.config = config
         self.idle_since = None
         self.busy_streak = 0
+        self._quiet = False
 
     def update(self, util, now):
         """Feed one sample; return True while the VM counts as idle."""
         if util >= self.config.idle_util:
             self.idle_since = None
             self.busy_streak += 1
+            if self.woke():
+                self._quiet = False
             return False
         self.busy_streak = 0
+        self._quiet = True
         if self.idle_since is None:
             self.idle_since = now
         return now - self.idle_since >= self.config.idle_after
@@ -35,6 +39,14 @@ class IdleDetector:
     def woke(self):
         """True once the last samples fed were busy long enough to wake."""
         return self.busy_streak >= self.config.confirm_samples
+
+    def quiet(self):
+        """True while the VM looks idle, not yet parked.
+
+        From a sample below the idle mark until enough busy samples follow
+        to wake a parked VM; a VM never seen idle is not quiet.
+        """
+        return self._quiet
 
 
 class ClassInference:

@@ -330,7 +330,8 @@ class Controller:
                                       min(s.committed, s.max_cores),
                                       min(s.want, s.max_cores),
                                       s.last_sample.util
-                                      if s.last_sample else 0.0)
+                                      if s.last_sample else 0.0,
+                                      quiet=s.idle.quiet())
                     for s in active]
         counts = allocator.allocate_counts(
             len(self.topology), self.config.emulator_min_cores, emu_want,

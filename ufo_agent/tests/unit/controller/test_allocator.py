@@ -81,3 +81,24 @@ def test_short_cores_go_to_the_busiest_per_core_first():
         shared_vms=False)
     assert counts.vms == {'a': 2, 'b': 3}
     assert counts.shortfall == 1
+
+
+def test_quiet_vms_get_cores_after_busy_vms_committed_demand():
+    # 1 emulator + 3: 'busy' committed 3; the two quiet VMs (last samples
+    # below the idle mark) share the idle pool meanwhile. Before, each
+    # active VM got a core first and 'busy' stayed at one.
+    requests = [R('busy', 1, 3, 3, util=190.0),
+                R('q1', 1, 1, 1, util=0.3, quiet=True),
+                R('q2', 0, 1, 4, util=0.0, quiet=True)]
+    counts = allocator.allocate_counts(4, 1, 1, requests, shared_vms=False)
+    assert counts.vms == {'busy': 2, 'q1': 0, 'q2': 0}
+    assert counts.starved == {'q1', 'q2'}     # one idle core kept for them
+    assert counts.shortfall == 1 + 1 + 1
+    # With room, a quiet VM keeps its core.
+    counts = allocator.allocate_counts(6, 1, 1, requests, shared_vms=False)
+    assert counts.vms == {'busy': 3, 'q1': 1, 'q2': 1}
+    assert counts.shortfall == 0 and not counts.starved
+    # Without an idle floor (small hosts), nothing is kept back.
+    counts = allocator.allocate_counts(4, 1, 1, requests, shared_vms=False,
+                                       idle_floor=0)
+    assert counts.vms == {'busy': 3, 'q1': 0, 'q2': 0}

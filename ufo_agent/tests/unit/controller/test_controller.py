@@ -116,3 +116,48 @@ def test_the_work_of_parking_does_not_wake_the_vm():
     assert plan.vms['idle'].mode == plan_mod.VmMode.IDLE
     plan = controller.tick(13.0, {'idle': VmSample(40.0, 2000.0)}, 5.0)
     assert plan.vms['idle'].mode == plan_mod.VmMode.ACTIVE
+
+
+def test_a_busy_vm_gets_the_cores_of_quiet_ones_before_they_park():
+    # 4 cores: one emulator, three VMs. 'web' saturates its one core while
+    # 'b' and 'c' are idle but not parked yet (idle_after 10 s). Before,
+    # each kept its core until parked and 'web' waited 10 s at 100 % PCU.
+    controller = Controller(HostTopology.uniform(4, 1))
+    for name in ('web', 'b', 'c'):
+        controller.add_vm(VmSpec(name, 4, 'lc'))
+    cores = []
+    for t in range(9):
+        plan = controller.tick(float(t), {
+            'web': VmSample(100.0 * min(3, max(1, len(
+                controller.vms['web'].cores))), 9000.0),
+            'b': VmSample(0.3, 20.0), 'c': VmSample(0.0, 10.0)}, 20.0)
+        cores.append(len(plan.vms['web'].cores))
+        assert all(v.mode == plan_mod.VmMode.ACTIVE
+                   for v in plan.vms.values())      # nobody parked yet
+    assert cores[-1] == 2
+    assert not plan.vms['b'].cores and not plan.vms['c'].cores
+    assert plan.vms['b'].cpus == plan.idle_cpus
+    assert plan.idle_cores and plan.overloaded
+
+
+def test_a_quiet_vm_needs_two_busy_samples_to_take_a_core_back():
+    controller = Controller(HostTopology.uniform(4, 1))
+    for name in ('web', 'b', 'c'):
+        controller.add_vm(VmSpec(name, 4, 'lc'))
+
+    def tick(t, b_util):
+        return controller.tick(float(t), {
+            'web': VmSample(100.0 * len(controller.vms['web'].cores) or 100,
+                            9000.0),
+            'b': VmSample(b_util, 50.0 * b_util + 1),
+            'c': VmSample(0.0, 10.0)}, 20.0)
+
+    for t in range(8):
+        plan = tick(t, 0.3)
+    assert not plan.vms['b'].cores and len(plan.vms['web'].cores) == 2
+    plan = tick(8, 30.0)                # one busy second: nothing moves
+    assert not plan.vms['b'].cores and len(plan.vms['web'].cores) == 2
+    plan = tick(9, 0.2)
+    plan = tick(10, 30.0)
+    plan = tick(11, 30.0)               # two in a row: it is busy again
+    assert len(plan.vms['b'].cores) == 1
