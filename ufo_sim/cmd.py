@@ -7,7 +7,10 @@ Subcommands (``ufo-sim <command> --help`` for options):
   after a ``conditions:`` line naming the settings that produced it;
 * ``mal``: maximum aggregated load per CPU count, from a grid's JSON;
 * ``dynamic``: changing load with nothing learned (paper Fig. 14);
-* ``decompose``: vCPU-only, emulator-only, combined (paper Fig. 15).
+* ``decompose``: vCPU-only, emulator-only, combined (paper Fig. 15);
+* ``allocation``: fixed allocations of one cell, measured as the Oracle
+  judges them, with the utilization, per-core utilization and SF the
+  agent would see.
 
 Everything is written under ``--out`` (default ``ufo-sim-out``). Grid
 and dynamic take held-out conditions nobody tuned on: ``--cores``,
@@ -264,6 +267,46 @@ def _decompose(args):
     return _finish(args, decompose, out, 'decompose')
 
 
+def _cell(text):
+    """``profile@load%+...``, e.g. ``nginx@50+mysql@20``."""
+    vms = []
+    for item in text.split('+'):
+        name, sep, load = item.partition('@')
+        try:
+            fraction = float(load) / 100.0
+        except ValueError:
+            fraction = -1.0
+        if name not in scenario.PROFILES or not sep or fraction <= 0:
+            raise argparse.ArgumentTypeError(
+                '%r: expected PROFILE@LOAD%% joined by "+", profiles %s'
+                % (item, ', '.join(sorted(scenario.PROFILES))))
+        vms.append(cell_mod.VmLoad(name, fraction))
+    return cell_mod.Cell(tuple(vms))
+
+
+def _allocation_arg(text):
+    from ufo_sim.experiments import allocation
+    try:
+        return allocation.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
+def _allocation(args):
+    from ufo_sim.experiments import allocation
+    settings = _checked(_settings(args), [args.cell])
+    try:
+        results = allocation.run(args.cell, settings, args.allocations)
+    except ValueError as exc:
+        raise UsageError(str(exc))
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, 'allocation.json'), {
+        'cell': args.cell.key, 'conditions': settings.describe(),
+        'allocations': [dataclasses.asdict(r) for r in results]})
+    print(allocation.table(args.cell, results))
+    return 0
+
+
 def parser():
     p = argparse.ArgumentParser(prog='ufo-sim', description=__doc__.split(
         '\n')[0])
@@ -369,6 +412,21 @@ def parser():
     c.add_argument('--vcpus', type=int, default=16,
                    help='flavor size (the paper uses 16)')
     c.set_defaults(func=_decompose, usage=c)
+
+    a = sub.add_parser('allocation', help='fixed allocations of one cell, '
+                                          'as the Oracle judges them')
+    common(a, processes=False)
+    host(a)
+    a.add_argument('--cell', type=_cell, required=True,
+                   metavar='PROFILE@LOAD+...',
+                   help='the VMs and their loads in %% of max load, e.g. '
+                        'nginx@50+mysql@20')
+    a.add_argument('allocations', type=_allocation_arg, nargs='+',
+                   metavar='CORES,.../EMULATOR',
+                   help='cores of each VM\'s pool, then of the shared '
+                        'emulator pool (0: each VM\'s emulator threads on '
+                        'its own cores), e.g. 2,1/2 3,1/2')
+    a.set_defaults(func=_allocation, usage=a)
     return p
 
 

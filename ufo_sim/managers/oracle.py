@@ -30,14 +30,22 @@ from ufo_sim.managers import search
 NAME = 'oracle'
 
 
-def run_isolated(cell, settings, counts, emulator, salt=NAME,
-                 coordinate=True):
+def isolated_scene(cell, settings, counts, emulator, salt=NAME,
+                   coordinate=True):
+    """The host of one trial, pinned, not run yet."""
     limits = scenario.flavor_cores(cell, settings)
     cores = scenario.fit_cores(settings, sum(limits) + settings.cores,
                                max(settings.cores, sum(counts) + emulator))
     scene = scenario.build(cell, settings, cell.seed(settings.seed, salt),
                            cores=cores)
     scenario.apply_isolated(scene, counts, emulator, coordinate)
+    return scene
+
+
+def run_isolated(cell, settings, counts, emulator, salt=NAME,
+                 coordinate=True):
+    scene = isolated_scene(cell, settings, counts, emulator, salt,
+                           coordinate)
     return scenario.measure(scene, settings.warmup, settings.measure,
                             settings.tick)
 

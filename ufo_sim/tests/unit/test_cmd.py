@@ -115,3 +115,39 @@ def test_dynamic_and_decompose_run_small(tmp_path, capsys):
     assert set(loads) == {'default', 'vcpu', 'emulator', 'combined'}
     assert all(0.0 <= loads[v]['8'] <= 2.0 for v in loads)
     assert 'mean gain of combined' in capsys.readouterr().out
+
+
+def test_allocation_is_the_oracles_trial_with_what_the_agent_sees(
+        tmp_path, capsys):
+    from ufo_sim.experiments import allocation
+    from ufo_sim.managers import cell as cell_mod
+    from ufo_sim.managers import oracle
+    out = str(tmp_path)
+    assert cmd.main(['allocation', '--out', out, '--measure', '20',
+                     '--cell', 'nginx@50+mysql@20', '2,1/1', '3,1/1']) == 0
+    text = capsys.readouterr().out
+    assert text.startswith('cell nginx@50+mysql@20\n')
+    with open(os.path.join(out, 'allocation.json')) as f:
+        data = json.load(f)
+    first, second = data['allocations']
+    assert (first['counts'], first['emulator'], first['cpus']) == (
+        [2, 1], 1, 8)
+    cell = cell_mod.Cell((cell_mod.VmLoad('nginx', 0.5),
+                          cell_mod.VmLoad('mysql', 0.2)))
+    settings = cell_mod.Settings(measure=20.0)
+    window = oracle.run_isolated(cell, settings, [2, 1], 1)
+    assert [vm['p99_us'] for vm in first['vms']] == list(window.p99_us)
+    assert [vm['qos_met'] for vm in first['vms']] == list(window.ok)
+    nginx2, nginx3 = first['vms'][0], second['vms'][0]
+    assert nginx2['pcu'] == pytest.approx(nginx2['util_pct'] / 400.0)
+    assert nginx3['pcu'] == pytest.approx(nginx3['util_pct'] / 600.0)
+    # The same load, busier on fewer cores; more switches on more cores.
+    assert 0 < nginx3['util_pct'] < nginx2['util_pct'] < 400.0
+    assert 0 < nginx2['sf'] < nginx3['sf']
+    assert allocation.parse('3,1/0') == ((3, 1), 0)
+    for bad in ('3,1', '0,1/1', 'a/1', '2,1/-1'):
+        with pytest.raises(ValueError):
+            allocation.parse(bad)
+    with pytest.raises(SystemExit):
+        cmd.main(['allocation', '--cell', 'nginx@50', '2,1/1'])
+    assert 'core counts for' in capsys.readouterr().err
