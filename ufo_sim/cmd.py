@@ -312,7 +312,7 @@ def parser():
         '\n')[0])
     sub = p.add_subparsers(dest='command', required=True)
 
-    def common(cmd, processes=True):
+    def common(cmd, processes=True, feedback=True):
         cmd.add_argument('--seed', type=int, default=1,
                          help='base seed; same seed, same results')
         cmd.add_argument('--out', default='ufo-sim-out',
@@ -329,6 +329,8 @@ def parser():
                          help='simulated seconds before measuring')
         cmd.add_argument('--measure', type=float,
                          help='simulated seconds measured per trial')
+        if not feedback:
+            return
         cmd.add_argument('--converge', type=int,
                          help='control intervals (real seconds) the '
                               'feedback managers get to settle')
@@ -415,7 +417,7 @@ def parser():
 
     a = sub.add_parser('allocation', help='fixed allocations of one cell, '
                                           'as the Oracle judges them')
-    common(a, processes=False)
+    common(a, processes=False, feedback=False)
     host(a)
     a.add_argument('--cell', type=_cell, required=True,
                    metavar='PROFILE@LOAD+...',

@@ -13,6 +13,7 @@ A VM whose cores changed waits ``settle_time`` before its samples are used
 again; the other VMs go on meanwhile (the paper's loop sleeps for all).
 """
 
+import dataclasses
 import math
 
 from ufo_agent.controller import allocator
@@ -45,6 +46,17 @@ class ControllerError(ValueError):
     """The controller cannot work with what it was given."""
 
 
+@dataclasses.dataclass(frozen=True)
+class DeniedProbe:
+    """A probe up from ``cores`` to ``target`` the host had no core for."""
+
+    cores: int
+    target: int
+    util: float
+    time: float
+    idle: int       # idle cores left after the allocation that denied it
+
+
 class VmState:
     """Everything the controller remembers about one VM."""
 
@@ -72,6 +84,7 @@ class VmState:
         self.flat_sf = False
         self.probe_cache = {}
         self.last_sample = None
+        self.denied = None      # the last probe the host had no core for
 
     def settled(self, now, settle_time):
         return now - self.changed_at >= settle_time - _EPS
@@ -307,6 +320,13 @@ class Controller:
         fresh = state.trial is None
         pred = state.predictor.predict(state.model, count, sample.util, now,
                                        state.trial, probe_sf)
+        if self._denied_again(state, pred, count, sample.util, now):
+            state.confirm.reset()
+            state.hold()
+            state.last_action = (Action.STAY, 'probe to %d cores waits for '
+                                 'an idle core: %s' % (pred.cores,
+                                                       pred.reason))
+            return
         if not fresh or pred.cores == count:
             state.confirm.reset()
         elif not state.confirm.agree((pred.cores > count, count), now):
@@ -322,6 +342,26 @@ class Controller:
         state.trial = pred.trial
         state.want = pred.cores
         state.committed = pred.committed
+
+    def _denied_again(self, state, pred, count, util, now):
+        """True if ``pred`` asks again for a probe the host just denied.
+
+        A probe up takes only idle cores; one denied is asked for again
+        once the idle pool has grown, utilization has moved past the
+        SF tolerance, or ``sample_max_age`` has passed, not every tick
+        the walk reaches it.
+        """
+        denied = state.denied
+        if denied is None:
+            return False
+        if pred.action != Action.PROBE or pred.cores <= count or \
+                (denied.cores, denied.target) != (count, pred.cores) or \
+                abs(util - denied.util) > state.model.tolerance(util) or \
+                now - denied.time > self.config.sample_max_age or \
+                len(self.idle_cores) > denied.idle:
+            state.denied = None
+            return False
+        return True
 
     def _allocate(self, now, emu_want, decisions):
         active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
@@ -388,6 +428,10 @@ class Controller:
                     % state.committed))
         elif new < state.want and action == Action.PROBE and new == old:
             state.trial = None
+            state.denied = DeniedProbe(
+                old, state.want,
+                state.last_sample.util if state.last_sample else 0.0, now,
+                len(self.idle_cores))
             decisions.append(Decision(
                 now, uuid, Action.PROBE_DENIED, old, new,
                 'no idle core for a probe to %d cores' % state.want))

@@ -161,3 +161,38 @@ def test_a_quiet_vm_needs_two_busy_samples_to_take_a_core_back():
     plan = tick(10, 30.0)
     plan = tick(11, 30.0)               # two in a row: it is busy again
     assert len(plan.vms['b'].cores) == 1
+
+
+def test_a_denied_probe_waits_for_an_idle_core_not_the_next_tick():
+    # A full host: 'a' at 60 % PCU wants SF at three cores, no core is
+    # idle. Before, it asked again every other tick (a probe-denied
+    # decision and log line each time, for as long as the host was full).
+    controller = Controller(HostTopology.uniform(4, 1),
+                            ControllerConfig(settle_time=1.0))
+    controller.add_vm(VmSpec('a', 4, 'lc'))
+    controller.add_vm(VmSpec('b', 4, 'lc'))
+    denied, probed = [], []
+
+    def tick(t, vms):
+        samples = {'a': VmSample(120.0, 10000.0),
+                   'b': VmSample(70.0, 3000.0)}
+        plan = controller.tick(float(t), {k: v for k, v in samples.items()
+                                          if k in vms}, 30.0)
+        denied.extend(d.time for d in plan.decisions
+                      if d.vm == 'a' and d.action == 'probe-denied')
+        probed.extend((d.old, d.new) for d in plan.decisions
+                      if d.vm == 'a' and d.action == 'probe')
+        return plan
+
+    for t in range(30):
+        plan = tick(t, ('a', 'b'))
+        assert len(plan.vms['a'].cores) == 2
+    assert len(denied) == 1
+    assert plan.vms['a'].note.startswith('probe to 3 cores waits for an '
+                                         'idle core')
+    # A core comes free: the probe goes ahead.
+    assert probed == []
+    controller.remove_vm('b')
+    for t in range(30, 34):
+        tick(t, ('a',))
+    assert probed == [(2, 3)] and len(denied) == 1
