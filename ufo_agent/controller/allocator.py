@@ -53,10 +53,9 @@ def allocate_counts(total, emulator_min, emulator_want, requests,
                     shared_vms, idle_floor=1):
     """Apply the overload rule; see the module docstring."""
     left = total - min(emulator_min, total)
-    busy = [req for req in requests if not req.quiet]
     # An idle core is kept when some VM will share the idle pool: one is
     # parked, or there are more busy VMs than cores.
-    keep_floor = shared_vms or len(busy) > left
+    keep_floor = shared_vms or sum(not r.quiet for r in requests) > left
     counts = _fill(total, emulator_min, emulator_want, requests,
                    min(idle_floor, left) if keep_floor else 0)
     if counts.starved and not keep_floor and idle_floor:

@@ -349,7 +349,7 @@ class Controller:
         A probe up takes only idle cores; one denied is asked for again
         once the idle pool has grown, utilization has moved past the
         SF tolerance, or ``sample_max_age`` has passed, not every tick
-        the walk reaches it.
+        the walk reaches it. Any other prediction forgets the denial.
         """
         denied = state.denied
         if denied is None:

@@ -35,7 +35,7 @@ class AllocationResult:
     counts: tuple
     emulator: int
     cpus: int           # logical CPUs held (VM pools and emulator pool)
-    emulator_util: float    # busy fraction of the emulator pool (None: 0)
+    emulator_util: float    # busy fraction of its pool; None without one
     vms: tuple          # VmResult per VM
 
 
