@@ -150,6 +150,17 @@ OPTS = [
         mutable=True,
         help='Consecutive consistent ticks needed to change the inferred '
              'class of a VM.'),
+    cfg.FloatOpt(
+        'host_only_steal_max', default=_DEFAULTS.host_only_steal_max,
+        min=0.001, max=0.999, mutable=True,
+        help='For a guest managed host-only (no guest module, or one not '
+             'trusted): the largest share of its vCPU threads\' runnable '
+             'time spent waiting for a host CPU (steal) that it is left '
+             'with. Above it the guest grows a core; it is tried on one '
+             'core fewer only while its steal is under half of this, and '
+             'goes back if the smaller count steals more. Isolated on as '
+             'many CPUs as vCPUs a guest steals next to nothing, so this '
+             'is the margin over isolation that is accepted.'),
 ]
 
 

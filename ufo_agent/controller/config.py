@@ -38,6 +38,7 @@ class ControllerConfig:
     be_sf_per_util: float = 10.0
     classify_min_util: float = 20.0
     classify_samples: int = 5
+    host_only_steal_max: float = 0.05
 
     def __post_init__(self):
         errors = []
@@ -57,6 +58,8 @@ class ControllerConfig:
         if self.min_samples_to_fit < 3:
             errors.append('min_samples_to_fit must be at least 3 '
                           '(a quadratic has three coefficients)')
+        if not 0.0 < self.host_only_steal_max < 1.0:
+            errors.append('host_only_steal_max must be between 0 and 1')
         if errors:
             raise ValueError('[controller] ' + '; '.join(errors))
 

@@ -21,6 +21,7 @@ from ufo_agent.controller import classifier
 from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import confirm
 from ufo_agent.controller import emulator as emulator_pool
+from ufo_agent.controller import hostonly
 from ufo_agent.controller import plan as plans
 from ufo_agent.controller import predictor as core_predictor
 from ufo_agent.controller import sfmodel
@@ -67,6 +68,10 @@ class VmState:
                                             pcpus_per_core)
         self.predictor = core_predictor.Predictor(config, self.max_cores,
                                                   pcpus_per_core)
+        self.host_only = hostonly.HostOnlyPredictor(config, self.max_cores,
+                                                    pcpus_per_core)
+        self.failed_shrink = None   # host-only: the last probe that stole
+        self.judged_host_only = False   # which rule its samples last met
         self.idle = classifier.IdleDetector(config)
         self.confirm = confirm.Confirmation(config)
         self.vm_class = classifier.ClassInference(config, spec.vm_class)
@@ -294,6 +299,19 @@ class Controller:
         count = len(state.cores)
         if count == 0:
             return      # not placed yet: keep asking for what it asked
+        if sample.host_only != state.judged_host_only:
+            # A trial of one rule means nothing to the other.
+            state.judged_host_only = sample.host_only
+            state.trial = None
+            state.confirm.reset()
+        if sample.host_only:
+            # Host-only samples are no SF: they stay out of the SF model.
+            pred, state.failed_shrink = state.host_only.predict(
+                count, sample.util, sample.steal, now, state.trial,
+                state.failed_shrink)
+            self._adopt(state, pred, count, sample.util, now,
+                        fresh=state.trial is None)
+            return
         state.model.update(count, sample.util, sample.sf, now)
         horizon = now - cfg.sample_max_age
         for key in [k for k, v in state.probe_cache.items()
@@ -320,7 +338,12 @@ class Controller:
         fresh = state.trial is None
         pred = state.predictor.predict(state.model, count, sample.util, now,
                                        state.trial, probe_sf)
-        if self._denied_again(state, pred, count, sample.util, now):
+        self._adopt(state, pred, count, sample.util, now, fresh)
+
+    def _adopt(self, state, pred, count, util, now, fresh):
+        """Make ``pred`` the VM's wish, once confirmed or inside a trial."""
+        cfg = self.config
+        if self._denied_again(state, pred, count, util, now):
             state.confirm.reset()
             state.hold()
             state.last_action = (Action.STAY, 'probe to %d cores waits for '

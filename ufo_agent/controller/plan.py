@@ -73,11 +73,19 @@ class VmSample:
 
     ``util`` is CPU utilization in percent summed over the online vCPUs
     (0 to 100 x online vCPUs); ``sf`` is the guest scheduling frequency in
-    context switches per second.
+    context switches per second. ``steal`` is set only for a host-only
+    sample (no guest module, or one the agent does not trust): the share
+    of its vCPU threads' runnable time spent waiting for a host CPU, from
+    0 to 1. The controller then judges the VM by ``steal``, not ``sf``.
     """
 
     util: float
     sf: float
+    steal: float = None
+
+    @property
+    def host_only(self):
+        return self.steal is not None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,8 +5,9 @@ page, after checking both against what its vCPU threads did on the host
 (:mod:`ufo_agent.channel.crosscheck`). Host-only mode (no module, an
 invalid page, a page held busy, a lying guest): utilization is the vCPU
 threads' CPU time and the scheduling-frequency signal is how often they
-were scheduled in. The emulator pool's load is the CPU time of every
-other thread of every guest.
+were scheduled in; the steal share (run delay against run time) is what
+the controller judges such a guest by. The emulator pool's load is the
+CPU time of every other thread of every guest.
 """
 
 import collections
@@ -97,10 +98,10 @@ class Sampler:
             return GuestRates(vm_sample, MODE_GUEST, '', vcpu_pct, emu_pct,
                               delay_ms, sample.online_vcpus)
         hist.held = None
-        util, sf = host_only_sample(vcpu_pct, slices)
         online = report.sample.online_vcpus if (
             report is not None and report.ok) else 0
-        return GuestRates(VmSample(util, sf), MODE_HOST_ONLY, reason,
+        return GuestRates(host_only_sample(vcpu_pct, slices, delay_ms),
+                          MODE_HOST_ONLY, reason,
                           vcpu_pct, emu_pct, delay_ms, online)
 
     @staticmethod
@@ -154,11 +155,18 @@ class Sampler:
         return ''
 
 
-def host_only_sample(host_vcpu_pct, slices_per_s):
-    """The (util, sf) pair used in host-only mode.
+def host_only_sample(host_vcpu_pct, slices_per_s, run_delay_ms):
+    """The :class:`VmSample` of host-only mode.
 
     Utilization is what the vCPU threads ran; the scheduling-frequency
-    signal is how often they were scheduled in per second: each guest
-    wake-up from idle (HLT exit) costs one.
+    signal is how often they were scheduled in per second (each guest
+    wake-up from idle, an HLT exit, costs one). Steal is the share of
+    their runnable time spent waiting on a host run queue (schedstat):
+    ``run_delay_ms`` per second against ``host_vcpu_pct`` (10 ms a second
+    per percent) of running.
     """
-    return max(0.0, host_vcpu_pct), max(0.0, slices_per_s)
+    running_ms = max(0.0, host_vcpu_pct) * 10.0
+    waiting_ms = max(0.0, run_delay_ms)
+    total = running_ms + waiting_ms
+    return VmSample(max(0.0, host_vcpu_pct), max(0.0, slices_per_s),
+                    steal=waiting_ms / total if total > 0 else 0.0)

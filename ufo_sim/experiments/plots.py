@@ -14,7 +14,7 @@ def _pyplot():
 
 MANAGER_LABELS = {'default': 'Default', 'dyniso': 'DynIso',
                   'static': 'Static pinning', 'ufo': 'UFO',
-                  'oracle': 'Oracle'}
+                  'ufo-host-only': 'UFO, host-only', 'oracle': 'Oracle'}
 
 
 def heatmaps(path, title, loads, managers, value, budget_cpus,

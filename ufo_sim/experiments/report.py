@@ -98,10 +98,10 @@ def grid_table(data):
     lines.append('(columns: %% of cells meeting QoS within %d CPUs)'
                  % _budget(data['settings']))
     totals = data['summary']
-    lines.append('%-10s %10s %10s %12s   (all %d cells, judged window)' % (
+    lines.append('%-13s %10s %10s %12s   (all %d cells, judged window)' % (
         'manager', 'CPUs mean', 'CPUs max', 'QoS viol. s', totals['cells']))
     for m in data['managers']:
-        lines.append('%-10s %10s %10s %12s' % (
+        lines.append('%-13s %10s %10s %12s' % (
             m, _fmt(totals.get(m + '_cpus_mean_avg')),
             _fmt(totals.get(m + '_cpus_max_max'), '%.0f'),
             _fmt(totals.get(m + '_qos_violation_s_avg'), '%.2f')))
@@ -111,6 +111,14 @@ def grid_table(data):
                      totals['cells_compared_all_three'],
                      _fmt(totals['ufo_vs_dyniso_core_saving_avg_common']),
                      _fmt(totals['oracle_vs_dyniso_core_saving_avg'])))
+    if 'host_only_over_oracle_ratio' in totals:
+        lines.append('host-only UFO (no guest module): meets QoS in %s%% of '
+                     'the cells; host-only/Oracle CPUs %s, host-only/UFO '
+                     'CPUs %s, saving vs DynIso %s%%' % (
+                         _fmt(totals['host_only_qos_feasible_cells_pct']),
+                         _fmt(totals['host_only_over_oracle_ratio'], '%.2f'),
+                         _fmt(totals['host_only_over_ufo_ratio'], '%.2f'),
+                         _fmt(totals['host_only_vs_dyniso_core_saving_avg'])))
     if data['summary']['errors']:
         lines.append('%d runs gave no result (see "error" in grid.json)'
                      % data['summary']['errors'])

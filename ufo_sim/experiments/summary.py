@@ -27,6 +27,13 @@ Definitions (the results page quotes them):
   ``<manager>_qos_violation_s_avg``: the mean seconds of QoS violation in
   that window (see :class:`~ufo_sim.managers.cell.CellResult`).
 
+* with ``ufo-host-only`` (the agent with no guest module) among the
+  managers, the same figures for it: ``host_only_over_oracle_ratio``,
+  ``host_only_qos_feasible_cells_pct``,
+  ``host_only_vs_dyniso_core_saving_avg`` (over the cells it and DynIso
+  meet) and ``host_only_over_ufo_ratio`` (mean of host-only CPUs / UFO
+  CPUs over the cells both meet), so that it stands beside UFO.
+
 Results are plain dicts (``CellResult.to_json()``), so a summary can be
 recomputed from a saved JSON file.
 """
@@ -38,7 +45,13 @@ RESULT_KEYS = ('ufo_vs_dyniso_core_saving_avg',
                'ufo_vs_dyniso_core_saving_avg_common')
 # Per manager, after RESULT_KEYS, for the managers that ran.
 MANAGER_KEYS = ('cpus_mean_avg', 'cpus_max_max')
-MANAGER_ORDER = ('default', 'dyniso', 'static', 'ufo', 'oracle')
+MANAGER_ORDER = ('default', 'dyniso', 'static', 'ufo', 'ufo-host-only',
+                 'oracle')
+HOST_ONLY = 'ufo-host-only'
+HOST_ONLY_KEYS = ('host_only_over_oracle_ratio',
+                  'host_only_qos_feasible_cells_pct',
+                  'host_only_vs_dyniso_core_saving_avg',
+                  'host_only_over_ufo_ratio')
 
 
 def feasible(result, budget_cpus):
@@ -97,6 +110,29 @@ def held(table, manager, cells):
             'qos_violation_s_avg': _mean(values('qos_violation_s'))}
 
 
+def ratio_over(table, a, b, cells, budget_cpus):
+    """Mean of ``a`` CPUs / ``b`` CPUs over the cells both meet."""
+    return _mean([table[a][c]['cpus'] / table[b][c]['cpus']
+                  for c in both_feasible(table, a, b, cells, budget_cpus)])
+
+
+def host_only(table, cells, budget_cpus):
+    """The host-only agent's figures (:data:`HOST_ONLY_KEYS`)."""
+    if HOST_ONLY not in table:
+        return {}
+    return {
+        'host_only_over_oracle_ratio': ratio_over(
+            table, HOST_ONLY, 'oracle', cells, budget_cpus),
+        'host_only_qos_feasible_cells_pct': feasible_pct(
+            table, HOST_ONLY, cells, budget_cpus),
+        'host_only_vs_dyniso_core_saving_avg': _mean(
+            [_saving(table, HOST_ONLY, c) for c in both_feasible(
+                table, HOST_ONLY, 'dyniso', cells, budget_cpus)]),
+        'host_only_over_ufo_ratio': ratio_over(
+            table, HOST_ONLY, 'ufo', cells, budget_cpus),
+    }
+
+
 def figures(results, budget_cpus, cells=None):
     """The RESULT figures over ``cells`` (default: every cell seen)."""
     table = index(results)
@@ -136,12 +172,13 @@ def figures(results, budget_cpus, cells=None):
         'cells_compared_all_three': len(common),
         'errors': sum(1 for r in results if r['cell'] in set(cells) and
                       'error' in r['detail']),
+        **host_only(table, cells, budget_cpus),
         **per_manager,
     }
 
 
 def result_line(values):
-    keys = list(RESULT_KEYS) + ['%s_%s' % (m, k) for m in MANAGER_ORDER
-                                for k in MANAGER_KEYS
-                                if '%s_%s' % (m, k) in values]
+    keys = list(RESULT_KEYS) + [k for k in HOST_ONLY_KEYS if k in values]
+    keys += ['%s_%s' % (m, k) for m in MANAGER_ORDER for k in MANAGER_KEYS
+             if '%s_%s' % (m, k) in values]
     return 'RESULT ' + ' '.join('%s=%.2f' % (k, values[k]) for k in keys)

@@ -11,6 +11,7 @@ MANAGERS = {
     dyniso.NAME: dyniso.evaluate,
     static.NAME: static.evaluate,
     ufo.NAME: ufo.evaluate,
+    ufo.HOST_ONLY_NAME: ufo.evaluate_host_only,
     oracle.NAME: oracle.evaluate,
 }
 

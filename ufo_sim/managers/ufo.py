@@ -17,16 +17,20 @@ from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import scenario
 
 NAME = 'ufo'
+# The same agent for guests without the guest module: nothing is read
+# from the guest, every sample is host-only (issue 15 item 1).
+HOST_ONLY_NAME = 'ufo-host-only'
 
 
 class UfoAgent:
     """An :class:`~ufo_agent.service.loop.Agent` bound to one scene."""
 
-    def __init__(self, scene, config=None, vm_class='lc'):
+    def __init__(self, scene, config=None, vm_class='lc', channel=True):
         self.scene = scene
         self.driver = sim_driver.SimDriver(scene.host)
         for i, vm in enumerate(scene.vms):
-            self.driver.add(vm, scene.vcpus[i], vm_class=vm_class)
+            self.driver.add(vm, scene.vcpus[i], vm_class=vm_class,
+                            channel=channel)
         managed = self.driver.all_cpus
         self.agent = loop.Agent(
             self.driver, managed,
@@ -54,14 +58,24 @@ def config_of(settings):
 
 
 def evaluate(cell, settings):
+    return _evaluate(NAME, cell, settings, channel=True)
+
+
+def evaluate_host_only(cell, settings):
+    return _evaluate(HOST_ONLY_NAME, cell, settings, channel=False)
+
+
+def _evaluate(name, cell, settings, channel):
+    # Both run the same scene (the seed of UFO's), so they differ only in
+    # what the agent can read.
     scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME))
-    ufo = UfoAgent(scene, config_of(settings))
+    ufo = UfoAgent(scene, config_of(settings), channel=channel)
     window, held = scenario.run_feedback(
         scene, settings, ufo.held_cpus, lambda now, lat: ufo.tick())
     plan = ufo.agent.last_plan
     stats = scenario.held_stats(held, window.ticks)
     return cell_mod.CellResult(
-        NAME, cell.key, stats['cpus_max'], window.all_ok, window.p99_us,
+        name, cell.key, stats['cpus_max'], window.all_ok, window.p99_us,
         {'vm_cores': [len(plan.vms[vm].cores) for vm in scene.vms],
          'emulator_cores': len(plan.emulator_cores),
          'online': [plan.vms[vm].online_vcpus for vm in scene.vms],

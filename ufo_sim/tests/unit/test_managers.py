@@ -73,7 +73,7 @@ def test_ufo_hands_back_cores_at_light_load():
 
 def test_registry_and_determinism():
     assert set(registry.MANAGERS) == {'default', 'dyniso', 'static', 'ufo',
-                                      'oracle'}
+                                      'ufo-host-only', 'oracle'}
     a = registry.evaluate('dyniso', _cell(0.3, 0.1), FAST)
     b = registry.evaluate('dyniso', _cell(0.3, 0.1), FAST)
     assert a == b

@@ -47,6 +47,24 @@ def test_figures_restricted_to_cells():
     assert f['dyniso_qos_feasible_cells_pct'] == 0.0
 
 
+def test_host_only_figures_stand_beside_ufo():
+    host_only = [
+        _r('ufo-host-only', 'a@10+a@10', 8, True),
+        _r('ufo-host-only', 'a@10+a@50', 12, True),
+        _r('ufo-host-only', 'a@50+a@50', 16, False),
+        _r('ufo-host-only', 'a@50+a@10', 16, False)]
+    f = summary.figures(RESULTS + host_only, 16)
+    assert f['host_only_qos_feasible_cells_pct'] == 50.0
+    assert f['host_only_over_oracle_ratio'] == (8 / 4 + 12 / 6) / 2
+    assert f['host_only_over_ufo_ratio'] == (8 / 4 + 12 / 8) / 2
+    assert f['host_only_vs_dyniso_core_saving_avg'] == (0.0 - 20.0) / 2
+    line = summary.result_line(f)
+    assert 'host_only_over_oracle_ratio=2.00' in line
+    assert 'ufo-host-only_cpus_mean_avg=' in line
+    # Without the host-only agent, no such figures.
+    assert 'host_only_over_oracle_ratio' not in summary.figures(RESULTS, 16)
+
+
 def test_result_line_format():
     line = summary.result_line(summary.figures(RESULTS, 16))
     pattern = (r'^RESULT ufo_vs_dyniso_core_saving_avg=-?[0-9.]+ '

@@ -118,4 +118,5 @@ def test_sample_windows_that_overlap_do_not_add_up():
 
 
 def test_host_only_sample_is_never_negative():
-    assert sampler.host_only_sample(-1.0, 300.0) == (0.0, 300.0)
+    s = sampler.host_only_sample(-1.0, 300.0, -5.0)
+    assert (s.util, s.sf, s.steal) == (0.0, 300.0, 0.0)

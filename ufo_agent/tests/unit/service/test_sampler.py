@@ -185,3 +185,22 @@ def test_an_invalid_page_starts_the_claims_afresh():
     guest.observe = real
     _, out = run(guest, 3, sampler, start=105.0)
     assert {r.mode for r in out} == {sampler_mod.MODE_GUEST}
+
+
+def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
+    sampler = sampler_mod.Sampler()
+    # 1.5 CPUs ran and 0.5 s of each second waited on a run queue.
+    first = base.Observation(10.0, 0, 0, 0, 0, None)
+    second = base.Observation(12.0, int(3.0e9), int(1.0e9), 400, 0, None)
+    assert sampler.rates('g', first) is None
+    rates = sampler.rates('g', second)
+    assert rates.mode == sampler_mod.MODE_HOST_ONLY
+    assert rates.sample.host_only
+    assert rates.sample.util == pytest.approx(150.0)
+    assert rates.sample.steal == pytest.approx(0.5 / 2.0)
+    assert rates.run_delay_ms == pytest.approx(500.0)
+
+
+def test_a_guest_mode_sample_has_no_steal():
+    _, out = run(Guest(steady(0.6)), 5)
+    assert all(not r.sample.host_only for r in out)
