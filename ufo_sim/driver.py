@@ -74,7 +74,8 @@ class SimDriver(base.HypervisorDriver):
         return base.HostCpus(siblings=tuple(tuple(g)
                                             for g in self.host.siblings),
                              numa_of_cpu=dict(self.host.numa_of_cpu),
-                             online=self.all_cpus)
+                             online=self.all_cpus,
+                             little=self.host.little)
 
     def guests(self):
         return [g.guest for _, g in sorted(self._guests.items())]

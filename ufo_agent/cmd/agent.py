@@ -149,18 +149,18 @@ def build(conf):
     except (ValueError, cfg.ConfigFileValueError) as exc:
         raise StartupError(str(exc))
     managed = resolve_managed_cpus(conf)
-    drivers = _driver()
-    host = sysfs.host_cpus()
     try:
+        host = sysfs.host_cpus()
         cores = topology.HostTopology(host.siblings, host.numa_of_cpu,
-                                      managed=managed)
-    except topology.TopologyError as exc:
+                                      managed=managed, little=host.little)
+    except (topology.TopologyError, sysfs.CoreClassError) as exc:
         raise StartupError(str(exc))
     if len(cores) < controller.emulator_min_cores + 1:
         raise StartupError(
             '[host_cpus] managed_cpus: %d whole physical cores are managed; '
             'ufo-agent needs at least %d ([controller] emulator_min_cores '
             'plus one)' % (len(cores), controller.emulator_min_cores + 1))
+    drivers = _driver()
     settings = settings_mod.AgentSettings.from_conf(conf)
     if conf.dry_run:
         settings = dataclasses.replace(settings, dry_run=True)

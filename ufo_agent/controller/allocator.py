@@ -137,13 +137,13 @@ def assign_cores(topology, emulator_current, emulator_count, vm_current,
     for key, current, count in owners:
         mine = sorted((set(current) & managed) - taken)
         if len(mine) > count:
-            mine = _shrink(topology, mine, count)
+            mine = _shrink(topology, mine, count, key == 'emulator')
         kept[key] = set(mine)
         taken.update(mine)
     free = sorted(managed - taken)
     for key, _, count in owners:
         while len(kept[key]) < count and free:
-            core = _pick(topology, kept[key], free)
+            core = _pick(topology, kept[key], free, key == 'emulator')
             free.remove(core)
             kept[key].add(core)
     emulator = frozenset(kept.pop('emulator'))
@@ -151,18 +151,31 @@ def assign_cores(topology, emulator_current, emulator_count, vm_current,
     return emulator, vms, frozenset(free)
 
 
-def _shrink(topology, cores, count):
+def _misplaced(topology, core, emulator):
+    """0 where a core's class suits its owner, 1 where it does not.
+
+    The emulator pool wants little cores, vCPU pools big ones (the
+    adaptive emulator-thread scheduler's split); a host of one class
+    ranks every core 0, so nothing changes there.
+    """
+    return int(topology.is_little(core) != emulator)
+
+
+def _shrink(topology, cores, count, emulator=False):
     per_node = collections.Counter(topology.numa_node(c) for c in cores)
-    # Drop from the node where the owner has the fewest cores, highest id
-    # first, so what stays is compact.
-    ranked = sorted(cores, key=lambda c: (per_node[topology.numa_node(c)],
-                                          -c))
+    # Drop cores of the wrong class first, then from the node where the
+    # owner has the fewest cores, highest id first, so what stays is
+    # compact.
+    ranked = sorted(cores, key=lambda c: (
+        -_misplaced(topology, c, emulator), per_node[topology.numa_node(c)],
+        -c))
     return sorted(ranked[len(cores) - count:])
 
 
-def _pick(topology, mine, free):
+def _pick(topology, mine, free, emulator=False):
     if mine:
         per_node = collections.Counter(topology.numa_node(c) for c in mine)
     else:
         per_node = collections.Counter(topology.numa_node(c) for c in free)
-    return min(free, key=lambda c: (-per_node[topology.numa_node(c)], c))
+    return min(free, key=lambda c: (_misplaced(topology, c, emulator),
+                                    -per_node[topology.numa_node(c)], c))

@@ -118,8 +118,10 @@ class Controller:
                                          self.config.emulator_min_cores))
         self.ppc = topology.threads_per_core
         self.vms = {}
-        self.emulator_cores = frozenset(
-            sorted(topology.core_ids)[:self.config.emulator_min_cores])
+        # The first cores, little ones first on a host of two classes.
+        self.emulator_cores = frozenset(sorted(
+            topology.core_ids, key=lambda c: (not topology.is_little(c), c)
+        )[:self.config.emulator_min_cores])
         self.idle_cores = topology.core_ids - self.emulator_cores
         self.emulator_util = 0.0
         self.emulator_pool = emulator_pool.EmulatorPool(self.config)

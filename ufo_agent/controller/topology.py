@@ -2,7 +2,9 @@
 
 The unit of allocation is one physical core: all of its managed SMT
 siblings go to the same pool, so two guests never share a core (paper
-section 3.1). With SMT on, a VM's pCPU count moves in steps of two.
+section 3.1). With SMT on, a VM's pCPU count moves in steps of two. A
+core is *little* on a host with two classes of cores (hybrid E-cores,
+or a lower ``cpu_capacity``): the emulator pool takes those first.
 """
 
 import collections
@@ -17,11 +19,12 @@ class TopologyError(ValueError):
 
 @dataclasses.dataclass(frozen=True, order=True)
 class Core:
-    """One physical core: its id, NUMA node and managed logical CPUs."""
+    """One physical core: its id, NUMA node, managed logical CPUs, class."""
 
     core_id: int
     numa_node: int
     cpus: tuple
+    little: bool = False
 
 
 class HostTopology:
@@ -34,7 +37,7 @@ class HostTopology:
     """
 
     def __init__(self, siblings, numa_of_cpu=None, managed=None,
-                 reserved=frozenset()):
+                 reserved=frozenset(), little=frozenset()):
         numa_of_cpu = numa_of_cpu or {}
         all_cpus = [cpu for group in siblings for cpu in group]
         if len(all_cpus) != len(set(all_cpus)):
@@ -63,7 +66,12 @@ class HostTopology:
             if len(nodes) != 1:
                 raise TopologyError(
                     'SMT siblings %s span NUMA nodes' % (group,))
-            cores.append(Core(core_id, nodes.pop(), tuple(group)))
+            classes = {cpu in little for cpu in group}
+            if len(classes) != 1:
+                raise TopologyError(
+                    'SMT siblings %s are of two core classes' % (group,))
+            cores.append(Core(core_id, nodes.pop(), tuple(group),
+                              classes.pop()))
         self.cores = tuple(cores)
         self.unmanaged_partial_cpus = frozenset(partial)
         self.by_id = {core.core_id: core for core in self.cores}
@@ -72,18 +80,27 @@ class HostTopology:
         self.threads_per_core = widths.most_common(1)[0][0] if widths else 1
 
     @classmethod
-    def uniform(cls, cores, threads_per_core=1, numa_nodes=1):
+    def uniform(cls, cores, threads_per_core=1, numa_nodes=1,
+                little_cores=0):
         """A synthetic host: ``cores`` cores, CPUs numbered Linux-style.
 
         SMT sibling ``t`` of core ``c`` is CPU ``c + t * cores``, as on most
-        x86 servers.
+        x86 servers. The last ``little_cores`` cores are little, as a
+        hybrid host numbers its E-cores after its P-cores.
         """
         siblings = [tuple(c + t * cores for t in range(threads_per_core))
                     for c in range(cores)]
         per_node = max(1, cores // numa_nodes)
         numa = {cpu: min(c // per_node, numa_nodes - 1)
                 for c, group in enumerate(siblings) for cpu in group}
-        return cls(siblings, numa)
+        little = frozenset(cpu for group in siblings[cores - little_cores:]
+                           for cpu in group) if little_cores else frozenset()
+        return cls(siblings, numa, little=little)
+
+    @property
+    def little_core_ids(self):
+        """Ids of the managed little cores (empty on a one-class host)."""
+        return frozenset(core.core_id for core in self.cores if core.little)
 
     @property
     def core_ids(self):
@@ -103,6 +120,11 @@ class HostTopology:
     def __len__(self):
         return len(self.cores)
 
+    def is_little(self, core_id):
+        return self.by_id[core_id].little
+
     def __repr__(self):
-        return '<HostTopology %d cores x %d threads>' % (
-            len(self.cores), self.threads_per_core)
+        little = len(self.little_core_ids)
+        return '<HostTopology %d cores x %d threads%s>' % (
+            len(self.cores), self.threads_per_core,
+            ', %d little' % little if little else '')

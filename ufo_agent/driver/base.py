@@ -38,11 +38,15 @@ class HostCpus:
     """The host's CPUs.
 
     SMT sibling groups, the NUMA node of each CPU, and which are online.
+    ``little`` holds the CPUs of the host's smaller cores where it has
+    two classes (Intel hybrid E-cores, or a lower ``cpu_capacity``);
+    empty on a host whose cores are all alike.
     """
 
     siblings: tuple
     numa_of_cpu: dict
     online: frozenset
+    little: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)

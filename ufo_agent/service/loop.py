@@ -76,7 +76,8 @@ class Agent:
         self.clock = clock
         host = driver.host_cpus()
         self.topology = topology_mod.HostTopology(
-            host.siblings, host.numa_of_cpu, managed=managed_cpus)
+            host.siblings, host.numa_of_cpu, managed=managed_cpus,
+            little=host.little)
         if self.topology.unmanaged_partial_cpus:
             LOG.warning('CPUs %s are managed but their SMT siblings are '
                         'not: ufo-agent leaves them alone',

@@ -22,6 +22,9 @@ def build(agent, now):
             'emulator_cpus': sorted(plan.emulator_cpus),
             'idle_cpus': sorted(plan.idle_cpus),
             'shared_cpus': sorted(plan.shared_cpus),
+            # Empty on a host whose cores are all of one class.
+            'little_cpus': sorted(agent.topology.cpus_of(
+                agent.topology.little_core_ids)),
             'emulator_util': plan.emulator_util,
             'overloaded': plan.overloaded,
             'shortfall_cores': plan.shortfall_cores,

@@ -103,6 +103,7 @@ struct cpu {
 	tns idle_since;		/* idle from (-1: busy) */
 	tns pull_at;		/* idle: balance at this tick (0: none) */
 	double rate, min_vr;
+	double speed;		/* work per ns relative to a big core */
 	tns busy, ovh, idle;
 };
 
@@ -486,7 +487,8 @@ static void plan_cpu(Host *h, int c)
 	tns t, e;
 
 	p->rate = p->sib >= 0 && cpu_active(h, p->sib) ?
-		1.0 / smt_factor(h, p->curr, h->cpu[p->sib].curr) : 1.0;
+		p->speed / smt_factor(h, p->curr, h->cpu[p->sib].curr) :
+		p->speed;
 	if (p->sw_end > h->now || p->sw_pending) {
 		p->next = p->sw_end > h->now ? p->sw_end : h->now;
 		return;
@@ -1858,6 +1860,7 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 		h->cpu[c].idle_since = 0;
 		h->cpu[c].avg_idle = 2 * p->migration_cost;
 		h->cpu[c].rate = 1.0;
+		h->cpu[c].speed = 1.0;
 	}
 	h->stuck_limit = STUCK_EVENTS;
 	if (PyErr_Occurred())
@@ -1995,6 +1998,24 @@ static PyObject *Host_set_rps(Host *h, PyObject *args)
 	m->rps = rps;
 	m->next_arr = rps > 0 ?
 		h->now + (tns)ceil(rexp(&m->rng, 1e9 / rps)) : T_INF;
+	Py_RETURN_NONE;
+}
+
+/* A little core's CPU runs work at speed times a big core's pace. */
+static PyObject *Host_set_speed(Host *h, PyObject *args)
+{
+	int c;
+	double speed;
+
+	if (!PyArg_ParseTuple(args, "id", &c, &speed))
+		return NULL;
+	if (c < 0 || c >= h->ncpu || !(speed > 0 && speed <= 1.0)) {
+		PyErr_SetString(PyExc_ValueError,
+				"set_speed: a CPU and a speed in (0, 1]");
+		return NULL;
+	}
+	h->cpu[c].speed = speed;
+	h->cpu[c].rate = speed;
 	Py_RETURN_NONE;
 }
 
@@ -2185,6 +2206,8 @@ static PyMethodDef Host_methods[] = {
 	 "set_rps(vm, rps)"},
 	{"pin", (PyCFunction)Host_pin, METH_VARARGS,
 	 "pin(vm, emulator, cpu_mask)"},
+	{"set_speed", (PyCFunction)Host_set_speed, METH_VARARGS,
+	 "set_speed(cpu, speed): before any VM runs"},
 	{"set_online", (PyCFunction)Host_set_online, METH_VARARGS,
 	 "set_online(vm, n) -> online vCPUs"},
 	{"advance", (PyCFunction)Host_advance, METH_VARARGS,

@@ -47,6 +47,9 @@ class SimHost:
         # itself imported by the package.
         from ufo_sim.engine import build
         self._core = build.core().Host(sib, self.spec.core_params())
+        for cpu in sorted(self.spec.little_cpus()):
+            self._core.set_speed(cpu, self.spec.little_speed)
+        self.little = self.spec.little_cpus()
         self._ids = {}
         self._profiles = {}
         self.siblings = self.spec.siblings()

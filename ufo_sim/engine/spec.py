@@ -119,6 +119,11 @@ class HostSpec:
     # CPU take any queued thread at once.
     migration_cost: float = scaled(0.5e-3)
     balance_tick: float = scaled(4e-3)
+    # A hybrid host: the last little_cores cores are little, running work
+    # at little_speed times a big core's pace (an E-core's IPC and clock
+    # against a P-core's; about 0.6 on Alder Lake for server code).
+    little_cores: int = 0
+    little_speed: float = 0.6
 
     def __post_init__(self):
         if self.smt not in (1, 2):
@@ -143,6 +148,10 @@ class HostSpec:
             raise ValueError('migration_cost must be >= 0')
         if self.balance_tick <= 0:
             raise ValueError('balance_tick must be > 0')
+        if not 0 <= self.little_cores < self.cores:
+            raise ValueError('little_cores must be from 0 to cores - 1')
+        if not 0 < self.little_speed <= 1.0:
+            raise ValueError('little_speed must be in (0, 1]')
 
     @property
     def cpus(self):
@@ -153,6 +162,13 @@ class HostSpec:
         """SMT groups: logical CPUs 2k and 2k+1 share core k."""
         return tuple(tuple(range(c * self.smt, (c + 1) * self.smt))
                      for c in range(self.cores))
+
+    def little_cpus(self):
+        """The logical CPUs of the little cores (the last ones)."""
+        return frozenset(cpu for group in
+                         self.siblings()[self.cores - self.little_cores:]
+                         for cpu in group) if self.little_cores \
+            else frozenset()
 
     def numa_of_cpu(self):
         """NUMA node of each logical CPU (cores split evenly)."""

@@ -7,6 +7,7 @@ without libvirt, and fail if the agent gets as far as the driver.
 import pytest
 
 from ufo_agent.cmd import agent
+from ufo_agent.driver import base
 from ufo_agent.hypervisor import managed_cpus as mc
 from ufo_agent.hypervisor import sysfs
 
@@ -86,6 +87,24 @@ def test_a_safe_set_goes_on_to_the_driver(start, tmp_path, monkeypatch):
 
     monkeypatch.setattr(mc, 'resolve', resolve)
     monkeypatch.setattr(agent, '_driver', driver)
+    # The host's cores are read (sysfs) before the driver is loaded.
+    monkeypatch.setattr(sysfs, 'host_cpus', lambda root=None: base.HostCpus(
+        tuple((c,) for c in range(16)), {}, frozenset(range(16))))
     with pytest.raises(DriverLoaded):
         start('[host_cpus]\nnova_config = %s\nnova_config_dir =\n' % nova)
     assert resolved == [frozenset(range(2, 8))]
+
+
+def test_contradicting_core_class_files_stop_the_agent(start, tmp_path,
+                                                       monkeypatch):
+    def broken(root=None):
+        raise sysfs.CoreClassError(
+            '/sys/devices/system/cpu/cpu3/cpu_capacity: not a number')
+
+    monkeypatch.setattr(sysfs, 'host_cpus', broken)
+    nova = tmp_path / 'nova.conf'
+    nova.write_text('[compute]\ncpu_shared_set = 0-7\n')
+    rc, err = start('[host_cpus]\nnova_config = %s\nnova_config_dir =\n'
+                    % nova)
+    assert rc == 2
+    assert 'cpu3/cpu_capacity: not a number' in err

@@ -102,3 +102,33 @@ def test_quiet_vms_get_cores_after_busy_vms_committed_demand():
     counts = allocator.allocate_counts(4, 1, 1, requests, shared_vms=False,
                                        idle_floor=0)
     assert counts.vms == {'busy': 3, 'q1': 0, 'q2': 0}
+
+
+def test_the_emulator_pool_takes_little_cores_and_vms_big_ones():
+    # Cores 0-3 big, 4-5 little; without classes the emulator would
+    # take core 0.
+    host = HostTopology.uniform(6, 2, little_cores=2)
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset(), 2, {}, {'a': 2, 'b': 1})
+    assert emu == {4, 5}
+    assert vms['a'] | vms['b'] <= {0, 1, 2, 3}
+    assert idle <= {0, 1, 2, 3}
+    # A pool shrinking gives back the cores of the wrong class first.
+    emu, vms, _ = allocator.assign_cores(
+        host, frozenset({0, 4}), 1, {'a': frozenset({1, 5})}, {'a': 1})
+    assert emu == {4} and vms['a'] == {1}
+
+
+def test_classes_do_not_move_cores_a_pool_already_holds():
+    host = HostTopology.uniform(6, 2, little_cores=2)
+    emu, vms, _ = allocator.assign_cores(
+        host, frozenset({0}), 1, {'a': frozenset({4})}, {'a': 1})
+    assert emu == {0} and vms['a'] == {4}
+
+
+def test_one_class_hosts_assign_as_before():
+    host = HostTopology.uniform(6, 2)
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset(), 2, {}, {'a': 2, 'b': 1})
+    assert emu == {0, 1} and vms == {'a': {2, 3}, 'b': {4}}
+    assert idle == {5}

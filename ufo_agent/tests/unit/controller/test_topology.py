@@ -57,3 +57,21 @@ def test_topology_rejects_bad_sets():
         topology.HostTopology([(0, 1), (1, 2)])
     with pytest.raises(topology.TopologyError, match='span NUMA'):
         topology.HostTopology(siblings, numa_of_cpu={0: 0, 2: 1})
+
+
+def test_a_core_carries_its_class():
+    host = topology.HostTopology([(0, 1), (2, 3), (4,), (5,)],
+                                 little={4, 5})
+    assert [c.little for c in host.cores] == [False, False, True, True]
+    assert host.little_core_ids == {2, 3}
+    assert host.is_little(2) and not host.is_little(0)
+    assert 'little' in repr(host)
+    hybrid = topology.HostTopology.uniform(6, 2, little_cores=2)
+    assert hybrid.little_core_ids == {4, 5}
+    assert hybrid.cpus_of(hybrid.little_core_ids) == {4, 5, 10, 11}
+    assert topology.HostTopology.uniform(6, 2).little_core_ids == set()
+
+
+def test_siblings_of_two_classes_are_refused():
+    with pytest.raises(topology.TopologyError, match='two core classes'):
+        topology.HostTopology([(0, 1), (2, 3)], little={3})

@@ -76,3 +76,64 @@ def test_this_host():
 def test_online_cpus(tmp_path):
     (tmp_path / 'online').write_text('0-3,6\n')
     assert sysfs.online_cpus(str(tmp_path)) == frozenset([0, 1, 2, 3, 6])
+
+
+def _devices(tmp_path):
+    """``<tmp>/devices`` with the CPU tree at ``devices/system/cpu``."""
+    root = tmp_path / 'devices' / 'system' / 'cpu'
+    root.mkdir(parents=True)
+    return tmp_path / 'devices', root
+
+
+def test_an_intel_hybrid_host_names_its_little_cores(tmp_path):
+    devices, root = _devices(tmp_path)
+    # Two P-cores with SMT (0-3), four E-cores without (4-7).
+    siblings = {0: '0-1', 1: '0-1', 2: '2-3', 3: '2-3'}
+    _tree(root, '0-7', siblings)
+    for pmu, cpus in (('cpu_core', '0-3'), ('cpu_atom', '4-7')):
+        (devices / pmu).mkdir()
+        (devices / pmu / 'cpus').write_text(cpus + '\n')
+    host = sysfs.host_cpus(str(root))
+    assert host.little == frozenset(range(4, 8))
+
+
+def test_unequal_cpu_capacity_names_the_little_cores(tmp_path):
+    _, root = _devices(tmp_path)
+    _tree(root, '0-3')
+    for cpu, capacity in enumerate((1024, 1024, 446, 446)):
+        (root / ('cpu%d' % cpu) / 'cpu_capacity').write_text(
+            '%d\n' % capacity)
+    assert sysfs.host_cpus(str(root)).little == {2, 3}
+
+
+def test_equal_or_missing_capacity_is_one_class(tmp_path):
+    _, root = _devices(tmp_path)
+    _tree(root, '0-3')
+    assert sysfs.host_cpus(str(root)).little == frozenset()
+    for cpu in range(4):
+        (root / ('cpu%d' % cpu) / 'cpu_capacity').write_text('1024\n')
+    assert sysfs.host_cpus(str(root)).little == frozenset()
+
+
+@pytest.mark.parametrize('text', ['big', '-5', ''])
+def test_a_broken_capacity_file_is_an_error_naming_it(tmp_path, text):
+    _, root = _devices(tmp_path)
+    _tree(root, '0-1')
+    (root / 'cpu1' / 'cpu_capacity').write_text(text + '\n')
+    with pytest.raises(sysfs.CoreClassError, match='cpu1/cpu_capacity'):
+        sysfs.host_cpus(str(root))
+
+
+def test_a_cpu_in_both_hybrid_classes_is_an_error(tmp_path):
+    devices, root = _devices(tmp_path)
+    _tree(root, '0-3')
+    for pmu, cpus in (('cpu_core', '0-2'), ('cpu_atom', '2-3')):
+        (devices / pmu).mkdir()
+        (devices / pmu / 'cpus').write_text(cpus + '\n')
+    with pytest.raises(sysfs.CoreClassError, match='CPUs 2 are in both'):
+        sysfs.host_cpus(str(root))
+
+
+def test_this_machines_cores_are_read_whole():
+    host = sysfs.host_cpus()
+    assert host.little <= host.online
