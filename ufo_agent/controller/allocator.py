@@ -8,10 +8,13 @@ Two steps, both deterministic:
    the emulator pool's minimum; one idle-pool core if any VM shares the
    idle pool; one core per active VM (VMs that already hold cores first,
    then by uuid; VMs left without one share the idle pool); the emulator
-   pool's growth; then committed demand, one core at a time to the VM
-   with the highest utilization per core it has so far (max-min on core
-   counts when no utilization is known); then speculative demand (probes,
-   new VMs' flavor-size starts) from what is left, max-min. Whatever
+   pool's growth up to ``emulator_fair`` (the part of its demand that is
+   each guest's offloaded I/O within that guest's fair share); then
+   committed demand, one core at a time to the VM with the highest
+   utilization per core it has so far (max-min on core counts when no
+   utilization is known); the rest of the emulator pool's growth (I/O
+   beyond some guest's fair share); then speculative demand (probes, new
+   VMs' flavor-size starts) from what is left, max-min. Whatever
    committed demand was not met is the shortfall.
 2. :func:`assign_cores` picks the core ids: owners keep the cores they
    have, shrink from their smallest NUMA share and highest ids, and grow
@@ -21,6 +24,7 @@ Two steps, both deterministic:
 import collections
 import dataclasses
 import heapq
+import math
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,22 +54,49 @@ class Counts:
 
 
 def allocate_counts(total, emulator_min, emulator_want, requests,
-                    shared_vms, idle_floor=1):
-    """Apply the overload rule; see the module docstring."""
+                    shared_vms, idle_floor=1, emulator_fair=None):
+    """Apply the overload rule; see the module docstring.
+
+    ``emulator_fair`` (default: all of ``emulator_want``) is how large
+    the emulator pool may grow ahead of committed vCPU demand.
+    """
+    if emulator_fair is None:
+        emulator_fair = emulator_want
     left = total - min(emulator_min, total)
     # An idle core is kept when some VM will share the idle pool: one is
     # parked, or there are more busy VMs than cores.
     keep_floor = shared_vms or sum(not r.quiet for r in requests) > left
-    counts = _fill(total, emulator_min, emulator_want, requests,
-                   min(idle_floor, left) if keep_floor else 0)
+    counts = _fill(total, emulator_min, emulator_want, emulator_fair,
+                   requests, min(idle_floor, left) if keep_floor else 0)
     if counts.starved and not keep_floor and idle_floor:
         # Quiet VMs were left without a core: they share the idle pool.
-        counts = _fill(total, emulator_min, emulator_want, requests,
-                       min(idle_floor, left))
+        counts = _fill(total, emulator_min, emulator_want, emulator_fair,
+                       requests, min(idle_floor, left))
     return counts
 
 
-def _fill(total, emulator_min, emulator_want, requests, floor):
+def fair_emulator_cores(emulator_want, offloaded, entitled):
+    """Cores of the emulator pool's demand within the guests' fair shares.
+
+    ``offloaded`` maps a guest to the CPU its emulator, I/O and vhost
+    threads ran; ``entitled`` maps it to its flavor's vCPUs. The pool's
+    demand is split by offloaded CPU; each guest's part counts up to its
+    share of the pool by entitlement (VASE charges a VM's I/O to its own
+    credit the same way); the rest is I/O beyond a fair share. Rounded
+    up, so a pool no guest overdraws grows exactly as before.
+    """
+    busy = sum(max(0.0, v) for v in offloaded.values())
+    weight = sum(entitled.get(k, 0) for k in offloaded)
+    if busy <= 0 or weight <= 0:
+        return emulator_want
+    within = sum(min(emulator_want * max(0.0, v) / busy,
+                     emulator_want * entitled.get(k, 0) / weight)
+                 for k, v in offloaded.items())
+    return min(emulator_want, int(math.ceil(within - 1e-9)))
+
+
+def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
+          floor):
     left = total
     emulator = min(emulator_min, left)
     left -= emulator + floor
@@ -97,15 +128,20 @@ def _fill(total, emulator_min, emulator_want, requests, floor):
             if given[req.key] < req.committed:
                 heapq.heappush(heap, entry(req))
 
+    def grow_emulator(to):
+        nonlocal left, emulator
+        grow = min(max(0, min(to, emulator_want) - emulator), left)
+        emulator += grow
+        left -= grow
+
     busy = [req for req in requests if not req.quiet]
     quiet = [req for req in requests if req.quiet]
     first_cores(busy)
-    grow = min(max(0, emulator_want - emulator), left)
-    emulator += grow
-    left -= grow
+    grow_emulator(emulator_fair)
     committed_cores(busy)
     first_cores(quiet)
     committed_cores(quiet)
+    grow_emulator(emulator_want)
     # Speculative demand from what is left, max-min fair as well: new
     # VMs whose flavors do not all fit start at equal shares.
     want = {req.key: req.want for req in requests}

@@ -255,7 +255,11 @@ class Controller:
                 continue
             self._predict(state, sample, now)
 
-        plan = self._allocate(now, emu_want, decisions)
+        fair = allocator.fair_emulator_cores(
+            emu_want,
+            {u: s.emulator for u, s in samples.items() if u in self.vms},
+            {u: self.vms[u].spec.vcpus for u in samples if u in self.vms})
+        plan = self._allocate(now, emu_want, decisions, fair)
         self.last_plan = plan
         return plan
 
@@ -388,7 +392,7 @@ class Controller:
             return False
         return True
 
-    def _allocate(self, now, emu_want, decisions):
+    def _allocate(self, now, emu_want, decisions, emu_fair=None):
         active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
         shared = any(s.mode != VmMode.ACTIVE for s in self.vms.values())
         requests = [allocator.Request(s.spec.uuid, len(s.cores),
@@ -400,7 +404,8 @@ class Controller:
                     for s in active]
         counts = allocator.allocate_counts(
             len(self.topology), self.config.emulator_min_cores, emu_want,
-            requests, shared, idle_floor=self.config.idle_pool_min_cores)
+            requests, shared, idle_floor=self.config.idle_pool_min_cores,
+            emulator_fair=emu_fair)
         emu_cores, vm_cores, idle = allocator.assign_cores(
             self.topology, self.emulator_cores, counts.emulator,
             {s.spec.uuid: s.cores for s in active}, counts.vms)

@@ -77,11 +77,15 @@ class VmSample:
     sample (no guest module, or one the agent does not trust): the share
     of its vCPU threads' runnable time spent waiting for a host CPU, from
     0 to 1. The controller then judges the VM by ``steal``, not ``sf``.
+    ``emulator`` is the host CPU its emulator, I/O and vhost threads ran,
+    in percent of one CPU: its offloaded I/O, charged to it when the
+    emulator pool grows on a full host.
     """
 
     util: float
     sf: float
     steal: float = None
+    emulator: float = 0.0
 
     @property
     def host_only(self):

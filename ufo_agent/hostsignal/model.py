@@ -1,6 +1,7 @@
 """Input and output of the host signal, as frozen dataclasses."""
 
 import dataclasses
+import math
 
 UNDERLOADED = 'underloaded'
 SATURATED = 'saturated'
@@ -39,6 +40,22 @@ class HostUsage:
     reclaimable_cores: int
     unmet_cores: int
     timestamp: float
+
+    @classmethod
+    def from_plan(cls, plan, timestamp):
+        """The usage of one controller tick (a ``HostPlan``).
+
+        Offloaded I/O is charged: with an empty emulator pool (small
+        hosts) the emulator, I/O and vhost threads run on the idle pool,
+        so the cores they keep busy there (``emulator_util`` is measured
+        against one core then) are not free for a new VM.
+        """
+        idle = len(plan.idle_cores)
+        if not plan.emulator_cores and plan.emulator_util > 0:
+            idle -= min(idle, math.ceil(plan.emulator_util - 1e-9))
+        return cls(managed_cores=plan.managed_cores, idle_cores=idle,
+                   reclaimable_cores=idle,
+                   unmet_cores=plan.shortfall_cores, timestamp=timestamp)
 
     def __post_init__(self):
         for field in ('managed_cores', 'idle_cores', 'reclaimable_cores',

@@ -477,12 +477,7 @@ class Agent:
         """Paper Appendix B.4: tell the cloud scheduler how loaded we are."""
         if self.signal_tracker is None:
             return
-        usage = hostsignal.HostUsage(
-            managed_cores=plan.managed_cores,
-            idle_cores=len(plan.idle_cores),
-            reclaimable_cores=len(plan.idle_cores),
-            unmet_cores=plan.shortfall_cores,
-            timestamp=self.wallclock())
+        usage = hostsignal.HostUsage.from_plan(plan, self.wallclock())
         previous = self.signal
         self.signal = self.signal_tracker.update(usage)
         if previous is None or previous.state != self.signal.state:

@@ -89,18 +89,21 @@ class Sampler:
         if reason is None:
             # A torn read forgiven: the guest's last sample once more.
             sample, online = hist.held
-            return GuestRates(sample, MODE_GUEST, '', vcpu_pct, emu_pct,
-                              delay_ms, online)
+            return GuestRates(dataclasses.replace(sample, emulator=emu_pct),
+                              MODE_GUEST, '', vcpu_pct, emu_pct, delay_ms,
+                              online)
         if not reason:
             sample = report.sample
-            vm_sample = VmSample(sample.util, float(sample.ctxsw_per_sec))
+            vm_sample = VmSample(sample.util, float(sample.ctxsw_per_sec),
+                                 emulator=emu_pct)
             hist.held = (vm_sample, sample.online_vcpus)
             return GuestRates(vm_sample, MODE_GUEST, '', vcpu_pct, emu_pct,
                               delay_ms, sample.online_vcpus)
         hist.held = None
         online = report.sample.online_vcpus if (
             report is not None and report.ok) else 0
-        return GuestRates(host_only_sample(vcpu_pct, slices, delay_ms),
+        return GuestRates(dataclasses.replace(
+            host_only_sample(vcpu_pct, slices, delay_ms), emulator=emu_pct),
                           MODE_HOST_ONLY, reason,
                           vcpu_pct, emu_pct, delay_ms, online)
 

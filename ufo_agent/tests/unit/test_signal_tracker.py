@@ -177,3 +177,33 @@ def test_state_changes_only_after_a_full_window(samples):
             assert all(r == state for r in raws[start:t + 1])
         previous = state
     assert [s.sequence for s in [tracker.signal]] == [len(samples)]
+
+
+def test_usage_charges_offloaded_io_running_on_the_idle_pool():
+    from ufo_agent.controller import Controller
+    from ufo_agent.controller import ControllerConfig
+    from ufo_agent.controller import HostTopology
+    from ufo_agent.controller import VmSample
+    from ufo_agent.controller import VmSpec
+
+    def plan(emulator_min_cores, emulator_busy):
+        controller = Controller(HostTopology.uniform(6, 2), ControllerConfig(
+            emulator_min_cores=emulator_min_cores))
+        controller.add_vm(VmSpec('vm', 2, 'lc'))
+        return controller.tick(0.0, {'vm': VmSample(50.0, 1000.0)},
+                               emulator_busy)
+
+    # With an emulator pool, its CPU is in the pool: the idle pool is idle.
+    pooled = plan(1, 150.0)
+    assert hostsignal.HostUsage.from_plan(pooled, 5.0).idle_cores == \
+        len(pooled.idle_cores)
+    # With none (small hosts), 0.6 CPUs of I/O, too little for a core of
+    # its own, still keep one idle-pool core busy.
+    small = plan(0, 60.0)
+    assert not small.emulator_cores
+    usage = hostsignal.HostUsage.from_plan(small, 5.0)
+    assert usage.idle_cores == len(small.idle_cores) - 1
+    assert usage.reclaimable_cores == usage.idle_cores
+    assert usage.timestamp == 5.0
+    assert hostsignal.HostUsage.from_plan(plan(0, 0.0), 5.0).idle_cores \
+        == len(plan(0, 0.0).idle_cores)

@@ -132,3 +132,35 @@ def test_one_class_hosts_assign_as_before():
         host, frozenset(), 2, {}, {'a': 2, 'b': 1})
     assert emu == {0, 1} and vms == {'a': {2, 3}, 'b': {4}}
     assert idle == {5}
+
+
+def test_io_beyond_a_guests_fair_share_waits_for_committed_demand():
+    # The pool wants 3 cores; only 1 of them is I/O within fair shares.
+    counts = allocator.allocate_counts(
+        5, 1, 3, [R('a', 2, 3, 3), R('b', 1, 2, 2)], shared_vms=False,
+        emulator_fair=1)
+    assert counts.emulator == 1
+    assert counts.vms == {'a': 2, 'b': 2}
+    assert counts.shortfall == (3 - 1) + (3 - 2)
+    # With cores to spare the pool grows all the same.
+    counts = allocator.allocate_counts(
+        9, 1, 3, [R('a', 2, 3, 3), R('b', 1, 2, 2)], shared_vms=False,
+        emulator_fair=1)
+    assert counts.emulator == 3 and counts.shortfall == 0
+
+
+def test_fair_emulator_cores_charge_each_guest_its_own_io():
+    vcpus = {'io': 8, 'cpu': 8}
+    # 'io' ran 90 % of the pool's CPU: its share of a 4-core pool is 3.6
+    # cores, its fair share by flavor 2; 'cpu' needs 0.4 of its 2.
+    assert allocator.fair_emulator_cores(
+        4, {'io': 270.0, 'cpu': 30.0}, vcpus) == 3      # ceil(2 + 0.4)
+    # Even I/O is all within the fair shares.
+    assert allocator.fair_emulator_cores(
+        4, {'io': 150.0, 'cpu': 150.0}, vcpus) == 4
+    # A larger flavor is entitled to more of the pool.
+    assert allocator.fair_emulator_cores(
+        4, {'io': 270.0, 'cpu': 30.0}, {'io': 24, 'cpu': 8}) == 4
+    # Nothing measured: no split.
+    assert allocator.fair_emulator_cores(4, {'io': 0.0}, vcpus) == 4
+    assert allocator.fair_emulator_cores(4, {}, vcpus) == 4

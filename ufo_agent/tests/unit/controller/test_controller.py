@@ -196,3 +196,30 @@ def test_a_denied_probe_waits_for_an_idle_core_not_the_next_tick():
     for t in range(30, 34):
         tick(t, ('a',))
     assert probed == [(2, 3)] and len(denied) == 1
+
+
+def test_one_guests_io_does_not_grow_the_emulator_pool_past_its_share():
+    # 6 cores. 'cpu' is saturated (PCU 100 %) and asks for more cores;
+    # the pool runs 300 % of a CPU and wants 3 cores.
+    config = ControllerConfig(settle_time=0.0, confirm_samples=1)
+
+    def run(io_emulator, cpu_emulator):
+        controller = Controller(HostTopology.uniform(6, 2), config)
+        for uuid in ('cpu', 'io'):
+            controller.add_vm(VmSpec(uuid, 8, 'lc'))
+        samples = {'cpu': VmSample(400.0, 20000.0, emulator=cpu_emulator),
+                   'io': VmSample(100.0, 20000.0, emulator=io_emulator)}
+        for t in range(6):
+            plan = controller.tick(float(t), samples,
+                                   io_emulator + cpu_emulator)
+        return ({u: len(v.cores) for u, v in plan.vms.items()},
+                len(plan.emulator_cores))
+
+    # Nearly all of it is 'io''s traffic, beyond its half of the pool:
+    # 'cpu''s committed demand comes first.
+    assert run(io_emulator=290.0, cpu_emulator=10.0) == (
+        {'cpu': 3, 'io': 1}, 2)
+    # The same load spread evenly is within both shares: the pool grows
+    # first, as the paper's rule has it.
+    assert run(io_emulator=150.0, cpu_emulator=150.0) == (
+        {'cpu': 2, 'io': 1}, 3)

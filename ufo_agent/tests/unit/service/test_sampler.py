@@ -191,7 +191,8 @@ def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
     sampler = sampler_mod.Sampler()
     # 1.5 CPUs ran and 0.5 s of each second waited on a run queue.
     first = base.Observation(10.0, 0, 0, 0, 0, None)
-    second = base.Observation(12.0, int(3.0e9), int(1.0e9), 400, 0, None)
+    second = base.Observation(12.0, int(3.0e9), int(1.0e9), 400,
+                              int(1.0e9), None)
     assert sampler.rates('g', first) is None
     rates = sampler.rates('g', second)
     assert rates.mode == sampler_mod.MODE_HOST_ONLY
@@ -199,8 +200,11 @@ def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
     assert rates.sample.util == pytest.approx(150.0)
     assert rates.sample.steal == pytest.approx(0.5 / 2.0)
     assert rates.run_delay_ms == pytest.approx(500.0)
+    # Its emulator threads' CPU is charged to it: half a CPU.
+    assert rates.sample.emulator == pytest.approx(50.0)
 
 
 def test_a_guest_mode_sample_has_no_steal():
     _, out = run(Guest(steady(0.6)), 5)
     assert all(not r.sample.host_only for r in out)
+    assert all(r.sample.emulator == r.emulator_pct for r in out)
