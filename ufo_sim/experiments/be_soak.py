@@ -20,11 +20,11 @@ import dataclasses
 
 from ufo_agent.controller import config as controller_config
 from ufo_sim import engine
-from ufo_sim import profiles
 from ufo_sim.experiments import grid as grid_mod
 from ufo_sim.experiments import parallel
 from ufo_sim.managers import scenario
 from ufo_sim.managers import ufo as ufo_mod
+from ufo_sim import profiles
 
 POLICIES = ('idle-pool', 'soak')
 BE_NAME = 'be'
@@ -211,4 +211,3 @@ def table(out):
                     _fmt(c, '%+.1f%%') for c in row['lc_p99_change_pct'])))
     lines.append(out['result_line'])
     return '\n'.join(lines)
-

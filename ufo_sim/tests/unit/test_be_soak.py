@@ -1,4 +1,4 @@
-"""The be-soak experiment: BE guests in the idle pool or soaking (SCHED_IDLE)."""
+"""The be-soak experiment: BE guests in the idle pool or soaking."""
 
 import json
 import os
@@ -8,10 +8,10 @@ import pytest
 
 from ufo_sim import cmd
 from ufo_sim import driver as sim_driver
-from ufo_sim import profiles
 from ufo_sim.experiments import be_soak
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import scenario
+from ufo_sim import profiles
 
 TINY = cell_mod.Settings(converge=3, judge=2)
 PAIR = cell_mod.Cell((cell_mod.VmLoad('memcached', 0.2),
