@@ -92,6 +92,7 @@ def test_summarize_compares_the_policies_cell_by_cell():
         _result('b', 'soak', 200.0, [10.0, 12.0], ok=False)], True)
     assert out['be_throughput_gain_pct_avg'] == pytest.approx(25.0)
     assert out['lc_p99_change_pct_avg'] == pytest.approx(10.0)
+    assert out['lc_p99_change_pct_median'] == pytest.approx(10.0)
     assert out['lc_qos_cells_idle_pool'] == 2
     assert out['lc_qos_cells_soak'] == 1
     line = be_soak.result_line(out)
