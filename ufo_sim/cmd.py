@@ -10,7 +10,10 @@ Subcommands (``ufo-sim <command> --help`` for options):
 * ``decompose``: vCPU-only, emulator-only, combined (paper Fig. 15);
 * ``allocation``: fixed allocations of one cell, measured as the Oracle
   judges them, with the utilization, per-core utilization and SF the
-  agent would see.
+  agent would see;
+* ``be-soak [--quick]``: LC pairs plus one BE VM under UFO, BE guests in
+  the idle pool against BE soak mode (SCHED_IDLE on every core), with a
+  closing ``RESULT`` line.
 
 Everything is written under ``--out`` (default ``ufo-sim-out``). Grid
 and dynamic take held-out conditions nobody tuned on: ``--cores``,
@@ -307,6 +310,32 @@ def _allocation(args):
     return 0
 
 
+def _be_soak(args):
+    from ufo_sim.experiments import be_soak
+    from ufo_sim.experiments import grid as grid_mod
+    if args.quick:
+        settings = _settings(args, converge=20, judge=6)
+        loads = be_soak.QUICK_LOADS
+    else:
+        settings = _settings(args)
+        loads = grid_mod.QUICK_LOADS
+    if args.loads:
+        loads = _floats(args.loads)
+    mix_list = [m for given in args.pairs for m in given] \
+        if args.pairs else None
+    _checked(settings, [grid_mod.cells_of(m, loads[:1])[0]
+                        for m in mix_list or grid_mod.mixes()])
+    out = be_soak.run(settings, loads, mix_list, processes=args.processes,
+                      timeout=args.task_timeout)
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, 'be-soak.json'), out)
+    print(be_soak.table(out))
+    if not out['soak_supported']:
+        sys.stderr.write('ufo-sim be-soak: %s\n' % be_soak.UNSUPPORTED)
+        return 1
+    return 0
+
+
 def parser():
     p = argparse.ArgumentParser(prog='ufo-sim', description=__doc__.split(
         '\n')[0])
@@ -429,6 +458,21 @@ def parser():
                         'emulator pool (0: each VM\'s emulator threads on '
                         'its own cores), e.g. 2,1/2 3,1/2')
     a.set_defaults(func=_allocation, usage=a)
+
+    b = sub.add_parser('be-soak', help='BE guests in the idle pool or '
+                                       'soaking every core (SCHED_IDLE)')
+    common(b)
+    host(b)
+    b.add_argument('--quick', action='store_true',
+                   help='loads %s only, shorter settling (a few minutes '
+                        'on 2 cores)' % ','.join('%g' % x for x in
+                                                 (0.2, 0.5)))
+    b.add_argument('--loads', help='comma-separated load fractions '
+                                   '(default: the quick grid\'s)')
+    b.add_argument('--pairs', type=_mixes(2), action='append',
+                   metavar='A+B,...',
+                   help='LC pairs to run (default: all of the grid\'s)')
+    b.set_defaults(func=_be_soak, usage=b)
     return p
 
 

@@ -40,6 +40,7 @@ class _SimGuest:
     last_busy_ns: int = 0
     last_ctxsw: int = 0
     report: object = None
+    vcpus_idle: bool = False
 
 
 class SimDriver(base.HypervisorDriver):
@@ -152,6 +153,16 @@ class SimDriver(base.HypervisorDriver):
         self.host.pin_emulator(uuid, sorted(cpus))
         g.emulator_pins = cpus
 
+    def set_vcpus_idle(self, uuid, idle):
+        """Put the guest's vCPU threads in SCHED_IDLE (cgroup ``cpu.idle``).
+
+        BE soak mode: the vCPUs may then run on LC cores, taking only
+        what no normal thread there wants.
+        """
+        g = self._get(uuid)
+        self.host.set_vcpus_idle(uuid, bool(idle))
+        g.vcpus_idle = bool(idle)
+
     def set_vcpu_target(self, uuid, vcpus):
         g = self._get(uuid)
         if not g.guest.has_channel:
@@ -177,6 +188,8 @@ class SimDriver(base.HypervisorDriver):
 
     def release(self, uuid):
         g = self._get(uuid)
+        if g.vcpus_idle:
+            self.set_vcpus_idle(uuid, False)
         self.host.set_online(uuid, g.guest.vcpus)
         self.pin_vcpus(uuid, g.guest.restore_vcpu_cpus)
         self.pin_emulator(uuid, g.guest.restore_emulator_cpus)

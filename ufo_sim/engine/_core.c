@@ -92,6 +92,7 @@ struct task {			/* host thread */
 	double rem;		/* emulator: remaining work */
 	int fresh;		/* emulator: woken, has not looked for work */
 	double debt;		/* emulator: wake-up work owed before items */
+	int idle;		/* SCHED_IDLE class (vCPU threads of a soaking VM) */
 };
 
 struct cpu {
@@ -192,6 +193,7 @@ typedef struct {
 	int nvm;
 	tns now;
 	uint64_t dirty;
+	int nidle;		/* threads of the SCHED_IDLE class */
 	long long stuck_limit;	/* events at one instant before giving up */
 	/*
 	 * Cache footprint bookkeeping, per core (index: lower sibling):
@@ -480,7 +482,7 @@ static double smt_factor(Host *h, int k, int s)
 	return a->vm != b->vm ? h->p.smt_cross : h->p.smt_slow;
 }
 
-static void plan_cpu(Host *h, int c)
+static void plan_cpu_work(Host *h, int c)
 {
 	struct cpu *p = &h->cpu[c];
 	struct task *k;
@@ -529,13 +531,51 @@ static void plan_cpu(Host *h, int c)
 	p->next = t;
 }
 
+/*
+ * Does thread a run before thread b?  The normal class always does
+ * before SCHED_IDLE: its weight of 3 against 1024 leaves an idle-class
+ * thread next to nothing while normal work is runnable.
+ */
+static int runs_before(Host *h, int a, int b)
+{
+	struct task *x = &h->task[a], *y = &h->task[b];
+
+	return x->idle != y->idle ? x->idle < y->idle : x->vr < y->vr;
+}
+
+/*
+ * Plan CPU c's next event.  A CPU running only SCHED_IDLE work is idle
+ * to the load balancer: it may hold a pull at the next tick.
+ */
+static void plan_cpu(Host *h, int c)
+{
+	struct cpu *p = &h->cpu[c];
+
+	plan_cpu_work(h, c);
+	if (p->pull_at && p->curr >= 0 && h->task[p->curr].idle &&
+	    p->sw_end <= h->now && !p->sw_pending) {
+		tns at = p->pull_at > h->now ? p->pull_at : h->now;
+
+		if (at < p->next)
+			p->next = at;
+	}
+}
+
 static void update_min_vr(Host *h, struct cpu *p)
 {
 	double m = p->curr >= 0 ? h->task[p->curr].vr : 1e300;
-	int i;
+	int i, cls = 0;
 
+	if (h->nidle) {
+		/* starved idle-class threads must not hold min_vr back */
+		cls = p->curr < 0 || h->task[p->curr].idle;
+		for (i = 0; i < p->nq && cls; i++)
+			cls = h->task[p->q[i]].idle;
+		if (p->curr >= 0 && h->task[p->curr].idle > cls)
+			m = 1e300;
+	}
 	for (i = 0; i < p->nq; i++)
-		if (h->task[p->q[i]].vr < m)
+		if (h->task[p->q[i]].idle <= cls && h->task[p->q[i]].vr < m)
 			m = h->task[p->q[i]].vr;
 	if (m < 1e300 && m > p->min_vr)
 		p->min_vr = m;
@@ -590,7 +630,7 @@ static void switch_to(Host *h, int c, int k)
 			p->avg_idle = cap;
 	}
 	p->idle_since = k >= 0 ? -1 : h->now;
-	if (k >= 0)
+	if (k >= 0 && !h->task[k].idle)
 		p->pull_at = 0;
 	p->curr = k;
 	p->sw_end = start + (tns)cost;
@@ -603,6 +643,20 @@ static void switch_to(Host *h, int c, int k)
 static int is_idle(Host *h, int c)
 {
 	return h->cpu[c].curr < 0 && h->cpu[c].nq == 0;
+}
+
+/* Only SCHED_IDLE threads are runnable on CPU c (Linux sched_idle_cpu). */
+static int sched_idle_cpu(Host *h, int c)
+{
+	struct cpu *p = &h->cpu[c];
+	int i;
+
+	if (!h->nidle || p->curr < 0 || !h->task[p->curr].idle)
+		return 0;
+	for (i = 0; i < p->nq; i++)
+		if (!h->task[p->q[i]].idle)
+			return 0;
+	return 1;
 }
 
 static int select_cpu(Host *h, int k)
@@ -630,6 +684,14 @@ static int select_cpu(Host *h, int k)
 		return prev;
 	if (any_idle >= 0)
 		return any_idle;
+	if (h->nidle) {
+		/* then a CPU that runs only SCHED_IDLE work (Linux >= 5.4) */
+		if (prev >= 0 && (allowed >> prev & 1) && sched_idle_cpu(h, prev))
+			return prev;
+		for (c = 0; c < h->ncpu; c++)
+			if ((allowed >> c & 1) && sched_idle_cpu(h, c))
+				return c;
+	}
 	if (prev >= 0 && (allowed >> prev & 1))
 		return prev;
 	for (c = 0; c < h->ncpu; c++) {
@@ -651,10 +713,14 @@ static tns next_tick(Host *h)
 	return (tns)(ceil((double)(h->now + 1) / tick) * tick);
 }
 
-/* Idle CPUs that k may use pull queued work at the next tick. */
+/*
+ * Idle CPUs that k may use pull queued work at the next tick; for a
+ * normal thread, so do CPUs running only SCHED_IDLE work.
+ */
 static void arm_idle_pull(Host *h, int k)
 {
 	uint64_t allowed = h->task[k].mask & h->all_mask;
+	int normal = !h->task[k].idle;
 	tns at;
 	int c;
 
@@ -662,21 +728,26 @@ static void arm_idle_pull(Host *h, int k)
 		return;
 	at = next_tick(h);
 	for (c = 0; c < h->ncpu; c++)
-		if ((allowed >> c & 1) && is_idle(h, c) &&
+		if ((allowed >> c & 1) &&
+		    (is_idle(h, c) || (normal && sched_idle_cpu(h, c))) &&
 		    (!h->cpu[c].pull_at || h->cpu[c].pull_at > at)) {
 			h->cpu[c].pull_at = at;
 			h->dirty |= 1ULL << c;
 		}
 }
 
-/* Idle CPU c tries again at the next tick if a queued thread may run here. */
+/*
+ * Idle CPU c tries again at the next tick if a queued thread may run
+ * here; a CPU running SCHED_IDLE work, if a queued normal thread may.
+ */
 static void rearm_pull(Host *h, int c)
 {
-	int d, i;
+	int d, i, normal = h->cpu[c].curr >= 0;
 
 	for (d = 0; d < h->ncpu; d++)
 		for (i = 0; i < h->cpu[d].nq; i++)
-			if (h->task[h->cpu[d].q[i]].mask >> c & 1) {
+			if ((h->task[h->cpu[d].q[i]].mask >> c & 1) &&
+			    !(normal && h->task[h->cpu[d].q[i]].idle)) {
 				h->cpu[c].pull_at = next_tick(h);
 				h->dirty |= 1ULL << c;
 				return;
@@ -705,8 +776,13 @@ static void host_place(Host *h, int k, int wake)
 	}
 	t->state = S_RUNNABLE;
 	p->q[p->nq++] = k;
-	if (h->task[p->curr].vr - t->vr > h->p.wake_gran)
+	if (h->task[p->curr].idle != t->idle) {
+		/* check_preempt_wakeup: normal preempts SCHED_IDLE at once */
+		if (t->idle < h->task[p->curr].idle)
+			p->resched = 1;
+	} else if (h->task[p->curr].vr - t->vr > h->p.wake_gran) {
 		p->resched = 1;
+	}
 	arm_idle_pull(h, k);
 }
 
@@ -716,8 +792,11 @@ static void host_wake(Host *h, int k)
 	host_place(h, k, 1);
 }
 
-/* An idle CPU pulls the longest-waiting thread it may run. */
-static int steal(Host *h, int c)
+/*
+ * An idle CPU pulls the longest-waiting thread it may run; normal: a
+ * normal-class one only.
+ */
+static int steal(Host *h, int c, int normal)
 {
 	int d, i, bd = -1, bi = -1, bn = 0;
 
@@ -728,6 +807,7 @@ static int steal(Host *h, int c)
 			continue;
 		for (i = 0; i < p->nq; i++)
 			if ((h->task[p->q[i]].mask >> c & 1) &&
+			    !(normal && h->task[p->q[i]].idle) &&
 			    (double)(h->now - h->task[p->q[i]].left) >=
 			    h->p.migration_cost)
 				break;
@@ -755,7 +835,7 @@ static int pick_min(Host *h, struct cpu *p)
 	int i, b = 0;
 
 	for (i = 1; i < p->nq; i++)
-		if (h->task[p->q[i]].vr < h->task[p->q[b]].vr)
+		if (runs_before(h, p->q[i], p->q[b]))
 			b = i;
 	return b;
 }
@@ -771,7 +851,7 @@ static void cpu_resched(Host *h, int c, int how)
 
 	touch(h, c);
 	if (how == S_RUNNABLE && (!p->nq ||
-	    h->task[p->q[pick_min(h, p)]].vr >= h->task[prev].vr)) {
+	    !runs_before(h, p->q[pick_min(h, p)], prev))) {
 		/* nobody better (a waker may have been pulled away) */
 		p->slice_start = h->now;
 		p->resched = 0;
@@ -784,7 +864,7 @@ static void cpu_resched(Host *h, int c, int how)
 	} else {
 		update_min_vr(h, p);
 		if (p->avg_idle >= h->p.migration_cost)
-			next = steal(h, c);
+			next = steal(h, c, 0);
 	}
 	if (prev >= 0) {
 		struct task *t = &h->task[prev];
@@ -1432,13 +1512,30 @@ static void cpu_event(Host *h, int c)
 		on_switched_in(h, c);
 		return;
 	}
+	if (p->pull_at && p->pull_at <= h->now && p->curr >= 0 &&
+	    h->task[p->curr].idle) {
+		int k;
+
+		/* balanced here, a normal thread preempts SCHED_IDLE work */
+		p->pull_at = 0;
+		update_min_vr(h, p);
+		k = steal(h, c, 1);
+		if (k >= 0) {
+			h->task[k].cpu = c;
+			p->q[p->nq++] = k;
+			p->resched = 1;
+		} else {
+			rearm_pull(h, c);
+		}
+		return;
+	}
 	if (p->curr < 0) {
 		if (p->pull_at && p->pull_at <= h->now) {
 			int k;
 
 			p->pull_at = 0;
 			update_min_vr(h, p);
-			k = steal(h, c);
+			k = steal(h, c, 0);
 			if (k >= 0)
 				switch_to(h, c, k);
 			else
@@ -1726,7 +1823,7 @@ static void pull_idle(Host *h)
 
 	for (c = 0; c < h->ncpu; c++) {
 		if (is_idle(h, c)) {
-			int k = steal(h, c);
+			int k = steal(h, c, 0);
 
 			if (k >= 0) {
 				touch(h, c);
@@ -2045,6 +2142,32 @@ static PyObject *Host_pin(Host *h, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+/* vCPU threads of VM i to the SCHED_IDLE class (flag 1) or back. */
+static PyObject *Host_set_idle(Host *h, PyObject *args)
+{
+	int i, flag, j;
+	struct vm *m;
+
+	if (!PyArg_ParseTuple(args, "ip", &i, &flag) || !(m = get_vm(h, i)))
+		return NULL;
+	for (j = 0; j < m->nvcpu; j++) {
+		struct task *t = &h->task[m->t_vcpu0 + j];
+		struct cpu *p;
+
+		if (t->idle == flag)
+			continue;
+		touch(h, t->cpu);
+		t->idle = flag;
+		h->nidle += flag ? 1 : -1;
+		p = &h->cpu[t->cpu];
+		/* the CPU chooses again between the classes */
+		if (t->state != S_SLEEP && p->curr >= 0 && p->nq)
+			p->resched = 1;
+	}
+	replan(h);
+	Py_RETURN_NONE;
+}
+
 static PyObject *Host_set_online(Host *h, PyObject *args)
 {
 	int i, n;
@@ -2208,6 +2331,8 @@ static PyMethodDef Host_methods[] = {
 	 "pin(vm, emulator, cpu_mask)"},
 	{"set_speed", (PyCFunction)Host_set_speed, METH_VARARGS,
 	 "set_speed(cpu, speed): before any VM runs"},
+	{"set_idle", (PyCFunction)Host_set_idle, METH_VARARGS,
+	 "set_idle(vm, flag): vCPU threads to SCHED_IDLE (True) or back"},
 	{"set_online", (PyCFunction)Host_set_online, METH_VARARGS,
 	 "set_online(vm, n) -> online vCPUs"},
 	{"advance", (PyCFunction)Host_advance, METH_VARARGS,

@@ -106,6 +106,16 @@ class SimHost:
         """Affinity of every vCPU thread of ``vm`` (logical CPU ids)."""
         self._core.pin(self._vm(vm), 0, _mask(cpus))
 
+    def set_vcpus_idle(self, vm, idle):
+        """Put the vCPU threads of ``vm`` in the SCHED_IDLE class or back.
+
+        An idle-class thread runs on a CPU only while no normal thread
+        is runnable there, and a normal thread that wakes on (or is
+        balanced to) that CPU preempts it at once, as cgroup v2
+        ``cpu.idle`` does.
+        """
+        self._core.set_idle(self._vm(vm), bool(idle))
+
     def pin_emulator(self, vm, cpus):
         """Affinity of every emulator thread of ``vm``."""
         self._core.pin(self._vm(vm), 1, _mask(cpus))

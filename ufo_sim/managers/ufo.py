@@ -26,10 +26,13 @@ class UfoAgent:
     """An :class:`~ufo_agent.service.loop.Agent` bound to one scene."""
 
     def __init__(self, scene, config=None, vm_class='lc', channel=True):
+        """``vm_class``: one class for every VM, or one per VM."""
         self.scene = scene
         self.driver = sim_driver.SimDriver(scene.host)
+        classes = ([vm_class] * len(scene.vms)
+                   if isinstance(vm_class, str) else list(vm_class))
         for i, vm in enumerate(scene.vms):
-            self.driver.add(vm, scene.vcpus[i], vm_class=vm_class,
+            self.driver.add(vm, scene.vcpus[i], vm_class=classes[i],
                             channel=channel)
         managed = self.driver.all_cpus
         self.agent = loop.Agent(

@@ -126,3 +126,28 @@ def test_no_channel_means_host_only():
     d.add(vm, 4, channel=False)
     assert d.set_vcpu_target(vm, 2) is None
     assert d.observe(vm).guest is None
+
+
+def test_set_vcpus_idle_soaks_a_be_guest_until_release():
+    host = engine.SimHost(engine.HostSpec(cores=2, smt=1), seed=3)
+    busy = host.add_vm('busy', 1, profiles.BE(1))
+    be = host.add_vm('be', 1, profiles.BE(1))
+    d = sim_driver.SimDriver(host)
+    d.add(busy, 1, vm_class='be')
+    d.add(be, 1, vm_class='be')
+    for vm in (busy, be):
+        d.pin_vcpus(vm, {0})
+        d.pin_emulator(vm, {1})
+    d.set_vcpus_idle(be, True)
+    host.advance(1.0)
+    before = host.counters(be).vcpu_cpu_ns
+    host.advance(3.0)
+    assert host.counters(be).vcpu_cpu_ns - before < 0.01 * 3e9
+    # Released, it is a normal guest again (kept on CPU 0 to see it).
+    d.release(be)
+    host.pin_vcpus(be, [0])
+    before = host.counters(be).vcpu_cpu_ns
+    host.advance(3.0)
+    assert host.counters(be).vcpu_cpu_ns - before > 0.3 * 3e9
+    with pytest.raises(base.DriverError):
+        d.set_vcpus_idle('nope', True)
