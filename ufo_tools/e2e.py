@@ -206,6 +206,20 @@ def set_load(guest, rate, svc_us=500, workers=2, report=False):
                                % guest.name)
 
 
+def stable(pred, seconds):
+    """A status predicate that holds once ``pred`` held for ``seconds``."""
+    since = []
+
+    def check(status):
+        if not pred(status):
+            since.clear()
+            return False
+        if not since:
+            since.append(time.monotonic())
+        return time.monotonic() - since[0] >= seconds
+    return check
+
+
 def ticked(status):
     """``status`` if the agent has ticked; None for ``{}`` (no data yet)."""
     return status or None

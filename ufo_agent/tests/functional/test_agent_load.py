@@ -19,6 +19,7 @@ from ufo_tools.e2e import host_online_cpus
 from ufo_tools.e2e import live_pins
 from ufo_tools.e2e import nova_guest
 from ufo_tools.e2e import set_load
+from ufo_tools.e2e import stable as e2e_stable
 from ufo_tools.e2e import vm_status
 
 
@@ -41,17 +42,7 @@ def cpus_of(text):
 
 
 def stable(pred, seconds=STABLE_S):
-    """A predicate that holds once ``pred`` held for ``seconds``."""
-    since = []
-
-    def check(status):
-        if not pred(status):
-            since.clear()
-            return False
-        if not since:
-            since.append(time.monotonic())
-        return time.monotonic() - since[0] >= seconds
-    return check
+    return e2e_stable(pred, seconds)
 
 
 def agreed_view(agent, guest, uuid, timeout=20.0):
