@@ -31,6 +31,7 @@ from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import topology
 from ufo_agent.driver import base
 from ufo_agent import hostsignal
+from ufo_agent.hypervisor import cgroup
 from ufo_agent.hypervisor import managed_cpus
 from ufo_agent.hypervisor import sysfs
 from ufo_agent import publishers
@@ -155,6 +156,12 @@ def build(conf):
                                       managed=managed, little=host.little)
     except (topology.TopologyError, sysfs.CoreClassError) as exc:
         raise StartupError(str(exc))
+    if controller.be_policy == 'soak':
+        try:
+            cgroup.check_cpu_idle()
+        except cgroup.CgroupError as exc:
+            raise StartupError('[controller] be_policy = soak needs cgroup '
+                               'cpu.idle: %s' % exc)
     if len(cores) < controller.emulator_min_cores + 1:
         raise StartupError(
             '[host_cpus] managed_cpus: %d whole physical cores are managed; '

@@ -58,7 +58,8 @@ def format_status(snap):
     for vm in snap.get('vms', []):
         rows.append((
             vm['name'][:24], vm['uuid'][:8],
-            vm['mode'] + (' (paused)' if vm.get('paused') else ''),
+            vm['mode'] + (' (soak)' if vm.get('idle_priority') else '') +
+            (' (paused)' if vm.get('paused') else ''),
             vm['signal'],
             str(vm['cores']), str(vm['wanted_cores']),
             '%d/%d' % (vm['online_vcpus'], vm['vcpus']),

@@ -155,12 +155,26 @@ OPTS = [
         min=0.001, max=0.999, mutable=True,
         help='For a guest managed host-only (no guest module, or one not '
              'trusted): the largest share of its vCPU threads\' runnable '
-             'time spent waiting for a host CPU (steal) that it is left '
-             'with. Above it the guest grows a core; it is tried on one '
-             'core fewer only while its steal is under half of this, and '
-             'goes back if the smaller count steals more. Isolated on as '
-             'many CPUs as vCPUs a guest steals next to nothing, so this '
-             'is the margin over isolation that is accepted.'),
+             'time spent waiting for a host CPU (steal), above what it '
+             'steals with a CPU per vCPU, that it is left with; also the '
+             'margin by which its runnable demand (utilization / (1 - '
+             'steal)) may exceed the CPUs it has. Beyond either the guest '
+             'grows; it is tried on one core fewer only while the excess '
+             'steal is under half of this, and goes back if the smaller '
+             'count is short. This is the margin over isolation that is '
+             'accepted.'),
+    cfg.StrOpt(
+        'be_policy', default=_DEFAULTS.be_policy,
+        choices=[('idle-pool', 'Best-effort guests share the idle pool '
+                  'at normal priority (the paper\'s design).'),
+                 ('soak', 'Best-effort guests\' vCPU threads may run on '
+                  'every managed CPU at idle scheduling priority (cgroup '
+                  'cpu.idle = 1): they soak up cycles the latency-critical '
+                  'pools leave idle and are preempted at once when a '
+                  'latency-critical vCPU wakes. Needs a kernel with '
+                  'cpu.idle (5.15 or later); the agent refuses to start '
+                  'without it.')],
+        help='Where the vCPU threads of best-effort guests run.'),
 ]
 
 

@@ -6,6 +6,10 @@ simulator can build one directly with the paper's defaults.
 
 import dataclasses
 
+# Where best-effort guests run: the idle pool (the paper), or every
+# managed CPU at idle scheduling priority.
+BE_POLICIES = ('idle-pool', 'soak')
+
 
 @dataclasses.dataclass(frozen=True)
 class ControllerConfig:
@@ -39,6 +43,7 @@ class ControllerConfig:
     classify_min_util: float = 20.0
     classify_samples: int = 5
     host_only_steal_max: float = 0.05
+    be_policy: str = 'idle-pool'
 
     def __post_init__(self):
         errors = []
@@ -60,6 +65,9 @@ class ControllerConfig:
                           '(a quadratic has three coefficients)')
         if not 0.0 < self.host_only_steal_max < 1.0:
             errors.append('host_only_steal_max must be between 0 and 1')
+        if self.be_policy not in BE_POLICIES:
+            errors.append('be_policy must be one of %s'
+                          % ', '.join(BE_POLICIES))
         if errors:
             raise ValueError('[controller] ' + '; '.join(errors))
 

@@ -68,9 +68,10 @@ class VmState:
                                             pcpus_per_core)
         self.predictor = core_predictor.Predictor(config, self.max_cores,
                                                   pcpus_per_core)
-        self.host_only = hostonly.HostOnlyPredictor(config, self.max_cores,
-                                                    pcpus_per_core)
+        self.host_only = hostonly.HostOnlyPredictor(
+            config, self.max_cores, pcpus_per_core, spec.vcpus)
         self.failed_shrink = None   # host-only: the last probe that stole
+        self.isolated_steal = 0.0   # host-only: steal with a CPU per vCPU
         self.judged_host_only = False   # which rule its samples last met
         self.idle = classifier.IdleDetector(config)
         self.confirm = confirm.Confirmation(config)
@@ -312,9 +313,11 @@ class Controller:
             state.confirm.reset()
         if sample.host_only:
             # Host-only samples are no SF: they stay out of the SF model.
+            if count * self.ppc >= state.spec.vcpus:
+                state.isolated_steal = sample.steal
             pred, state.failed_shrink = state.host_only.predict(
                 count, sample.util, sample.steal, now, state.trial,
-                state.failed_shrink)
+                state.failed_shrink, state.isolated_steal)
             self._adopt(state, pred, count, sample.util, now,
                         fresh=state.trial is None)
             return
@@ -479,11 +482,18 @@ class Controller:
 
     def _vm_plan(self, state, shared_cpus, shared_pcpus):
         vcpus = state.spec.vcpus
+        soak = (state.mode == VmMode.BEST_EFFORT and
+                self.config.be_policy == 'soak')
         if state.mode == VmMode.ACTIVE and state.cores:
             cpus = self.topology.cpus_of(state.cores)
             online = min(vcpus, len(cpus))
         elif state.mode == VmMode.IDLE:
             cpus, online = shared_cpus, 1
+        elif soak:
+            # Not on the emulator pool: LC guests' I/O runs there.
+            cpus = self.topology.cpus_of(
+                self.topology.core_ids - self.emulator_cores)
+            online = min(vcpus, len(cpus))
         else:
             cpus, online = shared_cpus, max(1, min(vcpus, shared_pcpus))
         model = state.model.models.get(len(state.cores))
@@ -495,4 +505,4 @@ class Controller:
             probing=state.trial is not None,
             note=state.last_action[1], max_cores=state.max_cores,
             model_r2=model.r2 if model is not None else None,
-            fitted_models=len(state.model.models))
+            fitted_models=len(state.model.models), sched_idle=soak)

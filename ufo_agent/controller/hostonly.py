@@ -6,17 +6,28 @@ share the cores it is given. What the host sees of its QoS is how long
 those vCPU threads wait on a run queue while runnable (schedstat run
 delay), as a share of their runnable time: *steal*, the guest's view of
 the same wait. Eunomia (the "ST%" detector it compares with) and the
-adaptive emulator-thread scheduler judge a black-box VM by it. Isolated
-on as many CPUs as vCPUs, a guest steals next to nothing, so the rule
-needs no learning: stay under ``host_only_steal_max``.
+adaptive emulator-thread scheduler judge a black-box VM by it. What
+more cores can cure is the steal above what the guest sees with a CPU
+per vCPU (its *isolated* steal, from the host's other threads; Eunomia
+likewise calibrates its detector in a core-isolated phase). A guest
+starts at its flavor size, so its isolated steal is measured first.
 
-* Steal above the limit: grow, at once to the cores its runnable demand
-  (what ran plus what waited) would keep busy, and by at least one.
-* Steal under half the limit: try one core fewer (a probe), unless that
-  count stole too much at this load before. A probe that steals more
-  than the limit goes back and is remembered until utilization falls by
-  ``sf_match_tolerance`` or ``sample_max_age`` passes; one that holds is
-  kept.
+A guest is *short* of cores when its excess steal is above
+``host_only_steal_max``, or when its runnable demand (what ran plus what
+waited) is more than that margin above the CPUs it has: its own vCPUs
+then wait for each other, whatever the host's other threads do. Where
+isolated steal is large (a small host where every thread shares every
+CPU) the second test is what still tells a short guest from a noisy
+host.
+
+* Short: grow, at once to the cores its runnable demand would keep
+  busy, and by at least one.
+* Excess steal under half the limit: try one core fewer (a probe),
+  unless that count was short at this load before. A probe that is
+  short goes back and is remembered until utilization falls by
+  ``sf_match_tolerance`` or ``sample_max_age`` passes; one that holds
+  is kept. A count the guest had to grow from is remembered the same
+  way, so a load that stays is not probed again every few seconds.
 
 Per-core utilization does not enter: what the host sees of a vCPU
 thread includes KVM's halt polling, which is no demand (it stops the
@@ -44,10 +55,11 @@ class FailedShrink:
 class HostOnlyPredictor:
     """The rule above for one VM; the memory is kept by the caller."""
 
-    def __init__(self, config, max_cores, pcpus_per_core):
+    def __init__(self, config, max_cores, pcpus_per_core, vcpus=None):
         self.config = config
         self.max_cores = max_cores
         self.pcpus_per_core = pcpus_per_core
+        self.vcpus = vcpus or max_cores * pcpus_per_core
 
     def cores_for(self, demand):
         """The fewest cores that could run ``demand`` (percent of a CPU)."""
@@ -61,43 +73,64 @@ class HostOnlyPredictor:
                 now - failed.time <= cfg.sample_max_age and
                 util >= failed.util / (1.0 + cfg.sf_match_tolerance))
 
-    def predict(self, cores, util, steal, now, trial=None, failed=None):
+    def demand(self, util, steal):
+        """Runnable time of its vCPUs, in percent of a CPU: at most all."""
+        return min(100.0 * self.vcpus, util / max(1.0 - steal, 1e-3))
+
+    def short(self, cores, util, steal, isolated=0.0):
+        """Why the VM is short of cores at this sample, or None."""
+        limit = self.config.host_only_steal_max
+        base = ' + %.0f%% isolated' % (100 * isolated) if isolated else ''
+        if steal - isolated > limit:
+            return 'steal %.0f%% > %.0f%%%s at %d cores' % (
+                100 * steal, 100 * limit, base, cores)
+        cpus = min(self.vcpus, cores * self.pcpus_per_core)
+        demand = self.demand(util, steal)
+        if demand > 100.0 * cpus * (1.0 + limit):
+            return 'runnable %.0f%% > %d CPUs + %.0f%% at %d cores' % (
+                demand, cpus, 100 * limit, cores)
+        return None
+
+    def predict(self, cores, util, steal, now, trial=None, failed=None,
+                isolated=0.0):
         """Return (:class:`Prediction`, :class:`FailedShrink` or None).
 
         ``cores`` is where the VM has settled, ``util`` and ``steal`` its
         sample there; ``trial`` a probe under way, ``failed`` the last
-        shrink that did not hold. The second value is what to remember.
+        shrink that did not hold; ``isolated`` its steal when it last
+        had a CPU per vCPU. The second value is what to remember.
         """
-        cfg = self.config
-        limit = cfg.host_only_steal_max
+        limit = self.config.host_only_steal_max
+        base = ' + %.0f%% isolated' % (100 * isolated) if isolated else ''
+        why = self.short(cores, util, steal, isolated)
         if trial is not None:
-            if steal > limit:
+            if why:
                 failed = FailedShrink(cores, trial.origin_util, now)
-                return Prediction(
-                    trial.origin_cores, Action.REVERT,
-                    'steal %.0f%% > %.0f%% at %d cores' % (
-                        100 * steal, 100 * limit, cores)), failed
-            return Prediction(cores, Action.ACCEPT,
-                              'steal %.0f%% <= %.0f%% at %d cores' % (
-                                  100 * steal, 100 * limit, cores)), failed
-        if steal > limit:
-            why = 'steal %.0f%% > %.0f%% at %d cores' % (
-                100 * steal, 100 * limit, cores)
+                return Prediction(trial.origin_cores, Action.REVERT,
+                                  why), failed
+            return Prediction(cores, Action.ACCEPT, 'steal %.0f%% <= '
+                              '%.0f%%%s at %d cores' % (
+                                  100 * steal, 100 * limit, base, cores)
+                              ), failed
+        if why:
             if cores >= self.max_cores:
                 return Prediction(cores, Action.STAY, why + '; at flavor '
                                   'maximum'), failed
-            demand = util / max(1.0 - steal, 1e-3)
-            target = min(self.max_cores,
-                         max(cores + 1, self.cores_for(demand)))
-            return Prediction(target, Action.GROW, why), failed
-        if steal >= limit / 2 or cores <= 1:
-            return Prediction(cores, Action.STAY, 'steal %.0f%% at %d cores'
-                              % (100 * steal, cores)), failed
+            target = min(self.max_cores, max(
+                cores + 1, self.cores_for(self.demand(util, steal))))
+            # Short without a probe (the load rose, or a probe that held
+            # at first): this count is remembered as a reverted one is.
+            return Prediction(target, Action.GROW, why), FailedShrink(
+                cores, util, now)
+        if steal - isolated >= limit / 2 or cores <= 1:
+            return Prediction(cores, Action.STAY, 'steal %.0f%%%s at %d '
+                              'cores' % (100 * steal, base, cores)), failed
         smaller = cores - 1
         if self.remembers(failed, smaller, util, now):
-            return Prediction(cores, Action.STAY, '%d cores stole too much '
+            return Prediction(cores, Action.STAY, '%d cores were short '
                               'at util %.0f%%' % (smaller, failed.util)
                               ), failed
-        return Prediction(smaller, Action.PROBE, 'steal %.0f%% < %.1f%% at '
-                          '%d cores' % (100 * steal, 50 * limit, cores),
+        return Prediction(smaller, Action.PROBE, 'steal %.0f%% < %.1f%%%s '
+                          'at %d cores' % (100 * steal, 50 * limit, base,
+                                           cores),
                           Trial(cores, util, now)), failed

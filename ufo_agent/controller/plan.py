@@ -111,7 +111,13 @@ class Decision:
 
 @dataclasses.dataclass(frozen=True)
 class VmPlan:
-    """The allocation of one VM after a tick."""
+    """The allocation of one VM after a tick.
+
+    A best-effort VM under ``be_policy = soak`` holds no cores and has
+    ``sched_idle`` set: its vCPU threads may run on every managed CPU but
+    the emulator pool's, at idle scheduling priority, so they take only
+    what the pools leave idle.
+    """
 
     uuid: str
     mode: VmMode
@@ -124,6 +130,7 @@ class VmPlan:
     max_cores: int = 0        # its flavor in cores: what it holds without UFO
     model_r2: float = None    # fit of its SF model at its current cores
     fitted_models: int = 0    # core counts with a fitted SF model
+    sched_idle: bool = False  # BE soak: idle priority beside the pools
 
 
 @dataclasses.dataclass(frozen=True)

@@ -132,6 +132,16 @@ class HypervisorDriver(abc.ABC):
         a channel.
         """
 
+    def set_vcpus_idle(self, uuid, idle):
+        """Put the guest's vCPU threads at idle priority, or take them out.
+
+        BE soak mode: in an idle scheduling group (cgroup ``cpu.idle``)
+        they run only where nothing else wants the CPU. Raises
+        DriverError if that cannot be done.
+        """
+        raise DriverError('%s cannot set idle priority'
+                          % type(self).__name__)
+
     @abc.abstractmethod
     def acknowledged(self, uuid, seq):
         """True once the guest has applied target ``seq``."""

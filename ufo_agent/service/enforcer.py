@@ -16,6 +16,11 @@ Order (paper section 4.6) and the isolation promise:
    its old owner's narrow succeeded;
 5. guests that gain vCPUs are told last (answered on a later tick).
 
+Best-effort guests under ``be_policy = soak`` (``sched_idle`` plans) are
+put at idle priority before their vCPU pins widen over the other pools,
+and are taken out of it only once those pins have narrowed back; a
+guest whose priority cannot be set stays on the shared CPUs.
+
 Only guests that proved they answer get shrink targets; others are pinned
 with every vCPU online, no worse off than under Nova's shared policy.
 Nothing is pinned outside the managed CPUs. Nothing is rewritten that has
@@ -38,7 +43,7 @@ VCPU = 'vcpu'
 EMULATOR = 'emulator'
 # The driver calls whose failures the enforcer counts (``errors``).
 DRIVER_METHODS = ('pin_vcpus', 'pin_emulator', 'set_vcpu_target',
-                  'acknowledged')
+                  'acknowledged', 'set_vcpus_idle')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +64,7 @@ class EnforcementError(Exception):
 class Enforcer:
     def __init__(self, driver, ack_timeout=2.0, clock=time.monotonic,
                  sleep=time.sleep, ack_wait=None, max_vcpu_step=8,
-                 managed_cpus=None):
+                 managed_cpus=None, be_soak=False):
         self.driver = driver
         self.ack_timeout = ack_timeout
         self.ack_wait = (min(0.3, ack_timeout) if ack_wait is None
@@ -73,6 +78,10 @@ class Enforcer:
         self.acks = {}            # uuid -> acks.GuestAcks
         self.guests = {}          # uuid -> driver Guest
         self.paused = set()       # uuids whose vCPUs are stopped
+        # be_policy = soak: uuid -> whether its vCPUs are at idle priority
+        # (None: not known, as for a guest found running).
+        self.be_soak = be_soak
+        self.idle = {}
         # Counted since start, for the metrics: targets rolled back after
         # a missed acknowledgement, and failed driver calls by method.
         self.rollbacks = 0
@@ -95,10 +104,12 @@ class Enforcer:
         if uuid not in self.guests:
             return
         self.acks[uuid].reset()
+        self.idle.pop(uuid, None)
         self._adopt_pins(uuid)
 
     def forget(self, uuid):
         self.ledger.forget_guest(uuid)
+        self.idle.pop(uuid, None)
         self.acks.pop(uuid, None)
         self.guests.pop(uuid, None)
         self.paused.discard(uuid)
@@ -183,22 +194,10 @@ class Enforcer:
             self._wait(waiting, deadline)
             self._collect_answers(uuids, self.clock(), failed, fallbacks)
 
+        # Idle priority before any pin may widen over other pools.
+        soaking = self._enter_idle(uuids, plan, failed)
         # Pins: narrow every pinning, then widen where the ledger allows.
-        wanted = {}
-        for uuid in uuids:
-            vm = plan.vms[uuid]
-            st = self.acks[uuid]
-            if st.shrinking:
-                # Not yet answered: its CPUs stay its own meanwhile.
-                deferred[uuid] = ('waiting for the guest to keep %d vCPUs '
-                                  'online' % st.target)
-            else:
-                pool = (ledger_mod.vm_pool(uuid) if vm.cores
-                        else ledger_mod.SHARED)
-                wanted[(uuid, VCPU)] = (pool, vm.cpus)
-            pool = (ledger_mod.EMULATOR if plan.emulator_cores
-                    else ledger_mod.SHARED)
-            wanted[(uuid, EMULATOR)] = (pool, plan.emulator_cpus)
+        wanted = self._wanted_pins(uuids, plan, soaking, deferred)
         pinned = 0
         for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
             entry = self.ledger.get(key)
@@ -219,6 +218,7 @@ class Enforcer:
             floating = ledger_mod.SHARED
         pinned += self._widen(pending, plan.shared_cpus, failed, deferred,
                               floating)
+        self._leave_idle(uuids, plan, wanted, failed, deferred)
 
         # Growing guests last; their answer is collected on a later tick.
         for uuid in uuids:
@@ -232,6 +232,79 @@ class Enforcer:
                     entry.cpus == plan.vms[uuid].cpus:
                 targets += self._send(uuid, want, now, failed)
         return Outcome(pinned, targets, failed, deferred, tuple(fallbacks))
+
+    def _wanted_pins(self, uuids, plan, soaking, deferred):
+        """(uuid, kind) -> (pool, CPUs) of every pinning to write."""
+        wanted = {}
+        for uuid in uuids:
+            vm = plan.vms[uuid]
+            st = self.acks[uuid]
+            if st.shrinking:
+                # Not yet answered: its CPUs stay its own meanwhile.
+                deferred[uuid] = ('waiting for the guest to keep %d vCPUs '
+                                  'online' % st.target)
+            elif uuid in soaking:
+                wanted[(uuid, VCPU)] = (ledger_mod.SOAK, vm.cpus)
+            elif vm.sched_idle:
+                # Not at idle priority: where best-effort VMs would be
+                # without soak mode.
+                wanted[(uuid, VCPU)] = (ledger_mod.SHARED, plan.shared_cpus)
+            else:
+                pool = (ledger_mod.vm_pool(uuid) if vm.cores
+                        else ledger_mod.SHARED)
+                wanted[(uuid, VCPU)] = (pool, vm.cpus)
+            pool = (ledger_mod.EMULATOR if plan.emulator_cores
+                    else ledger_mod.SHARED)
+            wanted[(uuid, EMULATOR)] = (pool, plan.emulator_cpus)
+        return wanted
+
+    def _enter_idle(self, uuids, plan, failed):
+        """Set idle priority where the plan wants it; return who has it."""
+        soaking = set()
+        if not self.be_soak:
+            return soaking
+        for uuid in uuids:
+            if not plan.vms[uuid].sched_idle:
+                continue
+            if self.idle.get(uuid) is not True:
+                if not self._set_idle(uuid, True, failed):
+                    continue
+            soaking.add(uuid)
+        return soaking
+
+    def _leave_idle(self, uuids, plan, wanted, failed, deferred):
+        """Normal priority back, once the vCPUs are off the other pools.
+
+        A best-effort guest left on the shared CPUs because its priority
+        could not be set is left as it is: idle priority harms nobody.
+        """
+        if not self.be_soak:
+            return
+        for uuid in uuids:
+            target = wanted.get((uuid, VCPU))
+            if self.idle.get(uuid) is False or target is None or \
+                    plan.vms[uuid].sched_idle:
+                continue
+            entry = self.ledger.get((uuid, VCPU))
+            if entry.exact and entry.pool == target[0] and \
+                    entry.cpus <= target[1]:
+                self._set_idle(uuid, False, failed)
+            else:
+                deferred.setdefault(uuid, 'idle priority kept until its '
+                                    'vCPU pins leave the other pools')
+
+    def _set_idle(self, uuid, idle, failed):
+        try:
+            self.driver.set_vcpus_idle(uuid, idle)
+        except base.DriverError as exc:
+            self.errors['set_vcpus_idle'] += 1
+            failed[uuid] = 'idle priority %s: %s' % (
+                'on' if idle else 'off', exc)
+            # A failed write may have happened or not.
+            self.idle[uuid] = None
+            return False
+        self.idle[uuid] = idle
+        return True
 
     def _widen(self, pending, shared_cpus, failed, deferred, floating=None):
         """Widen or move what the ledger allows, in rounds.

@@ -70,6 +70,9 @@ class GuardedDriver(base.HypervisorDriver):
     def set_vcpu_target(self, uuid, vcpus):
         return self._guest_call('set_vcpu_target', uuid, vcpus)
 
+    def set_vcpus_idle(self, uuid, idle):
+        return self._guest_call('set_vcpus_idle', uuid, idle)
+
     def acknowledged(self, uuid, seq):
         return self._guest_call('acknowledged', uuid, seq)
 

@@ -20,6 +20,11 @@ import dataclasses
 
 SHARED = 'shared'           # idle pool: parked and best-effort VMs
 EMULATOR = 'emulator'       # shared emulator pool
+# Best-effort vCPUs at idle priority (be_policy = soak): on every managed
+# CPU by design, they hold no CPU from anyone (the enforcer lets a
+# pinning in only once its idle priority is set, and out of idle priority
+# only once it has left).
+SOAK = 'soak'
 
 
 def vm_pool(uuid):
@@ -102,14 +107,14 @@ class Ledger:
         which is every managed CPU): what is in it holds no CPU from
         anyone, and nothing holds CPUs from it.
         """
-        if floating is not None and pool == floating:
+        if pool == SOAK or (floating is not None and pool == floating):
             return []
         cpus = frozenset(cpus)
         joining = joining or {}
         return sorted(key for key, entry in self._entries.items()
                       if key != exclude and joining.get(key) != pool and
                       not self._own_unknown(key, entry, pool, exclude) and
-                      any(part_pool != pool and part_pool != floating and
+                      any(part_pool not in (pool, floating, SOAK) and
                           part_cpus & cpus
                           for part_pool, part_cpus in entry.parts))
 

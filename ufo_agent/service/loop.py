@@ -59,6 +59,7 @@ class VmStatus:
     wanted_cores: int = 0
     note: str = ''
     paused: bool = False
+    idle_priority: bool = False     # BE soak: its group has cpu.idle set
     # Cumulative, from the host, for the metrics' counters (None until
     # the first observation).
     vcpu_cpu_seconds: float = None
@@ -92,7 +93,8 @@ class Agent:
             self.driver, self.settings.ack_timeout, clock=clock,
             ack_wait=self.settings.ack_wait,
             max_vcpu_step=self.settings.max_vcpu_step,
-            managed_cpus=self.topology.cpus_of(self.topology.core_ids))
+            managed_cpus=self.topology.cpus_of(self.topology.core_ids),
+            be_soak=controller_config.be_policy == 'soak')
         self.guests = {}
         self.paused = set()       # guests whose vCPUs are stopped
         self.status = {}
@@ -472,6 +474,7 @@ class Agent:
             status.note = vm.note
             status.r2 = vm.model_r2
             status.channel = str(self.enforcer.ack_state(uuid) or '')
+            status.idle_priority = self.enforcer.idle.get(uuid) is True
 
     def _signal(self, plan):
         """Paper Appendix B.4: tell the cloud scheduler how loaded we are."""

@@ -273,6 +273,9 @@ class LibvirtDriver(base.HypervisorDriver):
     def read_pins(self, uuid):
         return self._get(uuid).read_pins()
 
+    def set_vcpus_idle(self, uuid, idle):
+        self._get(uuid).set_vcpus_idle(idle)
+
     def set_vcpu_target(self, uuid, vcpus):
         return self._get(uuid).set_vcpu_target(vcpus)
 

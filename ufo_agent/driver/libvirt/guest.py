@@ -12,6 +12,7 @@ import os
 import time
 
 from ufo_agent.driver import base
+from ufo_agent.hypervisor import cgroup
 from ufo_agent.hypervisor import procfs
 
 LOG = logging.getLogger(__name__)
@@ -193,6 +194,45 @@ class Guest:
         if self.channel is not None:
             self.channel.beat()
 
+    def _group(self):
+        threads = self.threads()
+        try:
+            return cgroup.guest_group(
+                self.pid, list(threads.vcpus.values()), self.proc_root)
+        except cgroup.CgroupError as exc:
+            raise base.DriverError('cgroup of %s: %s' % (self.uuid, exc))
+
+    def set_vcpus_idle(self, idle):
+        """Its group at idle priority (``cpu.idle``) or back."""
+        try:
+            cgroup.write_idle(self._group(), idle)
+        except cgroup.CgroupError as exc:
+            raise base.DriverError('idle priority of %s: %s'
+                                   % (self.uuid, exc))
+
+    def _restore_priority(self, pins_restored=True):
+        """``cpu.idle`` 0, as libvirt creates the group: nobody else sets it.
+
+        Not while its vCPU pins may still span other guests' CPUs: at
+        normal priority there it would hurt them. A group that cannot be
+        found was not set by the agent either.
+        """
+        try:
+            group = self._group()
+        except base.DriverError as exc:
+            LOG.debug('No idle priority to restore: %s', exc)
+            return
+        try:
+            if not cgroup.read_idle(group):
+                return
+            if not pins_restored:
+                raise base.DriverError('idle priority of %s kept: its vCPU '
+                                       'pins are not restored' % self.uuid)
+            cgroup.write_idle(group, False)
+        except cgroup.CgroupError as exc:
+            raise base.DriverError('idle priority of %s: %s'
+                                   % (self.uuid, exc))
+
     def _restore_vcpus(self):
         """Each vCPU back to exactly what the definition gives it."""
         info = self.info
@@ -226,11 +266,17 @@ class Guest:
             except (OSError, ValueError) as exc:
                 errors.append('target: %s' % exc)
         steps = [('vCPU pins', self._restore_vcpus),
-                 ('emulator pins', self._restore_emulator)]
+                 ('emulator pins', self._restore_emulator),
+                 ('priority', self._restore_priority)]
+        failed = set()
         for what, step in steps:
             try:
-                step()
+                if what == 'priority':
+                    step('vCPU pins' not in failed)
+                else:
+                    step()
             except base.DriverError as exc:
+                failed.add(what)
                 errors.append(str(exc))
         if errors:
             raise base.DriverError('release of %s: %s'

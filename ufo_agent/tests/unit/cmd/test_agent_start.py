@@ -8,6 +8,7 @@ import pytest
 
 from ufo_agent.cmd import agent
 from ufo_agent.driver import base
+from ufo_agent.hypervisor import cgroup
 from ufo_agent.hypervisor import managed_cpus as mc
 from ufo_agent.hypervisor import sysfs
 
@@ -108,3 +109,20 @@ def test_contradicting_core_class_files_stop_the_agent(start, tmp_path,
                     % nova)
     assert rc == 2
     assert 'cpu3/cpu_capacity: not a number' in err
+
+
+def test_soak_without_cpu_idle_stops_the_agent(start, tmp_path,
+                                               monkeypatch):
+    def old_kernel(proc_root='/proc'):
+        raise cgroup.CgroupError('no mounted cpu controller has cpu.idle')
+
+    monkeypatch.setattr(cgroup, 'check_cpu_idle', old_kernel)
+    monkeypatch.setattr(sysfs, 'host_cpus', lambda root=None: base.HostCpus(
+        tuple((c,) for c in range(16)), {}, frozenset(range(16))))
+    nova = tmp_path / 'nova.conf'
+    nova.write_text('[compute]\ncpu_shared_set = 0-7\n')
+    rc, err = start('[host_cpus]\nnova_config = %s\nnova_config_dir =\n'
+                    '[controller]\nbe_policy = soak\n' % nova)
+    assert rc == 2
+    assert '[controller] be_policy = soak needs cgroup cpu.idle' in err
+    assert 'no mounted cpu controller has cpu.idle' in err

@@ -24,6 +24,45 @@ def test_best_effort_vms_share_the_idle_pool():
     assert len(plan.vms['web'].cores) == 2
 
 
+def test_soak_lets_best_effort_vms_onto_every_core_at_idle_priority():
+    config = ControllerConfig(be_policy='soak')
+    topology = HostTopology.uniform(6, 2)
+    controller = Controller(topology, config)
+    controller.add_vm(VmSpec('batch', 16, 'be'))
+    controller.add_vm(VmSpec('web', 4, 'lc'))
+    plan = controller.tick(0.0, {'batch': VmSample(1500.0, 30.0),
+                                 'web': VmSample(100.0, 9000.0)}, 10.0)
+    batch, web = plan.vms['batch'], plan.vms['web']
+    assert batch.sched_idle and not batch.cores
+    # Every CPU but the emulator pool's, where LC guests' I/O runs.
+    assert batch.cpus == topology.cpus_of(
+        topology.core_ids - plan.emulator_cores)
+    assert batch.cpus == plan.idle_cpus | web.cpus
+    assert batch.online_vcpus == len(batch.cpus)
+    # The LC pools are the same as under the idle-pool policy.
+    assert not web.sched_idle and len(web.cores) == 2
+    assert plan.idle_cores and web.cores.isdisjoint(plan.idle_cores)
+
+
+def test_a_best_effort_vm_turned_latency_critical_leaves_idle_priority():
+    config = ControllerConfig(be_policy='soak', classify_samples=2)
+    controller = Controller(HostTopology.uniform(6, 2), config)
+    controller.add_vm(VmSpec('vm', 4, 'auto'))
+    seen = []
+    for t in range(8):
+        sample = (VmSample(380.0, 40.0) if t < 4 else
+                  VmSample(200.0, 20000.0))
+        plan = controller.tick(float(t), {'vm': sample}, 5.0)
+        seen.append(plan.vms['vm'].sched_idle)
+    assert True in seen and seen[-1] is False
+    assert plan.vms['vm'].cores
+
+
+def test_be_policy_is_checked():
+    with pytest.raises(ValueError, match='be_policy'):
+        ControllerConfig(be_policy='everywhere')
+
+
 def test_auto_class_moves_a_batch_vm_to_the_idle_pool():
     config = ControllerConfig(classify_samples=3)
     controller = Controller(HostTopology.uniform(6, 2), config)

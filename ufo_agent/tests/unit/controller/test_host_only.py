@@ -83,14 +83,14 @@ def host_only_controller(vcpus=8, config=CONFIG):
 
 def test_the_controller_judges_host_only_samples_by_steal_not_sf():
     controller = host_only_controller()
-    plan = controller.tick(0.0, {'vm': VmSample(300.0, 500.0, steal=0.0)},
+    plan = controller.tick(0.0, {'vm': VmSample(150.0, 500.0, steal=0.0)},
                            5.0)
     assert len(plan.vms['vm'].cores) == 4      # flavor-size start
     cores = []
     # An SF that collapses would keep a guest-mode VM where it is; a
     # host-only one that does not steal gives cores back, one at a time.
     for t in range(1, 12):
-        sample = VmSample(300.0, 500.0 / t, steal=0.0)
+        sample = VmSample(150.0, 500.0 / t, steal=0.0)
         cores.append(len(controller.tick(float(t), {'vm': sample},
                                          5.0).vms['vm'].cores))
     assert cores[-1] == 1
@@ -123,3 +123,63 @@ def test_a_trial_of_one_rule_is_dropped_when_the_guest_changes_mode():
     controller.tick(2.0, {'vm': VmSample(300.0, 5000.0)}, 5.0)
     # The guest-mode walk starts from its own origin, not the probe's.
     assert state.trial is None or state.trial.origin_cores == 3
+
+
+def test_steal_is_judged_above_what_the_guest_steals_isolated():
+    # The host's other threads cost it 30 % with a CPU per vCPU: more
+    # cores cannot cure that part.
+    pred, _ = rule().predict(4, 200.0, 0.31, 10.0, isolated=0.30)
+    assert (pred.action, pred.cores) == (Action.PROBE, 3)
+    assert '+ 30% isolated' in pred.reason
+    pred, _ = rule().predict(1, 200.0, 0.40, 10.0, isolated=0.30)
+    assert (pred.action, pred.cores) == (Action.GROW, 2)
+    assert pred.reason.startswith('steal 40% > 5% + 30% isolated')
+    pred, _ = rule().predict(2, 200.0, 0.33, 10.0, predictor.Trial(
+        3, 200.0, 5.0), isolated=0.30)
+    assert pred.action == Action.ACCEPT
+
+
+def test_the_controller_learns_the_isolated_steal_at_flavor_size():
+    controller = host_only_controller()
+    # A noisy host: 30 % steal even with a CPU per vCPU (4 cores).
+    controller.tick(0.0, {'vm': VmSample(300.0, 0.0, steal=0.30)}, 5.0)
+    plan = controller.tick(1.0, {'vm': VmSample(300.0, 0.0, steal=0.30)},
+                           5.0)
+    assert controller.vms['vm'].isolated_steal == 0.30
+    assert len(plan.vms['vm'].cores) == 3       # probed down all the same
+
+
+def test_a_probe_whose_vcpus_wait_for_each_other_goes_back():
+    # A small host: 40 % steal even with a CPU per vCPU. On one core its
+    # two busy vCPUs share one CPU: the steal barely rises, the runnable
+    # demand (95 % ran, 45 % of the runnable time waited) is 173 % of a
+    # CPU on one CPU.
+    r = hostonly.HostOnlyPredictor(CONFIG, 2, 1, vcpus=2)
+    trial = predictor.Trial(2, 120.0, 10.0)
+    pred, failed = r.predict(1, 95.0, 0.45, 14.0, trial, isolated=0.40)
+    assert (pred.action, pred.cores) == (Action.REVERT, 2)
+    assert pred.reason == 'runnable 173% > 1 CPUs + 5% at 1 cores'
+    assert failed.cores == 1
+    # Light load on one core: the same steal, no shortage: kept.
+    pred, _ = r.predict(1, 5.0, 0.45, 14.0, trial, isolated=0.40)
+    assert pred.action == Action.ACCEPT
+
+
+def test_a_guest_with_a_cpu_per_vcpu_is_never_short_by_demand():
+    r = hostonly.HostOnlyPredictor(CONFIG, 2, 1, vcpus=2)
+    assert r.short(2, 200.0, 0.40, isolated=0.40) is None
+    assert r.short(1, 200.0, 0.40, isolated=0.40).startswith('runnable')
+
+
+def test_a_count_it_had_to_grow_from_is_not_probed_again_at_that_load():
+    # A probe held at first, then the guest was short there: it grows,
+    # and one core is not tried again while the load stays.
+    r = rule(max_cores=2)
+    grow, failed = r.predict(1, 100.0, 0.45, 20.0)
+    assert (grow.action, grow.cores) == (Action.GROW, 2)
+    assert failed == hostonly.FailedShrink(1, 100.0, 20.0)
+    stay, _ = r.predict(2, 180.0, 0.0, 24.0, None, failed)
+    assert (stay.action, stay.cores) == (Action.STAY, 2)
+    # Idle later: tried again.
+    probe, _ = r.predict(2, 20.0, 0.0, 60.0, None, failed)
+    assert (probe.action, probe.cores) == (Action.PROBE, 1)

@@ -37,7 +37,8 @@ configs = st.builds(
     idle_after=st.sampled_from([0.0, 2.0, 10.0]),
     emulator_min_cores=st.integers(0, 2),
     idle_pool_min_cores=st.integers(0, 1),
-    detect_flat_sf=st.booleans())
+    detect_flat_sf=st.booleans(),
+    be_policy=st.sampled_from(['idle-pool', 'soak']))
 
 
 def _replay(host, config, script):
@@ -143,3 +144,33 @@ def test_invariant_checker_catches_broken_plans():
     flag = dataclasses.replace(plan, overloaded=True, shortfall_cores=0)
     with pytest.raises(invariants.InvariantError, match='invariant 7'):
         invariants.check_plan(flag, topology, specs, config)
+
+
+def test_invariant_checker_catches_idle_priority_out_of_place():
+    import dataclasses
+    import pytest
+    topology = HostTopology.uniform(4, 2)
+    specs = {'lc': VmSpec('lc', 2, 'lc'), 'be': VmSpec('be', 2, 'be')}
+    for policy in ('idle-pool', 'soak'):
+        config = ControllerConfig(be_policy=policy)
+        controller = Controller(topology, config)
+        for spec in specs.values():
+            controller.add_vm(spec)
+        plan = controller.tick(0.0, {}, 10.0)
+        invariants.check_plan(plan, topology, specs, config)
+        lc, be = plan.vms['lc'], plan.vms['be']
+        assert be.sched_idle == (policy == 'soak') and not lc.sched_idle
+        wrong = dict(plan.vms, lc=dataclasses.replace(lc, sched_idle=True))
+        with pytest.raises(invariants.InvariantError, match='invariant 8'):
+            invariants.check_plan(dataclasses.replace(plan, vms=wrong),
+                                  topology, specs, config)
+        flipped = dict(plan.vms, be=dataclasses.replace(
+            be, sched_idle=not be.sched_idle))
+        with pytest.raises(invariants.InvariantError, match='invariant 8'):
+            invariants.check_plan(dataclasses.replace(plan, vms=flipped),
+                                  topology, specs, config)
+    narrow = dict(plan.vms, be=dataclasses.replace(
+        be, cpus=topology.cpus_of(plan.idle_cores)))
+    with pytest.raises(invariants.InvariantError, match='invariant 8'):
+        invariants.check_plan(dataclasses.replace(plan, vms=narrow),
+                              topology, specs, config)

@@ -20,6 +20,9 @@ from ufo_agent.tests.unit.driver import fakelibvirt as lv
 BUSY = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
 PAUSED = '3b7e0a52-6c1d-4f0e-a9b8-7d6c5b4a3f2e'
 PIDS = {BUSY: 500, PAUSED: 600}
+# Both cannot have a CPU per vCPU at once: one grows when the other
+# leaves.
+VCPUS = 6
 NAMES = {BUSY: 'instance-00000001', PAUSED: 'instance-00000002'}
 
 
@@ -38,7 +41,7 @@ def _pins(dom):
 
 
 class Host:
-    """Two 4-vCPU Nova guests on 8 CPUs, and the agent over them."""
+    """Two Nova guests of VCPUS vCPUs on 8 CPUs, and the agent over them."""
 
     def __init__(self, host, hv, monkeypatch):
         self.host, self.hv = host, hv
@@ -51,13 +54,13 @@ class Host:
         self.wait_ns = {}
         for uuid in (BUSY, PAUSED):
             self.doms[uuid] = host.boot(
-                uuid, nova_xml(uuid, name=NAMES[uuid], vcpus=4,
-                               cpuset='0-7'), pid=PIDS[uuid], vcpus=4,
+                uuid, nova_xml(uuid, name=NAMES[uuid], vcpus=VCPUS,
+                               cpuset='0-7'), pid=PIDS[uuid], vcpus=VCPUS,
                 name=NAMES[uuid])
             # As Nova starts it: every thread on <vcpu cpuset>.
-            self.doms[uuid].vcpu_pins = {i: (True,) * 8 for i in range(4)}
+            self.doms[uuid].vcpu_pins = {i: (True,) * 8 for i in range(VCPUS)}
             self.doms[uuid].emulator_pin = (True,) * 8
-            self.busy[uuid] = 4
+            self.busy[uuid] = VCPUS
             self.cpu_ns[uuid] = 0
             self.wait_ns[uuid] = 0
         self.driver = host.driver()
@@ -99,12 +102,12 @@ class Host:
                 ran = min(self.busy[uuid], cpus)
                 self.cpu_ns[uuid] += 10 ** 9 * ran
                 self.wait_ns[uuid] += 10 ** 9 * (self.busy[uuid] - ran)
-            # Each vCPU thread ran and waited a quarter; the emulator
+            # Each vCPU thread ran and waited its share; the emulator
             # nothing.
             pid = self.pids[uuid]
-            fakehost.write_qemu(self.host.proc, pid, 4,
-                                stat=(self.cpu_ns[uuid] // 4,
-                                      self.wait_ns[uuid] // 4,
+            fakehost.write_qemu(self.host.proc, pid, VCPUS,
+                                stat=(self.cpu_ns[uuid] // VCPUS,
+                                      self.wait_ns[uuid] // VCPUS,
                                       int(self.clock.now * 1000)))
             (self.host.proc / str(pid) / 'task' / str(pid) /
              'schedstat').write_text('0 0 0\n')
@@ -148,7 +151,7 @@ def test_a_paused_guest_never_runs_on_cores_given_to_another(world, hv):
     world.check_pins('right after the resume')
     assert world.violations == []
     assert _pins(dom) <= plan.shared_cpus
-    world.busy[PAUSED] = 4
+    world.busy[PAUSED] = VCPUS
     for _ in range(6):
         plan = world.tick()
     assert not agent.status[PAUSED].paused
@@ -203,7 +206,7 @@ def test_a_new_qemu_starts_on_its_definition_and_is_narrowed(world, hv):
     dom.running, dom.dom_id = True, 9
     (world.host.run / (NAMES[PAUSED] + '.pid')).write_text('900\n')
     world.pids[PAUSED] = 900
-    dom.vcpu_pins = {i: (True,) * 8 for i in range(4)}
+    dom.vcpu_pins = {i: (True,) * 8 for i in range(VCPUS)}
     dom.emulator_pin = (True,) * 8
     hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_STARTED)
     world.violations.clear()

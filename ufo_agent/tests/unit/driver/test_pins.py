@@ -269,3 +269,61 @@ def test_numa_bound_guest_on_a_two_node_host_is_left_alone(
                          sysfs_root=str(host.sysfs / 'two'))
     assert driver.guests() == []
     assert 'does not place guests by NUMA node' in caplog.text
+
+
+def _cgroups(host, tmp_path, pid=500, vcpus=2, idle=0):
+    """libvirt's v1 cgroupfs layout for the QEMU process ``pid``."""
+    cg = tmp_path / 'cgroup'
+    vm = '/machine/qemu-1-vm.libvirt-qemu'
+    (host.proc / 'self').mkdir(parents=True, exist_ok=True)
+    (host.proc / 'self' / 'mountinfo').write_text(
+        '32 31 0:29 / %s/cpu rw - cgroup cgroup rw,cpu\n' % cg)
+    groups = {pid: vm + '/emulator'}
+    groups.update({pid + 1 + i: '%s/vcpu%d' % (vm, i) for i in range(vcpus)})
+    for tid, path in groups.items():
+        (host.proc / str(pid) / 'task' / str(tid) / 'cgroup').write_text(
+            '1:cpu:%s\n' % path)
+        (cg / 'cpu' / path.lstrip('/')).mkdir(parents=True, exist_ok=True)
+        (cg / 'cpu' / path.lstrip('/') / 'cgroup.procs').write_text(
+            '%d\n' % pid if tid == pid else '')
+    knob = cg / 'cpu' / vm.lstrip('/') / 'cpu.idle'
+    knob.write_text('%d\n' % idle)
+    return knob
+
+
+def test_idle_priority_is_set_on_the_guests_group(guest, host, tmp_path):
+    driver, _ = guest
+    knob = _cgroups(host, tmp_path)
+    driver.set_vcpus_idle(U1, True)
+    assert knob.read_text() == '1'
+    driver.set_vcpus_idle(U1, False)
+    assert knob.read_text() == '0'
+
+
+def test_release_restores_normal_priority_after_the_pins(guest, host, hv,
+                                                         tmp_path):
+    driver, _ = guest
+    knob = _cgroups(host, tmp_path, idle=1)
+    driver.release(U1)
+    assert knob.read_text() == '0'
+    assert len(_calls(hv, 'pinVcpuFlags')) == 2
+
+
+def test_release_keeps_idle_priority_while_vcpu_pins_are_not_restored(
+        guest, host, tmp_path):
+    driver, dom = guest
+    knob = _cgroups(host, tmp_path, idle=1)
+    dom.fail['pinVcpuFlags'] = lv.libvirtError('vcpu cgroup gone')
+    with pytest.raises(base.DriverError, match='idle priority of .* kept'):
+        driver.release(U1)
+    assert knob.read_text() == '1\n'
+
+
+def test_idle_priority_of_a_group_shared_with_others_is_refused(
+        guest, host, tmp_path):
+    driver, _ = guest
+    knob = _cgroups(host, tmp_path)
+    (knob.parent / 'vcpu1' / 'cgroup.procs').write_text('4242\n')
+    with pytest.raises(base.DriverError, match='other processes'):
+        driver.set_vcpus_idle(U1, True)
+    assert knob.read_text() == '0\n'

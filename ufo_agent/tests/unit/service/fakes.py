@@ -58,6 +58,8 @@ class FakeDriver(base.HypervisorDriver):
         self.fail_pin = set()
         self.fault = None         # (uuid, kind, cpus) -> None|before|after
         self.before_pin = []      # checks of the state between two pins
+        self.idle = set()         # guests whose vCPUs are at idle priority
+        self.fail_idle = set()    # guests whose priority cannot be set
 
     def add(self, guest):
         self.all[guest.info.uuid] = guest
@@ -115,6 +117,20 @@ class FakeDriver(base.HypervisorDriver):
             raise base.DriverError('pin reported failed')
         self.check_isolation()
 
+    def set_vcpus_idle(self, uuid, idle):
+        self._get(uuid)
+        if uuid in self.fail_idle:
+            raise base.DriverError('cpu.idle: permission denied')
+        self.calls.append(('idle', uuid, bool(idle)))
+        if idle:
+            self.idle.add(uuid)
+        else:
+            # From now on its pins must be its own pool's.
+            self.idle.discard(uuid)
+            for check in self.before_pin:
+                check()
+            self.check_isolation()
+
     def set_vcpu_target(self, uuid, vcpus):
         guest = self._get(uuid)
         guest.target_seq += 1
@@ -152,10 +168,13 @@ class FakeDriver(base.HypervisorDriver):
             raise base.DriverError('no guest %s' % uuid)
 
     def exclusive_sets(self):
-        """vCPU pin sets that must not overlap (guests on own cores)."""
+        """vCPU pin sets that must not overlap (guests on own cores).
+
+        Guests at idle priority may run anywhere: they take nothing.
+        """
         sets = {}
         for uuid, guest in self.all.items():
-            if guest.vcpu_pins is not None:
+            if guest.vcpu_pins is not None and uuid not in self.idle:
                 sets[uuid] = guest.vcpu_pins
         return sets
 

@@ -389,6 +389,8 @@ def _check_ledger(driver, enf, was_clean):
             if entry is None or actual is None:
                 continue
             assert actual <= entry.cpus, (uuid, kind)
+            if entry.pool == 'soak':
+                assert uuid in driver.idle, (uuid, entry)
             if entry.pool is not None:
                 claimed[(uuid, kind)] = entry
     for key, entry in claimed.items():
@@ -399,7 +401,8 @@ def _check_ledger(driver, enf, was_clean):
                                  ('emulator', guest.emulator_pins)):
                 other = enf.ledger.get((uuid, kind))
                 if (uuid, kind) == key or actual is None or \
-                        other.pool == entry.pool:
+                        other.pool == entry.pool or \
+                        (kind == 'vcpu' and uuid in driver.idle):
                     continue
                 assert not actual & entry.cpus, (key, entry, uuid, kind)
     was_clean[0] = True
@@ -443,3 +446,157 @@ def test_faults_at_any_step_never_put_a_cpu_in_two_pools(seed):
     for guest in guests:
         assert guest.vcpu_pins == plan.vms[guest.info.uuid].cpus
         assert guest.emulator_pins == plan.emulator_cpus
+
+
+def _soak_setup(*guests, cores=6):
+    driver = fakes.FakeDriver(cores=cores)
+    driver.strict_emulator = True
+    config = controller_config.ControllerConfig(be_policy='soak',
+                                                classify_samples=1)
+    controller = Controller(HostTopology(driver.siblings), config)
+    clock = _Clock()
+    enf = enforcer.Enforcer(driver, ack_timeout=0.5, ack_wait=0.1,
+                            clock=clock, sleep=clock.sleep, be_soak=True)
+    for guest in guests:
+        driver.add(guest)
+        controller.add_vm(VmSpec(guest.info.uuid, guest.info.vcpus,
+                                 guest.info.vm_class))
+        enf.track(guest.info)
+    return driver, controller, enf
+
+
+def _classed(controller, t, utils, batch_like):
+    """A tick whose samples look batch-like (few switches) or not."""
+    return controller.tick(float(t), {
+        u: VmSample(v, 2.0 * v if u in batch_like else 1000.0 + 50.0 * v)
+        for u, v in utils.items()}, 10.0)
+
+
+def test_a_soaking_guest_is_at_idle_priority_before_its_pins_widen():
+    web, batch = fakes.FakeGuest('web', 4), fakes.FakeGuest('batch', 8, 'be')
+    driver, controller, enf = _soak_setup(web, batch)
+    plan = _plan(controller, 0.0, {'web': 200.0, 'batch': 700.0})
+    assert plan.vms['batch'].sched_idle
+    # check_isolation runs at every pin: it fails if batch widened over
+    # web's pool before its idle priority was set.
+    enf.apply(plan, _online(driver))
+    assert 'batch' in driver.idle and 'web' not in driver.idle
+    calls = [c[:2] for c in driver.calls]
+    assert calls.index(('idle', 'batch')) < calls.index(
+        ('pin_vcpus', 'batch'))
+    assert batch.vcpu_pins == plan.vms['batch'].cpus
+    assert batch.vcpu_pins > plan.idle_cpus
+    assert web.vcpu_pins == plan.vms['web'].cpus
+    assert web.vcpu_pins & batch.vcpu_pins
+    driver.calls.clear()
+    enf.apply(_plan(controller, 1.0, {'web': 200.0, 'batch': 700.0}),
+              _online(driver))
+    assert not [c for c in driver.calls if c[0] == 'idle']
+
+
+def test_idle_priority_ends_only_after_the_pins_left_the_other_pools():
+    web = fakes.FakeGuest('web', 4)
+    batch = fakes.FakeGuest('batch', 4, 'auto')
+    driver, controller, enf = _soak_setup(web, batch)
+    for t in range(2):      # a batch-like sample: best-effort
+        plan = _classed(controller, t, {'web': 200.0, 'batch': 300.0},
+                        {'batch'})
+        enf.apply(plan, _online(driver))
+    assert plan.vms['batch'].sched_idle and 'batch' in driver.idle
+    driver.calls.clear()
+    # Reclassified latency-critical: its own pool, then normal priority
+    # (set_vcpus_idle(False) checks isolation as it returns).
+    plan = _classed(controller, 2, {'web': 200.0, 'batch': 300.0}, set())
+    plan = _classed(controller, 3, {'web': 200.0, 'batch': 300.0}, set())
+    assert not plan.vms['batch'].sched_idle and plan.vms['batch'].cores
+    enf.apply(plan, _online(driver))
+    calls = [c[:2] for c in driver.calls]
+    assert calls.index(('pin_vcpus', 'batch')) < calls.index(
+        ('idle', 'batch'))
+    assert 'batch' not in driver.idle
+    assert batch.vcpu_pins == plan.vms['batch'].cpus
+
+
+def test_a_failed_narrow_keeps_idle_priority():
+    web = fakes.FakeGuest('web', 4)
+    batch = fakes.FakeGuest('batch', 4, 'auto')
+    driver, controller, enf = _soak_setup(web, batch)
+    for t in range(2):
+        plan = _classed(controller, t, {'web': 200.0, 'batch': 300.0},
+                        {'batch'})
+        enf.apply(plan, _online(driver))
+    assert 'batch' in driver.idle
+    driver.fail_pin.add('batch')
+    for t in range(2, 4):
+        plan = _classed(controller, t, {'web': 200.0, 'batch': 300.0},
+                        set())
+        outcome = enf.apply(plan, _online(driver))
+    assert not plan.vms['batch'].sched_idle
+    # Still on every CPU: still at idle priority.
+    assert 'batch' in driver.idle
+    assert 'vcpu pin' in outcome.failed['batch']
+    driver.fail_pin.clear()
+    enf.apply(_classed(controller, 4, {'web': 200.0, 'batch': 300.0},
+                       set()), _online(driver))
+    assert 'batch' not in driver.idle
+
+
+def test_a_guest_whose_priority_cannot_be_set_stays_on_the_shared_cpus():
+    web, batch = fakes.FakeGuest('web', 4), fakes.FakeGuest('batch', 8, 'be')
+    driver, controller, enf = _soak_setup(web, batch)
+    driver.fail_idle.add('batch')
+    plan = _plan(controller, 0.0, {'web': 200.0, 'batch': 700.0})
+    outcome = enf.apply(plan, _online(driver))
+    assert 'cpu.idle' in outcome.failed['batch']
+    assert batch.vcpu_pins == plan.shared_cpus
+    assert enf.errors['set_vcpus_idle'] == 1
+    driver.fail_idle.clear()
+    enf.apply(_plan(controller, 1.0, {'web': 200.0, 'batch': 700.0}),
+              _online(driver))
+    assert 'batch' in driver.idle
+    assert batch.vcpu_pins == controller.topology.cpus_of(
+        controller.topology.core_ids - controller.emulator_cores)
+
+
+@pytest.mark.parametrize('seed', range(15))
+def test_soak_under_faults_never_puts_a_normal_priority_cpu_in_two_pools(
+        seed):
+    rng = random.Random(seed)
+    guests = [fakes.FakeGuest('a', rng.choice([2, 4])),
+              fakes.FakeGuest('b', rng.choice([2, 4, 8])),
+              fakes.FakeGuest('c', rng.choice([4, 8]), 'auto')]
+    driver, controller, enf = _soak_setup(*guests)
+    # As above: the ledger check knows the pools; a vCPU pinning at idle
+    # priority is the one thing allowed on another pool's CPUs.
+    driver.check_isolation = lambda: None
+    was_clean = [False]
+    driver.before_pin.append(lambda: _check_ledger(driver, enf, was_clean))
+    utils = {g.info.uuid: 100.0 for g in guests}
+    batch_like, soaked = {'c'}, set()
+    for t in range(60):
+        if t % 7 == 0:
+            utils = {u: rng.choice([0.0, 30.0, 150.0, 700.0])
+                     for u in utils}
+        if t % 5 == 2:
+            # The third guest turns latency-critical or back.
+            batch_like = rng.choice([set(), {'c'}])
+        rate = 0.0 if t < 3 else 0.3
+        driver.fault = (lambda *a: rng.choice(['before', 'after'])
+                        if rng.random() < rate else None)
+        driver.fail_idle = {'c'} if rng.random() < rate else set()
+        plan = _classed(controller, t, utils, batch_like)
+        enf.apply(plan, _online(driver))
+        _check_ledger(driver, enf, was_clean)
+        soaked |= driver.idle
+        enf.clock.now += 1.0
+    assert was_clean[0] and soaked
+    driver.fault, driver.fail_idle = None, set()
+    enf.clock.now += 1000.0
+    for t in range(60, 64):
+        plan = _classed(controller, t, utils, batch_like)
+        enf.apply(plan, _online(driver))
+        enf.clock.now += 1.0
+    for guest in guests:
+        vm = plan.vms[guest.info.uuid]
+        assert guest.vcpu_pins == vm.cpus
+        assert (guest.info.uuid in driver.idle) == vm.sched_idle
