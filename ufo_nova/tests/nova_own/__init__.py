@@ -22,13 +22,24 @@ import unittest
 
 import fixtures
 
-#: The modules the issue names: 207 tests in nova 34.0.0.
+#: The modules the issue names: 207 tests in nova 34.0.0, 140 run.
 NOVA_MODULES = (
     'nova.tests.functional.test_scheduler',
     'nova.tests.functional.test_cold_migrate',
     'nova.tests.functional.test_server_group',
     'nova.tests.functional.test_aggregates',
 )
+
+#: Server group tests repeated at the API microversions between the oldest
+#: and the newest: the same scheduler requests, another request body. The
+#: oldest (ServerGroupTestV21, the ``policies`` list) and the newest
+#: (ServerGroupTestV295, which inherits every test of the ones between,
+#: with ``policy`` and ``rules``) run; these would add 67 tests and about
+#: three minutes of CI for no scheduler path the other two miss.
+SKIPPED_CLASSES = frozenset((
+    'nova.tests.functional.test_server_group.ServerGroupTestV215',
+    'nova.tests.functional.test_server_group.ServerGroupTestV264',
+))
 
 NOVA_CONF = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                          'nova-scheduler.conf')
@@ -68,5 +79,18 @@ class WithUFOScheduler(unittest.TestSuite):
 def load_tests(loader, standard_tests, pattern):
     suite = WithUFOScheduler()
     for name in NOVA_MODULES + (__name__ + '.test_ufo_enabled',):
-        suite.addTests(loader.loadTestsFromName(name))
+        suite.addTests(test for test in _tests(loader.loadTestsFromName(name))
+                       if _class_path(test) not in SKIPPED_CLASSES)
     return suite
+
+
+def _tests(suite):
+    for item in suite:
+        if isinstance(item, unittest.TestSuite):
+            yield from _tests(item)
+        else:
+            yield item
+
+
+def _class_path(test):
+    return '%s.%s' % (type(test).__module__, type(test).__qualname__)
