@@ -107,6 +107,12 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
     trace = {'load': [[] for _ in range(n)], 'p99_us': [[] for _ in range(n)],
              'ok': [[] for _ in range(n)], 'vm_cpus': [[] for _ in range(n)],
              'held_cpus': []}
+    if manager == 'ufo':
+        # What the controller did, to trace where violation seconds come
+        # from: its emulator pool and its decisions, per second.
+        trace['emulator_cpus'] = []
+        trace['decisions'] = []
+        app_of = {vm: PATTERNS[i][0] for i, vm in enumerate(scene.vms)}
     for second in range(seconds):
         for i, (app, pattern) in enumerate(PATTERNS):
             rps = load_at(pattern, second, scale, load_scale) * \
@@ -128,6 +134,12 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
             vm_cpus = [len(plan.vms[vm].cpus) if plan and
                        plan.vms[vm].cores else 0 for vm in scene.vms]
             held = ctl.held_cpus()
+            trace['emulator_cpus'].append(
+                len(plan.emulator_cpus) if plan else 0)
+            trace['decisions'].append(
+                ['%s %s %d->%d: %s' % (app_of.get(d.vm, d.vm), d.action,
+                                       d.old, d.new, d.reason)
+                 for d in plan.decisions] if plan else [])
         host.advance(settings.tick)
         lat = [host.take_latencies(vm) for vm in scene.vms]
         window = scenario.judge(scene, lat, settings.tick)

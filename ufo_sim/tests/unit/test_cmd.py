@@ -100,6 +100,14 @@ def test_dynamic_and_decompose_run_small(tmp_path, capsys):
     ufo_run = dyn['results']['ufo']
     assert ufo_run['seconds'] == 8
     assert len(ufo_run['trace']['held_cpus']) == 8
+    # UFO's trace says what its controller did each second.
+    assert len(ufo_run['trace']['emulator_cpus']) == 8
+    assert all(c >= 2 for c in ufo_run['trace']['emulator_cpus'][1:])
+    decisions = [d for second in ufo_run['trace']['decisions']
+                 for d in second]
+    assert any(d.startswith(('nginx start', 'mysql start',
+                             'memcached start')) for d in decisions), \
+        decisions
     # Default replays what UFO's VM pools held.
     ufo_cores = [sum(v[s] for v in ufo_run['trace']['vm_cpus']) // 2
                  for s in range(8)]
