@@ -52,6 +52,10 @@ class FailedShrink:
     time: float
 
 
+def _isolated_note(isolated):
+    return ' + %.0f%% isolated' % (100 * isolated) if isolated else ''
+
+
 class HostOnlyPredictor:
     """The rule above for one VM; the memory is kept by the caller."""
 
@@ -80,7 +84,7 @@ class HostOnlyPredictor:
     def short(self, cores, util, steal, isolated=0.0):
         """Why the VM is short of cores at this sample, or None."""
         limit = self.config.host_only_steal_max
-        base = ' + %.0f%% isolated' % (100 * isolated) if isolated else ''
+        base = _isolated_note(isolated)
         if steal - isolated > limit:
             return 'steal %.0f%% > %.0f%%%s at %d cores' % (
                 100 * steal, 100 * limit, base, cores)
@@ -101,7 +105,7 @@ class HostOnlyPredictor:
         had a CPU per vCPU. The second value is what to remember.
         """
         limit = self.config.host_only_steal_max
-        base = ' + %.0f%% isolated' % (100 * isolated) if isolated else ''
+        base = _isolated_note(isolated)
         why = self.short(cores, util, steal, isolated)
         if trial is not None:
             if why:
