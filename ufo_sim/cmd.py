@@ -31,6 +31,7 @@ import time
 
 from ufo_sim.engine import spec as spec_mod
 from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import registry
 from ufo_sim.managers import scenario
 
 SMT = {'on': 2, 'off': 1}
@@ -112,6 +113,14 @@ def _apps(text):
         if app not in scenario.PROFILES:
             raise argparse.ArgumentTypeError('%r: not one of %s' % (
                 app, ', '.join(sorted(scenario.PROFILES))))
+    return text
+
+
+def _grid_managers(text):
+    for name in text.split(','):
+        if name not in registry.MANAGERS:
+            raise argparse.ArgumentTypeError('%r: not one of %s' % (
+                name, ', '.join(registry.MANAGERS)))
     return text
 
 
@@ -413,7 +422,12 @@ def parser():
                             'named, e.g. memcached+nginx+mysql: the cells '
                             'are every combination of --loads')
     g.add_argument('--managers', default='default,dyniso,static,ufo,oracle',
-                   help='comma-separated managers to run')
+                   type=_grid_managers,
+                   help='comma-separated managers to run, of: %s. '
+                        'oracle-wide is the Oracle over a larger space '
+                        '(a VM\'s emulator threads may run on its own '
+                        'cores) and costs up to 2^VMs times as much'
+                        % ', '.join(registry.MANAGERS))
     g.set_defaults(func=_grid, usage=g)
 
     m = sub.add_parser('mal', help='maximum aggregated load per CPU count')

@@ -131,8 +131,8 @@ def run(settings, loads, managers, mix_list=None, processes=2,
             for name in managers:
                 tasks.append((name, cell, settings))
     # The feedback managers and the Oracle take longest: start them first.
-    slow = {'ufo': 0, 'oracle': 1, 'dyniso': 2}
-    tasks.sort(key=lambda t: (slow.get(t[0], 3), t[1].key))
+    slow = {'oracle-wide': 0, 'ufo': 1, 'oracle': 2, 'dyniso': 3}
+    tasks.sort(key=lambda t: (slow.get(t[0], 4), t[1].key))
     started = time.monotonic()
     results, timing = [], {name: [0, 0.0] for name in managers}
 

@@ -14,7 +14,8 @@ def _pyplot():
 
 MANAGER_LABELS = {'default': 'Default', 'dyniso': 'DynIso',
                   'static': 'Static pinning', 'ufo': 'UFO',
-                  'ufo-host-only': 'UFO, host-only', 'oracle': 'Oracle'}
+                  'ufo-host-only': 'UFO, host-only', 'oracle': 'Oracle',
+                  'oracle-wide': 'Oracle, wide'}
 
 
 def heatmaps(path, title, loads, managers, value, budget_cpus,

@@ -119,6 +119,14 @@ def grid_table(data):
                          _fmt(totals['host_only_over_oracle_ratio'], '%.2f'),
                          _fmt(totals['host_only_over_ufo_ratio'], '%.2f'),
                          _fmt(totals['host_only_vs_dyniso_core_saving_avg'])))
+    if 'oracle_wide_over_oracle_ratio' in totals:
+        lines.append('wide Oracle (emulator threads on a VM\'s own cores '
+                     'allowed): meets QoS in %s%% of the cells; wide/Oracle '
+                     'CPUs %s, UFO/wide CPUs %s' % (
+                         _fmt(totals['oracle_wide_qos_feasible_cells_pct']),
+                         _fmt(totals['oracle_wide_over_oracle_ratio'],
+                              '%.2f'),
+                         _fmt(totals['ufo_over_oracle_wide_ratio'], '%.2f')))
     if data['summary']['errors']:
         lines.append('%d runs gave no result (see "error" in grid.json)'
                      % data['summary']['errors'])

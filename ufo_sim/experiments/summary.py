@@ -34,6 +34,12 @@ Definitions (the results page quotes them):
   meet) and ``host_only_over_ufo_ratio`` (mean of host-only CPUs / UFO
   CPUs over the cells both meet), so that it stands beside UFO.
 
+* with ``oracle-wide`` (the Oracle over the larger space where a VM's
+  emulator threads may run on its own cores) among the managers:
+  ``oracle_wide_qos_feasible_cells_pct``,
+  ``oracle_wide_over_oracle_ratio`` (mean of its CPUs / the Oracle's
+  over the cells both meet) and ``ufo_over_oracle_wide_ratio``.
+
 Results are plain dicts (``CellResult.to_json()``), so a summary can be
 recomputed from a saved JSON file.
 """
@@ -46,12 +52,15 @@ RESULT_KEYS = ('ufo_vs_dyniso_core_saving_avg',
 # Per manager, after RESULT_KEYS, for the managers that ran.
 MANAGER_KEYS = ('cpus_mean_avg', 'cpus_max_max')
 MANAGER_ORDER = ('default', 'dyniso', 'static', 'ufo', 'ufo-host-only',
-                 'oracle')
+                 'oracle', 'oracle-wide')
 HOST_ONLY = 'ufo-host-only'
 HOST_ONLY_KEYS = ('host_only_over_oracle_ratio',
                   'host_only_qos_feasible_cells_pct',
                   'host_only_vs_dyniso_core_saving_avg',
                   'host_only_over_ufo_ratio')
+WIDE = 'oracle-wide'
+WIDE_KEYS = ('oracle_wide_qos_feasible_cells_pct',
+             'oracle_wide_over_oracle_ratio', 'ufo_over_oracle_wide_ratio')
 
 
 def feasible(result, budget_cpus):
@@ -133,6 +142,20 @@ def host_only(table, cells, budget_cpus):
     }
 
 
+def oracle_wide(table, cells, budget_cpus):
+    """The wide Oracle's figures (:data:`WIDE_KEYS`)."""
+    if WIDE not in table:
+        return {}
+    return {
+        'oracle_wide_qos_feasible_cells_pct': feasible_pct(
+            table, WIDE, cells, budget_cpus),
+        'oracle_wide_over_oracle_ratio': ratio_over(
+            table, WIDE, 'oracle', cells, budget_cpus),
+        'ufo_over_oracle_wide_ratio': ratio_over(
+            table, 'ufo', WIDE, cells, budget_cpus),
+    }
+
+
 def figures(results, budget_cpus, cells=None):
     """The RESULT figures over ``cells`` (default: every cell seen)."""
     table = index(results)
@@ -173,12 +196,14 @@ def figures(results, budget_cpus, cells=None):
         'errors': sum(1 for r in results if r['cell'] in set(cells) and
                       'error' in r['detail']),
         **host_only(table, cells, budget_cpus),
+        **oracle_wide(table, cells, budget_cpus),
         **per_manager,
     }
 
 
 def result_line(values):
-    keys = list(RESULT_KEYS) + [k for k in HOST_ONLY_KEYS if k in values]
+    keys = list(RESULT_KEYS) + [k for k in HOST_ONLY_KEYS + WIDE_KEYS
+                                if k in values]
     keys += ['%s_%s' % (m, k) for m in MANAGER_ORDER for k in MANAGER_KEYS
              if '%s_%s' % (m, k) in values]
     return 'RESULT ' + ' '.join('%s=%.2f' % (k, values[k]) for k in keys)

@@ -19,8 +19,17 @@ core up only while the total shrinks, and the confirmation grows one
 core per failing VM and run. What it can miss: an allocation in which a
 VM does better because another got more (they share only the emulator
 pool), and a pool size past the first that stops helping.
+
+``oracle-wide`` searches a larger space than UFO's: each VM's emulator
+threads run either in the shared pool or on that VM's own cores (with
+every VM's on its own cores, there is no shared pool). The same search
+runs once for each choice of the VMs that keep their emulator threads
+at home (2^N choices), so it costs that many times the Oracle's. It
+measures what a controller able to place emulator threads per VM could
+save. Its searches include the Oracle's, trial for trial (same seeds).
 """
 
+import itertools
 import math
 
 from ufo_sim.managers import cell as cell_mod
@@ -28,57 +37,80 @@ from ufo_sim.managers import scenario
 from ufo_sim.managers import search
 
 NAME = 'oracle'
+WIDE_NAME = 'oracle-wide'
 
 
 def isolated_scene(cell, settings, counts, emulator, salt=NAME,
-                   coordinate=True):
+                   coordinate=True, home=()):
     """The host of one trial, pinned, not run yet."""
     limits = scenario.flavor_cores(cell, settings)
     cores = scenario.fit_cores(settings, sum(limits) + settings.cores,
                                max(settings.cores, sum(counts) + emulator))
     scene = scenario.build(cell, settings, cell.seed(settings.seed, salt),
                            cores=cores)
-    scenario.apply_isolated(scene, counts, emulator, coordinate)
+    scenario.apply_isolated(scene, counts, emulator, coordinate, home)
     return scene
 
 
 def run_isolated(cell, settings, counts, emulator, salt=NAME,
-                 coordinate=True):
+                 coordinate=True, home=()):
+    """Run one trial; ``home``: VMs whose emulator threads stay home."""
     scene = isolated_scene(cell, settings, counts, emulator, salt,
-                           coordinate)
+                           coordinate, home)
     return scenario.measure(scene, settings.warmup, settings.measure,
                             settings.tick)
 
 
 def evaluate(cell, settings):
+    return _evaluate(NAME, cell, settings, [()])
+
+
+def evaluate_wide(cell, settings):
+    n = len(cell.vms)
+    return _evaluate(WIDE_NAME, cell, settings,
+                     [home for k in range(n + 1)
+                      for home in itertools.combinations(range(n), k)])
+
+
+def _evaluate(name, cell, settings, placements):
+    """Search each placement, then confirm the best allocation found.
+
+    A placement is a tuple of the VMs whose emulator threads run on
+    their own cores.
+    """
     limits = scenario.flavor_cores(cell, settings)
     n = len(cell.vms)
     trials = []
 
-    def run(counts, emulator):
-        window = run_isolated(cell, settings, list(counts), emulator)
-        trials.append((tuple(counts), emulator, window.all_ok))
+    def run(counts, emulator, home):
+        window = run_isolated(cell, settings, list(counts), emulator,
+                              home=home)
+        trials.append((tuple(counts), emulator, home, window.all_ok))
         return window
 
-    best = None          # (total, counts, emulator)
-    previous_total = math.inf
-    for emulator in range(1, settings.cores - n + 1):
-        counts = search.min_feasible_each(
-            [1] * n, limits, lambda c: run(c, emulator).ok)
-        if None in counts:
-            continue
-        total = sum(counts) + emulator
-        if best is None or total < best[0]:
-            best = (total, counts, emulator)
-        # A bigger pool helps only while it lets the VMs shrink.
-        if total >= previous_total:
-            break
-        previous_total = total
+    best = None          # (total, counts, emulator, home)
+    for home in placements:
+        # With every VM's emulator threads at home the pool is empty.
+        pools = [0] if len(home) == n else range(1, settings.cores - n + 1)
+        previous_total = math.inf
+        for emulator in pools:
+            counts = search.min_feasible_each(
+                [1] * n, limits,
+                lambda c, e=emulator, h=home: run(c, e, h).ok)
+            if None in counts:
+                continue
+            total = sum(counts) + emulator
+            if best is None or total < best[0]:
+                best = (total, counts, emulator, home)
+            # A bigger pool helps only while it lets the VMs shrink.
+            if total >= previous_total:
+                break
+            previous_total = total
     window = None
     if best is not None:
-        total, counts, emulator = best
+        total, counts, emulator, home = best
         while True:
-            window = run(counts, emulator)
+            window = run(counts, emulator, home)
             if window.all_ok:
                 break
             grow = [i for i in range(n)
@@ -88,12 +120,13 @@ def evaluate(cell, settings):
                 for i in grow:
                     counts[i] += 1
             else:
-                emulator += 1
+                # Every emulator thread into the pool, which grows.
+                home, emulator = (), emulator + 1
             if sum(counts) + emulator > settings.cores * 2:
                 window = None
                 break
         if window is not None:
-            best = (sum(counts) + emulator, counts, emulator)
+            best = (sum(counts) + emulator, counts, emulator, home)
     sim_seconds = len(trials) * (settings.warmup + settings.measure)
     # Judged: the confirmed allocation, even when over the budget.
     stats = scenario.held_stats(best and best[0] * settings.smt,
@@ -101,11 +134,12 @@ def evaluate(cell, settings):
     if window is None or best[0] > settings.cores:
         p99 = window.p99_us if window else (math.inf,) * n
         return cell_mod.CellResult(
-            NAME, cell.key, None, False, p99,
+            name, cell.key, None, False, p99,
             {'best': best and [best[0], list(best[1]), best[2]],
              'sim_seconds': sim_seconds}, **stats)
-    total, counts, emulator = best
+    total, counts, emulator, home = best
     return cell_mod.CellResult(
-        NAME, cell.key, total * settings.smt, True, window.p99_us,
+        name, cell.key, total * settings.smt, True, window.p99_us,
         {'vm_cores': list(counts), 'emulator_cores': emulator,
+         'emulator_home': list(home),
          'sim_seconds': sim_seconds}, **stats)

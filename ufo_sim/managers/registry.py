@@ -13,6 +13,7 @@ MANAGERS = {
     ufo.NAME: ufo.evaluate,
     ufo.HOST_ONLY_NAME: ufo.evaluate_host_only,
     oracle.NAME: oracle.evaluate,
+    oracle.WIDE_NAME: oracle.evaluate_wide,
 }
 
 

@@ -228,13 +228,14 @@ def held_stats(held, ticks):
             'qos_violation_s': sum(s for s, ok in ticks if not ok)}
 
 
-def apply_isolated(scene, counts, emulator, coordinate=True):
+def apply_isolated(scene, counts, emulator, coordinate=True, home=()):
     """Disjoint cores: ``counts[i]`` for VM i, then ``emulator`` shared.
 
     Cores are handed out in order, VM by VM, then the emulator pool.
     With ``coordinate`` each guest keeps as many vCPUs online as it has
     CPUs (#vCPUs == #pCPUs, UFO's coordination); without, all online.
-    ``emulator`` = 0 puts each VM's emulator threads on its own cores.
+    ``emulator`` = 0 puts each VM's emulator threads on its own cores;
+    so does naming the VM's index in ``home``.
     """
     cores = scene.cores
     if sum(counts) + emulator > len(cores):
@@ -244,10 +245,9 @@ def apply_isolated(scene, counts, emulator, coordinate=True):
     for count in counts:
         vcpu_cores.append(cores[start:start + count])
         start += count
-    if emulator:
-        emu = [cores[start:start + emulator]] * len(counts)
-    else:
-        emu = vcpu_cores
+    pool = cores[start:start + emulator]
+    emu = [vcpu_cores[i] if (i in home or not emulator) else pool
+           for i in range(len(counts))]
     online = [len(cpus_of(c)) if coordinate else None for c in vcpu_cores]
     apply_static(scene, vcpu_cores, emu, online)
 

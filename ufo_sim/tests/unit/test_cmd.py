@@ -90,6 +90,16 @@ def test_ufo_options_reach_the_controller(capsys):
     assert 'NAME=VALUE' in capsys.readouterr().err
 
 
+def test_an_unknown_manager_is_refused_by_name(capsys):
+    args = cmd.parser().parse_args(['grid', '--managers',
+                                    'ufo,oracle-wide'])
+    assert args.managers == 'ufo,oracle-wide'
+    with pytest.raises(SystemExit):
+        cmd.parser().parse_args(['grid', '--managers', 'ufo,orcale'])
+    err = capsys.readouterr().err
+    assert "--managers: 'orcale': not one of" in err and 'oracle-wide' in err
+
+
 def test_dynamic_and_decompose_run_small(tmp_path, capsys):
     out = str(tmp_path)
     assert cmd.main(['dynamic', '--scale', '0.03', '--out', out]) == 0

@@ -8,6 +8,7 @@ from ufo_sim.managers import default
 from ufo_sim.managers import dyniso
 from ufo_sim.managers import oracle
 from ufo_sim.managers import registry
+from ufo_sim.managers import scenario
 from ufo_sim.managers import static
 from ufo_sim.managers import ufo
 
@@ -54,6 +55,56 @@ def test_oracle_isolates_and_beats_a_full_allocation():
     assert impossible.cpus is None and not impossible.qos_met
 
 
+class _Pins:
+    """Records the pins a layout writes (the engine has no getter)."""
+
+    def __init__(self, host):
+        self.host, self.emulator, self.vcpus = host, {}, {}
+
+    def pin_vcpus(self, vm, cpus):
+        self.vcpus[vm] = set(cpus)
+
+    def pin_emulator(self, vm, cpus):
+        self.emulator[vm] = set(cpus)
+
+    def __getattr__(self, name):
+        return getattr(self.host, name)
+
+
+def test_a_vm_named_home_keeps_its_emulator_threads_on_its_cores():
+    cell = _cell(0.2, 0.2, 0.2)
+    scene = oracle.isolated_scene(cell, FAST, [1, 2, 1], 1, home=(1,))
+    pins = _Pins(scene.host)
+    scene.host = pins
+    scenario.apply_isolated(scene, [1, 2, 1], 1, home=(1,))
+    a, b, c = scene.vms
+    assert pins.emulator[b] == pins.vcpus[b] and len(pins.vcpus[b]) == 4
+    pool = pins.emulator[a]
+    assert pins.emulator[c] == pool and len(pool) == 2
+    assert not pool & (pins.vcpus[a] | pins.vcpus[b] | pins.vcpus[c])
+    # No pool: every VM's emulator threads at home.
+    scenario.apply_isolated(scene, [1, 2, 1], 0)
+    assert all(pins.emulator[vm] == pins.vcpus[vm] for vm in scene.vms)
+
+
+def test_the_wide_oracle_searches_the_oracles_space_and_more():
+    cell = _cell(0.2, 0.5)
+    plain = oracle.evaluate(cell, FAST)
+    wide = oracle.evaluate_wide(cell, FAST)
+    assert plain.qos_met and wide.qos_met
+    # The light VM's emulator threads at home on one more core of its
+    # own let the shared pool shrink by more (quick grid: 13 such cells).
+    assert wide.cpus < plain.cpus
+    assert wide.detail['emulator_home'] == [0]
+    assert plain.detail['emulator_home'] == []
+    counts = wide.detail['vm_cores']
+    emu, home = wide.detail['emulator_cores'], wide.detail['emulator_home']
+    assert wide.cpus == 2 * (sum(counts) + emu)
+    assert oracle.run_isolated(cell, FAST, counts, emu, salt='check',
+                               home=tuple(home)).all_ok
+    assert registry.MANAGERS['oracle-wide'] is oracle.evaluate_wide
+
+
 def test_dyniso_shrinks_idle_vms_from_the_even_split():
     # Shrinking to 2 cores each overshoots once before it settles.
     r = dyniso.evaluate(_cell(0.1, 0.1), dataclasses.replace(FAST,
@@ -73,7 +124,7 @@ def test_ufo_hands_back_cores_at_light_load():
 
 def test_registry_and_determinism():
     assert set(registry.MANAGERS) == {'default', 'dyniso', 'static', 'ufo',
-                                      'ufo-host-only', 'oracle'}
+                                      'ufo-host-only', 'oracle', 'oracle-wide'}
     a = registry.evaluate('dyniso', _cell(0.3, 0.1), FAST)
     b = registry.evaluate('dyniso', _cell(0.3, 0.1), FAST)
     assert a == b

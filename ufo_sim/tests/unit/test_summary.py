@@ -23,6 +23,12 @@ RESULTS = [
 ]
 
 
+def _per_cell(manager, cpus, met):
+    """One result per cell of RESULTS, in its order."""
+    cells = ('a@10+a@10', 'a@10+a@50', 'a@50+a@50', 'a@50+a@10')
+    return [_r(manager, c, n, ok) for c, n, ok in zip(cells, cpus, met)]
+
+
 def test_figures():
     f = summary.figures(RESULTS, 16)
     # Savings only over cells both meet: (8-4)/8 and (10-8)/10.
@@ -48,11 +54,8 @@ def test_figures_restricted_to_cells():
 
 
 def test_host_only_figures_stand_beside_ufo():
-    host_only = [
-        _r('ufo-host-only', 'a@10+a@10', 8, True),
-        _r('ufo-host-only', 'a@10+a@50', 12, True),
-        _r('ufo-host-only', 'a@50+a@50', 16, False),
-        _r('ufo-host-only', 'a@50+a@10', 16, False)]
+    host_only = _per_cell('ufo-host-only', (8, 12, 16, 16),
+                          (True, True, False, False))
     f = summary.figures(RESULTS + host_only, 16)
     assert f['host_only_qos_feasible_cells_pct'] == 50.0
     assert f['host_only_over_oracle_ratio'] == (8 / 4 + 12 / 6) / 2
@@ -63,6 +66,18 @@ def test_host_only_figures_stand_beside_ufo():
     assert 'ufo-host-only_cpus_mean_avg=' in line
     # Without the host-only agent, no such figures.
     assert 'host_only_over_oracle_ratio' not in summary.figures(RESULTS, 16)
+
+
+def test_wide_oracle_figures_stand_beside_the_oracle():
+    wide = _per_cell('oracle-wide', (4, 4, 12, 12), (True,) * 4)
+    f = summary.figures(RESULTS + wide, 16)
+    assert f['oracle_wide_qos_feasible_cells_pct'] == 100.0
+    assert f['oracle_wide_over_oracle_ratio'] == (1 + 4 / 6 + 12 / 14) / 3
+    assert f['ufo_over_oracle_wide_ratio'] == (1 + 8 / 4 + 16 / 12) / 3
+    line = summary.result_line(f)
+    assert 'ufo_over_oracle_wide_ratio=1.44' in line
+    assert 'oracle_wide_over_oracle_ratio' not in summary.figures(
+        RESULTS, 16)
 
 
 def test_result_line_format():
