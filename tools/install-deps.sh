@@ -1,7 +1,9 @@
 #!/bin/bash
 # Installs what ufo-nova's tests and demo need on Debian 12: the system
 # packages of bindep.txt (profile "test") and a bootstrap virtualenv with
-# tox and bindep ($UFO_TOOLS_VENV, default .venv-tools).
+# tox, tox-uv and bindep ($UFO_TOOLS_VENV, default .venv-tools). tox-uv
+# makes tox build its envs with uv: the same packages as pip resolves,
+# installed in seconds instead of minutes (about 3 minutes of every CI run).
 #
 # Usage: tools/install-deps.sh
 set -euo pipefail
@@ -28,10 +30,11 @@ apt_install() {
 if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
     apt_install python3-venv
 fi
-if [ ! -x "$TOOLS_VENV/bin/tox" ] || [ ! -x "$TOOLS_VENV/bin/bindep" ]; then
+if [ ! -x "$TOOLS_VENV/bin/tox" ] || [ ! -x "$TOOLS_VENV/bin/bindep" ] ||
+        [ ! -x "$TOOLS_VENV/bin/uv" ]; then
     python3 -m venv "$TOOLS_VENV"
     "$TOOLS_VENV/bin/pip" install -q --upgrade pip
-    "$TOOLS_VENV/bin/pip" install -q 'tox>=4.0' bindep
+    "$TOOLS_VENV/bin/pip" install -q 'tox>=4.0' tox-uv bindep
 fi
 
 # 2. System packages (bindep exits 1 when something is missing).
