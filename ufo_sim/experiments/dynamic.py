@@ -37,6 +37,16 @@ from ufo_sim.managers import ufo as ufo_mod
 
 DURATION = 270.0
 EMULATOR_CORES = 2
+# A rise that lasts at most this long is a burst (the paper's MySQL
+# pattern): no manager should move cores for it. One that lasts longer
+# is a step, which may need cores within a few seconds.
+BURST_SECONDS = 2
+# How long after a burst's end a core change still counts as its doing:
+# the controller's settle time.
+SETTLE_SECONDS = 3
+# A step that misses QoS in its first seconds, before a manager that
+# waits for two samples can move, needed more cores: its reaction counts.
+SHORT_SECONDS = 2
 
 
 def nginx_load(t):
@@ -74,6 +84,18 @@ def rises(pattern, scale, seconds):
             out.append(s)
         prev = now
     return out
+
+
+def step_spans(pattern, scale, seconds):
+    """(rise, end) per load rise: end is the next second the load moves."""
+    spans = []
+    for s in rises(pattern, scale, seconds):
+        level = load_at(pattern, s, scale)
+        end = next((t for t in range(s + 1, seconds)
+                    if abs(load_at(pattern, t, scale) - level) > 1e-9),
+                   seconds)
+        spans.append((s, end))
+    return spans
 
 
 def first_cell(load_scale=1.0):
@@ -157,11 +179,61 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
     return _metrics(manager, scene, trace, scale, seconds, settings)
 
 
+def step_record(start, end, ok, cpus, settle=SETTLE_SECONDS):
+    """What happened in one load step, seconds ``start`` to ``end``.
+
+    ``short``: QoS missed in the step's first ``SHORT_SECONDS``, before
+    any manager could have moved cores for it (the step needed more);
+    ``grew_after_s``: seconds until the VM's cores grew, counted only
+    inside the step (None if they did not); ``cores_moved``: whether they
+    changed at all from the step's start to ``settle`` seconds after its
+    end, which a short burst should not cause.
+    """
+    last = min(len(cpus), end + settle + 1)
+    return {
+        'at': start,
+        'seconds': end - start,
+        'violation_s': sum(1 for t in range(start, end) if not ok[t]),
+        'short': not all(ok[t] for t in range(
+            start, min(end, start + SHORT_SECONDS))),
+        'grew_after_s': next((t - start for t in range(start + 1, end + 1)
+                              if t < len(cpus) and cpus[t] > cpus[start]),
+                             None),
+        'cores_moved': any(cpus[t] != cpus[start]
+                           for t in range(start + 1, last)),
+    }
+
+
+def step_summary(steps, own_moves=True):
+    """The controller issue's dynamic targets over one VM's load steps.
+
+    ``own_moves`` False (Default, whose cores are UFO's replayed) leaves
+    the figures about core moves out.
+    """
+    bursts = [st for st in steps if st['seconds'] <= BURST_SECONDS]
+    short = [st for st in steps
+             if st['seconds'] > BURST_SECONDS and st['short']]
+    grown = [st['grew_after_s'] for st in short
+             if st['grew_after_s'] is not None]
+    return {
+        'step_violation_s_max': max(
+            (st['violation_s'] for st in steps), default=None),
+        'step_reaction_s_mean': _mean(grown) if own_moves else None,
+        'steps_short': len(short),
+        'steps_grown': len(grown) if own_moves else None,
+        'bursts': len(bursts),
+        'bursts_moved_cores': sum(1 for st in bursts if st['cores_moved'])
+        if own_moves else None,
+    }
+
+
 def _metrics(manager, scene, trace, scale, seconds, settings):
     vms = {}
     for i, (app, pattern) in enumerate(PATTERNS):
         ok, cpus = trace['ok'][i], trace['vm_cpus'][i]
         reaction, recovery = [], []
+        steps = [step_record(s, end, ok, cpus)
+                 for s, end in step_spans(pattern, scale, seconds)]
         for s in rises(pattern, scale, seconds):
             grew = next((t - s for t in range(s + 1, seconds)
                          if cpus[t] > cpus[s]), None)
@@ -172,13 +244,14 @@ def _metrics(manager, scene, trace, scale, seconds, settings):
                             None)
                 if back is not None:
                     recovery.append(back)
-        vms[app] = {
+        vms[app] = dict({
             'qos_us': scene.profiles[i].qos_p99_us,
             'violation_seconds': sum(1 for x in ok if not x),
             'reaction_s_mean': _mean(reaction),
             'recovery_s_mean': _mean(recovery),
             'rises': len(rises(pattern, scale, seconds)),
-        }
+            'load_steps': steps,
+        }, **step_summary(steps, own_moves=manager != 'default'))
     return {'manager': manager, 'seconds': seconds, 'vms': vms,
             'mean_held_cpus': sum(trace['held_cpus']) / seconds,
             'trace': trace}
@@ -262,15 +335,29 @@ def plot(out, directory):
 
 
 def table(out):
-    lines = [out.get('conditions', ''), '%-10s %-8s %10s %10s %10s %10s' % (
-        'app', 'manager', 'viol. s', 'react s', 'recover s', 'mean CPUs')]
+    """Per VM and manager, as text.
+
+    The step columns are the controller issue's targets: the most
+    violation seconds in one load step; over the steps (not bursts) that
+    missed QoS at their start, how many grew the VM within the step and
+    how soon; the bursts after which cores moved.
+    """
+    row = '%-10s %-8s %7s %7s %7s %8s %8s %8s %9s'
+    lines = [out.get('conditions', ''), row % (
+        'app', 'manager', 'viol s', 'worst', 'react s', 'step', 'grown/',
+        'bursts', 'mean')]
+    lines.append(row % ('', '', '', 'step s', '', 'react s', 'short',
+                        'moved', 'CPUs'))
     for app, _ in PATTERNS:
         for m, r in out['results'].items():
             v = r['vms'][app]
-            lines.append('%-10s %-8s %10d %10s %10s %10.1f' % (
+            lines.append(row % (
                 app, m, v['violation_seconds'],
-                _fmt(v['reaction_s_mean']), _fmt(v['recovery_s_mean']),
-                r['mean_held_cpus']))
+                _fmt_int(v['step_violation_s_max']),
+                _fmt(v['reaction_s_mean']), _fmt(v['step_reaction_s_mean']),
+                _fmt_of(v['steps_grown'], v['steps_short']),
+                _fmt_of(v['bursts_moved_cores'], v['bursts']),
+                '%.1f' % r['mean_held_cpus']))
     for m, why in out['errors'].items():
         lines.append('%s: no result (%s)' % (m, why))
     return '\n'.join(lines)
@@ -278,3 +365,11 @@ def table(out):
 
 def _fmt(x):
     return '-' if x is None else '%.1f' % x
+
+
+def _fmt_int(x):
+    return '-' if x is None else '%d' % x
+
+
+def _fmt_of(part, whole):
+    return '-' if part is None else '%d/%d' % (part, whole)

@@ -110,6 +110,10 @@ def test_dynamic_and_decompose_run_small(tmp_path, capsys):
     ufo_run = dyn['results']['ufo']
     assert ufo_run['seconds'] == 8
     assert len(ufo_run['trace']['held_cpus']) == 8
+    # Each VM's load steps, and the table's step columns.
+    assert {'load_steps', 'step_violation_s_max', 'step_reaction_s_mean',
+            'bursts_moved_cores'} <= set(ufo_run['vms']['nginx'])
+    assert 'worst' in capsys.readouterr().out
     # UFO's trace says what its controller did each second.
     assert len(ufo_run['trace']['emulator_cpus']) == 8
     assert all(c >= 2 for c in ufo_run['trace']['emulator_cpus'][1:])
