@@ -30,10 +30,12 @@ OPTS = [
         'confirm_samples', default=_DEFAULTS.confirm_samples, min=1,
         max=10, mutable=True,
         help='Consecutive settled samples that must call for the same '
-             'move (more or fewer cores) before a VM\'s cores change, and '
-             'busy samples before a parked VM wakes. 1 reacts to every '
-             'sample as the paper does; 2 ignores one-second bursts and '
-             'lulls at the cost of one second of reaction.'),
+             'move (more or fewer cores) before a VM\'s cores change, '
+             'busy samples before a parked VM wakes, and samples calling '
+             'for an emulator pool grow that would take VMs\' committed '
+             'cores. 1 reacts to every sample as the paper does; 2 '
+             'ignores one-second bursts and lulls at the cost of one '
+             'second of reaction.'),
     cfg.FloatOpt(
         'sf_threshold', default=_DEFAULTS.sf_threshold, min=0.01, max=0.99,
         mutable=True,

@@ -128,6 +128,8 @@ class Controller:
         self.emulator_pool = emulator_pool.EmulatorPool(self.config)
         self.last_plan = None
         self._pending = []        # decisions made between two ticks
+        # Ticks in a row that asked for an emulator grow taking guests' cores.
+        self._squeeze_asks = 0
 
     # -- inventory -------------------------------------------------------
     def add_vm(self, spec, learned=None, now=0.0):
@@ -229,6 +231,15 @@ class Controller:
         emu_want, self.emulator_util = self.emulator_pool.decide(
             now, emu_now, self.topology.pcpus(self.emulator_cores),
             emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct)
+        if emu_want > emu_now and self._grow_takes_guest_cores(emu_want):
+            # Taking guests' cores costs them QoS at once, and a one-second
+            # burst of I/O is gone by the next tick: the grow waits for
+            # confirm_samples samples in a row, as VM moves do.
+            self._squeeze_asks += 1
+            if self._squeeze_asks < cfg.confirm_samples:
+                emu_want = emu_now
+        else:
+            self._squeeze_asks = 0
         emulator_grows = emu_want > emu_now
         if emu_want != emu_now:
             decisions.append(Decision(
@@ -395,16 +406,35 @@ class Controller:
             return False
         return True
 
+    def _grow_takes_guest_cores(self, emu_want):
+        """Whether the pool at ``emu_want`` takes a VM's committed cores.
+
+        Speculative cores (a new VM's start, a probe) cost nothing to
+        give back.
+        """
+        active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
+        counts = allocator.allocate_counts(
+            len(self.topology), self.config.emulator_min_cores, emu_want,
+            self._requests(active),
+            any(s.mode != VmMode.ACTIVE for s in self.vms.values()),
+            idle_floor=self.config.idle_pool_min_cores)
+        return counts.emulator > len(self.emulator_cores) and any(
+            counts.vms.get(s.spec.uuid, 0) < min(len(s.cores), s.committed)
+            for s in active)
+
+    def _requests(self, active):
+        return [allocator.Request(s.spec.uuid, len(s.cores),
+                                  min(s.committed, s.max_cores),
+                                  min(s.want, s.max_cores),
+                                  s.last_sample.util
+                                  if s.last_sample else 0.0,
+                                  quiet=s.idle.quiet())
+                for s in active]
+
     def _allocate(self, now, emu_want, decisions, emu_fair=None):
         active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
         shared = any(s.mode != VmMode.ACTIVE for s in self.vms.values())
-        requests = [allocator.Request(s.spec.uuid, len(s.cores),
-                                      min(s.committed, s.max_cores),
-                                      min(s.want, s.max_cores),
-                                      s.last_sample.util
-                                      if s.last_sample else 0.0,
-                                      quiet=s.idle.quiet())
-                    for s in active]
+        requests = self._requests(active)
         counts = allocator.allocate_counts(
             len(self.topology), self.config.emulator_min_cores, emu_want,
             requests, shared, idle_floor=self.config.idle_pool_min_cores,
