@@ -412,33 +412,29 @@ class Controller:
         Speculative cores (a new VM's start, a probe) cost nothing to
         give back.
         """
-        active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
-        counts = allocator.allocate_counts(
-            len(self.topology), self.config.emulator_min_cores, emu_want,
-            self._requests(active),
-            any(s.mode != VmMode.ACTIVE for s in self.vms.values()),
-            idle_floor=self.config.idle_pool_min_cores)
+        active, counts = self._counts(emu_want)
         return counts.emulator > len(self.emulator_cores) and any(
             counts.vms.get(s.spec.uuid, 0) < min(len(s.cores), s.committed)
             for s in active)
 
-    def _requests(self, active):
-        return [allocator.Request(s.spec.uuid, len(s.cores),
-                                  min(s.committed, s.max_cores),
-                                  min(s.want, s.max_cores),
-                                  s.last_sample.util
-                                  if s.last_sample else 0.0,
-                                  quiet=s.idle.quiet())
-                for s in active]
-
-    def _allocate(self, now, emu_want, decisions, emu_fair=None):
+    def _counts(self, emu_want, emu_fair=None):
+        """(active VMs, allocator.Counts) for an emulator pool of emu_want."""
         active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
+        requests = [allocator.Request(s.spec.uuid, len(s.cores),
+                                      min(s.committed, s.max_cores),
+                                      min(s.want, s.max_cores),
+                                      s.last_sample.util
+                                      if s.last_sample else 0.0,
+                                      quiet=s.idle.quiet())
+                    for s in active]
         shared = any(s.mode != VmMode.ACTIVE for s in self.vms.values())
-        requests = self._requests(active)
-        counts = allocator.allocate_counts(
+        return active, allocator.allocate_counts(
             len(self.topology), self.config.emulator_min_cores, emu_want,
             requests, shared, idle_floor=self.config.idle_pool_min_cores,
             emulator_fair=emu_fair)
+
+    def _allocate(self, now, emu_want, decisions, emu_fair=None):
+        active, counts = self._counts(emu_want, emu_fair)
         emu_cores, vm_cores, idle = allocator.assign_cores(
             self.topology, self.emulator_cores, counts.emulator,
             {s.spec.uuid: s.cores for s in active}, counts.vms)

@@ -342,12 +342,12 @@ def table(out):
     missed QoS at their start, how many grew the VM within the step and
     how soon; the bursts after which cores moved.
     """
-    row = '%-10s %-8s %7s %7s %7s %8s %8s %8s %9s'
+    row = '%-10s %-8s %7s %7s %7s %8s %8s %8s %9s %9s'
     lines = [out.get('conditions', ''), row % (
         'app', 'manager', 'viol s', 'worst', 'react s', 'step', 'grown/',
-        'bursts', 'mean')]
+        'bursts', 'recover s', 'mean')]
     lines.append(row % ('', '', '', 'step s', '', 'react s', 'short',
-                        'moved', 'CPUs'))
+                        'moved', '', 'CPUs'))
     for app, _ in PATTERNS:
         for m, r in out['results'].items():
             v = r['vms'][app]
@@ -357,7 +357,7 @@ def table(out):
                 _fmt(v['reaction_s_mean']), _fmt(v['step_reaction_s_mean']),
                 _fmt_of(v['steps_grown'], v['steps_short']),
                 _fmt_of(v['bursts_moved_cores'], v['bursts']),
-                '%.1f' % r['mean_held_cpus']))
+                _fmt(v['recovery_s_mean']), '%.1f' % r['mean_held_cpus']))
     for m, why in out['errors'].items():
         lines.append('%s: no result (%s)' % (m, why))
     return '\n'.join(lines)
