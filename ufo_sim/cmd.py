@@ -10,7 +10,7 @@ Subcommands (``ufo-sim <command> --help`` for options):
 * ``decompose``: vCPU-only, emulator-only, combined (paper Fig. 15);
 * ``allocation``: fixed allocations of one cell, measured as the Oracle
   judges them, with the utilization, per-core utilization and SF the
-  agent would see;
+  agent would see and the emulator threads' run delay the host sees;
 * ``be-soak [--quick]``: LC pairs plus one BE VM under UFO, BE guests in
   the idle pool against BE soak mode (SCHED_IDLE on every core), with a
   closing ``RESULT`` line.

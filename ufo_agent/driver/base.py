@@ -78,7 +78,8 @@ class Observation:
 
     ``guest`` is the validated channel report (``None`` without a
     channel); the host counters cover the vCPU threads and, separately,
-    every other thread of the guest (emulator, I/O, vhost).
+    every other thread of the guest (emulator, I/O, vhost): their CPU time
+    and their run delay (time runnable but waiting for a CPU).
     """
 
     time: float
@@ -87,6 +88,7 @@ class Observation:
     vcpu_slices: int
     emulator_cpu_ns: int
     guest: report.GuestReport = None
+    emulator_wait_ns: int = 0
 
 
 class HypervisorDriver(abc.ABC):

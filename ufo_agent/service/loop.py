@@ -65,6 +65,7 @@ class VmStatus:
     vcpu_cpu_seconds: float = None
     emulator_cpu_seconds: float = None
     vcpu_run_delay_seconds: float = None
+    emulator_run_delay_seconds: float = None
 
 
 class Agent:
@@ -425,6 +426,7 @@ class Agent:
             status.vcpu_cpu_seconds = obs.vcpu_cpu_ns / 1e9
             status.emulator_cpu_seconds = obs.emulator_cpu_ns / 1e9
             status.vcpu_run_delay_seconds = obs.vcpu_wait_ns / 1e9
+            status.emulator_run_delay_seconds = obs.emulator_wait_ns / 1e9
             try:
                 rates = self.sampler.rates(uuid, obs)
             except Exception as exc:

@@ -110,6 +110,9 @@ _VM_COUNTERS = (
     ('ufo_vm_vcpu_threads_run_delay_seconds_total',
      'Time the guest\'s vCPU threads waited for a host CPU while '
      'runnable (run-queue delay).', 'vcpu_run_delay_seconds'),
+    ('ufo_vm_emulator_threads_run_delay_seconds_total',
+     'Time the guest\'s other threads (emulator, I/O, vhost) waited for a '
+     'host CPU while runnable.', 'emulator_run_delay_seconds'),
 )
 
 

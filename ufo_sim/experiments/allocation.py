@@ -7,7 +7,11 @@ with isolated pools, exactly as one of the Oracle's trials (same host,
 seed and window), and reports per VM its p99 and QoS verdict, and what
 the guest module would report to the agent over the same window:
 utilization, per-core utilization (PCU) and scheduling frequency (SF,
-guest context switches per real second).
+guest context switches per real second). Beside them, what the host sees
+of the emulator threads without the guest's help: their run delay (time
+runnable but waiting for a CPU, ``/proc/<tid>/schedstat``) per second of
+CPU time they got, the signal of the adaptive emulator-thread scheduler
+paper.
 """
 
 import dataclasses
@@ -28,6 +32,7 @@ class VmResult:
     p99_us: float
     qos_p99_us: float
     qos_met: bool
+    emulator_wait: float    # run delay of its emulator threads / their CPU
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +41,7 @@ class AllocationResult:
     emulator: int
     cpus: int           # logical CPUs held (VM pools and emulator pool)
     emulator_util: float    # busy fraction of its pool; None without one
+    emulator_wait: float    # run delay of all emulator threads / their CPU
     vms: tuple          # VmResult per VM
 
 
@@ -75,14 +81,25 @@ def measure(cell, settings, counts, emulator):
             sf=(end[i].guest_ctxsw - start[i].guest_ctxsw) / real_seconds,
             p99_us=window.p99_us[i],
             qos_p99_us=scene.profiles[i].qos_p99_us,
-            qos_met=window.ok[i]))
+            qos_met=window.ok[i],
+            emulator_wait=_wait_per_busy(start[i:i + 1], end[i:i + 1])))
     emu_busy = sum(e.emulator_cpu_ns - s.emulator_cpu_ns
                    for s, e in zip(start, end))
     emu_util = (emu_busy / settings.measure / 1e9 /
                 (emulator * settings.smt) if emulator else None)
     return AllocationResult(counts=tuple(counts), emulator=emulator,
                             cpus=(sum(counts) + emulator) * settings.smt,
-                            emulator_util=emu_util, vms=tuple(vms))
+                            emulator_util=emu_util,
+                            emulator_wait=_wait_per_busy(start, end),
+                            vms=tuple(vms))
+
+
+def _wait_per_busy(start, end):
+    wait = sum(e.emulator_wait_ns - s.emulator_wait_ns
+               for s, e in zip(start, end))
+    busy = sum(e.emulator_cpu_ns - s.emulator_cpu_ns
+               for s, e in zip(start, end))
+    return wait / busy if busy > 0 else 0.0
 
 
 def run(cell, settings, allocations):
@@ -92,26 +109,33 @@ def run(cell, settings, allocations):
 
 
 def table(cell, results):
-    """The results as text: one line per VM and allocation."""
+    """The results as text: one line per VM and allocation.
+
+    ``emu wait`` is the emulator threads' run delay per second of their
+    CPU time: the pool's on its line, each VM's own threads' on the VM's.
+    """
+    row = '%-12s %-10s %5s %7s %5s %8s %11s %9s  %-6s %8s'
     lines = ['cell %s' % cell.key,
-             '%-12s %-10s %5s %7s %5s %8s %10s %9s  %s' % (
-                 'allocation', 'vm', 'cores', 'util', 'PCU', 'SF',
-                 'p99', 'target', 'QoS')]
+             row % ('allocation', 'vm', 'cores', 'util', 'PCU', 'SF',
+                    'p99', 'target', 'QoS', 'emu wait')]
     for res in results:
         label = '%s/%d' % (','.join(str(c) for c in res.counts),
                            res.emulator)
-        lines.append('%-12s %-10s %5d %6s %4.0f%%' % (
-            label, 'emulator', res.emulator, '',
-            100 * res.emulator_util) if res.emulator else
-            '%-12s emulator threads on each VM\'s own cores' % label)
+        if res.emulator:
+            lines.append(row % (label, 'emulator', res.emulator,
+                                '%.0f%%' % (100 * res.emulator_util),
+                                '', '', '', '', '',
+                                '%.2f' % res.emulator_wait))
+        else:
+            lines.append('%-12s emulator threads on each VM\'s own cores'
+                         % label)
         label = ''
         for vm in res.vms:
-            lines.append('%-12s %-10s %5d %6.0f%% %4.0f%% %8.0f %8.0f us '
-                         '%6.0f us  %s' % (
-                             label, '%s@%d' % (vm.profile,
-                                               round(vm.load * 100)),
-                             vm.cores, vm.util_pct, 100 * vm.pcu, vm.sf,
-                             vm.p99_us, vm.qos_p99_us,
-                             'met' if vm.qos_met else 'MISSED'))
-            label = ''
+            lines.append(row % (
+                label, '%s@%d' % (vm.profile, round(vm.load * 100)),
+                vm.cores, '%.0f%%' % vm.util_pct, '%.0f%%' % (100 * vm.pcu),
+                '%.0f' % vm.sf, '%.0f us' % vm.p99_us,
+                '%.0f us' % vm.qos_p99_us,
+                'met' if vm.qos_met else 'MISSED',
+                '%.2f' % vm.emulator_wait))
     return '\n'.join(lines)

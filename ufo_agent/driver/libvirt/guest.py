@@ -98,7 +98,7 @@ class Guest:
         report = None
         if self.channel is not None:
             report = self.channel.read_guest(read_retries)
-        cpu = wait = slices = emu = 0
+        cpu = wait = slices = emu = emu_wait = 0
         try:
             for tid in threads.vcpus.values():
                 stat = procfs.schedstat(self.pid, tid, self.proc_root)
@@ -107,16 +107,21 @@ class Guest:
                 slices += stat.slices
             for tid in threads.others:
                 try:
-                    emu += procfs.schedstat(self.pid, tid,
-                                            self.proc_root).cpu_ns
+                    stat = procfs.schedstat(self.pid, tid, self.proc_root)
                 except FileNotFoundError:
                     self._threads = None        # a worker came or went
+                    continue
+                emu += stat.cpu_ns
+                emu_wait += stat.wait_ns
             for pid in threads.vhost:
-                emu += procfs.schedstat(pid, None, self.proc_root).cpu_ns
+                stat = procfs.schedstat(pid, None, self.proc_root)
+                emu += stat.cpu_ns
+                emu_wait += stat.wait_ns
         except FileNotFoundError as exc:
             self._threads = None
             raise base.DriverError('guest %s: %s' % (self.uuid, exc))
-        return base.Observation(now, cpu, wait, slices, emu, report)
+        return base.Observation(now, cpu, wait, slices, emu, report,
+                                emulator_wait_ns=emu_wait)
 
     # -- enforcement ---------------------------------------------------------
     def pin_vcpus(self, cpus):

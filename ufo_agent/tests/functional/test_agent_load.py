@@ -146,6 +146,9 @@ def test_emulator_pool_grows_with_io_load_and_shrinks_back(guest, tmp_path):
                    timeout=120, what='the emulator pool to grow')
         vm, vcpu_pins, emulator_pins, _, pools = agreed_view(agent, guest,
                                                              uuid)
+        # Counters from the real threads' schedstat.
+        assert vm['emulator_run_delay_seconds'] >= 0.0
+        assert vm['emulator_cpu_seconds'] > 0.0
         assert emulator_pins == set(pools['emulator_cpus'])
         assert len(emulator_pins) == 1
         assert not emulator_pins & cpus_of(vm['cpus'])

@@ -146,12 +146,14 @@ def test_allocation_is_the_oracles_trial_with_what_the_agent_sees(
     from ufo_sim.managers import oracle
     out = str(tmp_path)
     assert cmd.main(['allocation', '--out', out, '--measure', '20',
-                     '--cell', 'nginx@50+mysql@20', '2,1/1', '3,1/1']) == 0
+                     '--cell', 'nginx@50+mysql@20', '2,1/1', '3,1/1',
+                     '2,1/2']) == 0
     text = capsys.readouterr().out
     assert text.startswith('cell nginx@50+mysql@20\n')
+    assert 'emu wait' in text.splitlines()[1]
     with open(os.path.join(out, 'allocation.json')) as f:
         data = json.load(f)
-    first, second = data['allocations']
+    first, second, roomy = data['allocations']
     assert (first['counts'], first['emulator'], first['cpus']) == (
         [2, 1], 1, 8)
     cell = cell_mod.Cell((cell_mod.VmLoad('nginx', 0.5),
@@ -166,6 +168,10 @@ def test_allocation_is_the_oracles_trial_with_what_the_agent_sees(
     # The same load, busier on fewer cores; more switches on more cores.
     assert 0 < nginx3['util_pct'] < nginx2['util_pct'] < 400.0
     assert 0 < nginx2['sf'] < nginx3['sf']
+    # One emulator core for both guests' I/O: its threads queue for it.
+    assert first['emulator_wait'] > 2 * roomy['emulator_wait'] > 0
+    for vm, roomier in zip(first['vms'], roomy['vms']):
+        assert vm['emulator_wait'] > roomier['emulator_wait'] > 0
     assert allocation.parse('3,1/0') == ((3, 1), 0)
     for bad in ('3,1', '0,1/1', 'a/1', '2,1/-1'):
         with pytest.raises(ValueError):

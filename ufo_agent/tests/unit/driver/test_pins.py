@@ -213,13 +213,14 @@ def test_observe_sums_the_threads_of_each_pool(host, hv):
                         vhost=(901,))
     (host.proc / '500' / 'task' / '501' / 'schedstat').write_text(
         '1000 300 7\n')
+    (host.proc / '901' / 'schedstat').write_text('100 50 3\n')
     driver = host.driver()
     driver.guests()
     obs = driver.observe(U1)
     # vCPUs 501 and 502; main thread 500, iothread 503 and vhost 901.
     assert (obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices) == (
         1100, 320, 10)
-    assert obs.emulator_cpu_ns == 300
+    assert (obs.emulator_cpu_ns, obs.emulator_wait_ns) == (300, 90)
     assert obs.guest is None
 
 

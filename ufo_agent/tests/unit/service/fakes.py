@@ -90,7 +90,8 @@ class FakeDriver(base.HypervisorDriver):
             claimed = util * (5 if guest.lie else 1)
             report = FakeGuestReport(claimed, guest.sf, online, guest.count)
         return base.Observation(self.clock, guest.cpu_ns, 0, guest.slices,
-                                guest.emu_ns, report)
+                                guest.emu_ns, report,
+                                emulator_wait_ns=guest.emu_ns // 4)
 
     def pin_vcpus(self, uuid, cpus):
         self._pin(uuid, 'vcpu', cpus)

@@ -11,6 +11,7 @@ import logging
 import urllib.request
 
 from prometheus_client import parser
+import pytest
 
 from ufo_agent import hostsignal
 from ufo_agent.service import metrics
@@ -62,6 +63,13 @@ def test_endpoint_serves_the_exposition_and_the_status_on_loopback():
         assert _value(families, 'ufo_tick_duration_seconds_count') == 4
         assert _value(families, 'ufo_vm_cores', uuid='a') == \
             agent.status['a'].cores
+        # Host counters of the guest's threads, in seconds.
+        emulator = _value(
+            families, 'ufo_vm_emulator_threads_cpu_seconds_total', uuid='a')
+        assert emulator > 0
+        assert _value(
+            families, 'ufo_vm_emulator_threads_run_delay_seconds_total',
+            uuid='a') == pytest.approx(emulator / 4)
         # Label escaping: the uuid comes back as it went in.
         assert _value(families, 'ufo_vm_vcpus', uuid='b"x') == 4
         assert _value(families, 'ufo_vm_mode', uuid='a', mode='active') == 1
