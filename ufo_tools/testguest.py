@@ -318,6 +318,16 @@ def online_cpus(console):
     return cpus
 
 
+# Multi-threaded TCG can leave vCPUs spinning at kernel text that another
+# vCPU patches with text_poke_bp; the next IPI then waits on them for good
+# (a soft lockup in insmod or rmmod: 2 of about 350 boot-time loads, and
+# one of the first twenty reloads under load). The module's sched_switch
+# probe patches __schedule when it is the first probe or the last to go.
+# The event, enabled on the command line, patches it before the other CPUs
+# start, and holds it; /init stops the recording (the probe stays).
+TCG_TEXT_PATCH_ONCE = ['trace_event=sched:sched_switch', 'trace_buf_size=1k']
+
+
 class TestGuest(object):
     """One transient test domain with a UFO channel and a serial console.
 
@@ -363,6 +373,7 @@ class TestGuest(object):
         if poll_ms is not None:
             params.append('ufo_guest.poll_ms=%d' % poll_ms)
         self.cmdline = ' '.join(['console=ttyS0', 'loglevel=4', 'panic=-1'] +
+                                TCG_TEXT_PATCH_ONCE +
                                 params + [cmdline]).strip()
         self.channel = None
         self.console = None

@@ -27,6 +27,7 @@ VCPUS = 4
 WATCHDOG_MS = 3000
 POLL_MS = 10
 ALL = set(range(VCPUS))
+RELOADS = 40
 
 
 @pytest.fixture(scope='module')
@@ -375,6 +376,24 @@ def test_rmmod_onlines_every_vcpu(guest):
     assert rc == 0, out
     wait_report(ch, lambda r: r.ok, what='the module to bind again')
     report, _ = set_and_ack(ch, 2)
+    assert guest.online_cpus() == {0, 1}
+    restore(guest)
+
+
+def test_module_reloads_under_load(guest):
+    # Each first probe on sched_switch and each last one gone patches
+    # __schedule. Before the test guest enabled that event on its kernel
+    # command line, multi-threaded TCG hung one of the first twenty
+    # reloads in each of two runs (ufo_tools.testguest.TCG_TEXT_PATCH_ONCE).
+    ch = guest.channel
+    insmod = 'insmod /lib/modules/ufo_guest.ko poll_ms=%d watchdog_ms=%d' % (
+        POLL_MS, WATCHDOG_MS)
+    for _ in range(RELOADS):
+        rc, out = guest.console.sh('rmmod ufo_guest && ' + insmod,
+                                   timeout=60)
+        assert rc == 0, out
+    wait_report(ch, lambda r: r.ok, what='the module to bind again')
+    set_and_ack(ch, 2)
     assert guest.online_cpus() == {0, 1}
     restore(guest)
 
