@@ -146,8 +146,10 @@ def guests(host, guest_artifacts):
     booted = {}
     try:
         for name, (fixture, module) in GUESTS.items():
-            cmdline = ('console=ttyS0 loglevel=4 panic=-1 '
-                       'ufo_guest.watchdog_ms=%d' % WATCHDOG_MS)
+            cmdline = ' '.join(
+                ['console=ttyS0', 'loglevel=4', 'panic=-1'] +
+                testguest.TCG_TEXT_PATCH_ONCE +
+                ['ufo_guest.watchdog_ms=%d' % WATCHDOG_MS])
             if not module:
                 cmdline += ' ufo.noload=1'
             xml = nova_fixtures.adapt(
