@@ -327,6 +327,10 @@ def online_cpus(console):
 # start, and holds it; /init stops the recording (the probe stays).
 TCG_TEXT_PATCH_ONCE = ['trace_event=sched:sched_switch', 'trace_buf_size=1k']
 
+# Every test guest's kernel command line starts with these.
+BASE_CMDLINE = (['console=ttyS0', 'loglevel=4', 'panic=-1'] +
+                TCG_TEXT_PATCH_ONCE)
+
 
 class TestGuest(object):
     """One transient test domain with a UFO channel and a serial console.
@@ -372,9 +376,7 @@ class TestGuest(object):
             params.append('ufo_guest.watchdog_ms=%d' % watchdog_ms)
         if poll_ms is not None:
             params.append('ufo_guest.poll_ms=%d' % poll_ms)
-        self.cmdline = ' '.join(['console=ttyS0', 'loglevel=4', 'panic=-1'] +
-                                TCG_TEXT_PATCH_ONCE +
-                                params + [cmdline]).strip()
+        self.cmdline = ' '.join(BASE_CMDLINE + params + [cmdline]).strip()
         self.channel = None
         self.console = None
         self.dom = None

@@ -147,8 +147,7 @@ def guests(host, guest_artifacts):
     try:
         for name, (fixture, module) in GUESTS.items():
             cmdline = ' '.join(
-                ['console=ttyS0', 'loglevel=4', 'panic=-1'] +
-                testguest.TCG_TEXT_PATCH_ONCE +
+                testguest.BASE_CMDLINE +
                 ['ufo_guest.watchdog_ms=%d' % WATCHDOG_MS])
             if not module:
                 cmdline += ' ufo.noload=1'
