@@ -64,6 +64,36 @@ def test_run_averages_seeds_and_passes_the_context():
     assert r.cpu_seconds >= 0 and r.wall_seconds >= 0
 
 
+def test_a_load_is_the_mean_of_three_runs_with_their_own_seeds():
+    # One run is 80 ms of real time: the paper's three runs of each load
+    # (§3.1), averaged, and no two seeds of a check shared between them.
+    seen = []
+
+    def measure(seed):
+        seen.append(seed)
+        return {1: 100.0, 1001: 400.0, 2001: 100.0}.get(seed, 0.0)
+
+    assert targets.over_runs(targets.Context(seed=1), measure) == 200.0
+    assert seen == [1, 1001, 2001]
+    runs = [set(targets.Context(seed=s).run_seeds()) for s in (1, 2, 3)]
+    assert all(len(r) == targets.RUNS == 3 for r in runs)
+    assert not (runs[0] & runs[1] or runs[1] & runs[2] or runs[0] & runs[2])
+
+
+def test_max_load_sweep_stops_at_the_first_mean_above_qos():
+    p = profiles.MEMCACHED
+    ctx = targets.Context(seed=1)
+    # Run 1001 alone is above QoS at 30 % of max load; the mean is not.
+
+    def p99(rps):
+        load = round(rps / p.max_rps, 6)
+        return targets.over_runs(ctx, lambda seed: (
+            1.7 * p.qos_p99_us if seed == 1001 and load == 0.3 else
+            (0.5 if load <= 0.6 else 2.0) * p.qos_p99_us))
+
+    assert targets.max_load(p, p99) == 0.6
+
+
 def test_table_has_one_aligned_line_per_row():
     rows = [_row('short', (targets.Bound(0, 1),), _fixed(pct=0.5)),
             _row('a_longer_id', (targets.Bound(8, 28, 'mean'),
