@@ -257,9 +257,8 @@ def _paper_load_cut(ctx, field):
     values, detail = {}, {}
     for p in profiles.LC_PROFILES:
         rps = p.max_rps * report.PAPER_DEFAULT_LOAD[p.name]
-        per_vm = {mode: float(np.mean([
-            getattr(w, field) for seed in ctx.run_seeds()
-            for w in _four_vms(ctx, p, rps, mode, seed)]))
+        per_vm = {mode: over_runs(ctx, lambda seed, p=p, mode=mode: np.mean(
+            [getattr(w, field) for w in _four_vms(ctx, p, rps, mode, seed)]))
             for mode in ('isolation', 'hostaware')}
         values[p.name] = _cut(per_vm['hostaware'], per_vm['isolation'])
         detail[p.name] = per_vm
