@@ -1,5 +1,7 @@
 """Sweeps over the §3 scenarios, reduced to the numbers the doc quotes."""
 
+import math
+
 import numpy as np
 
 from ufo_sim.calibration import scenarios
@@ -14,8 +16,34 @@ PAPER_DEFAULT_LOAD = {'memcached': 60 / 350, 'nginx': 50 / 120,
                       'mysql': 20 / 50}
 
 
-def _knee(loads, p99, qos):
-    """Highest swept load before p99 first exceeds qos."""
+def qos_cross(points, qos):
+    """Load at which a p99 curve crosses ``qos`` (the paper's cross point).
+
+    ``points`` yields ``(load, p99)`` by rising load and is read only up
+    to the first p99 above ``qos``. The cross is on the straight line
+    from the point before to that one, as read off a plotted curve, so
+    a small change of the curve does not move it by a whole load step.
+    0 when the first point misses; the last load when none does.
+    """
+    last = None
+    for load, p99 in points:
+        if p99 > qos:
+            if last is None:
+                return 0.0
+            met_load, met_p99 = last
+            if not math.isfinite(p99):
+                return met_load
+            return met_load + (load - met_load) * (
+                (qos - met_p99) / (p99 - met_p99))
+        last = load, p99
+    return last[0] if last else 0.0
+
+
+def _last_met(loads, p99, qos):
+    """Highest swept load before p99 first exceeds qos.
+
+    An SF curve's knee: its gap to the next CPU count is read there.
+    """
     best = 0.0
     for load, value in zip(loads, p99):
         if value > qos:
@@ -36,7 +64,7 @@ def sf_curves(profile, seconds=4.0, loads=LOADS, pcpus=PCPUS):
             loads=list(loads), p99_us=p99, guest_sf=sf,
             guest_util=[w.guest_util for w in ws],
             runtime_per_schedule_us=[w.runtime_per_schedule_us for w in ws],
-            knee=_knee(loads, p99, profile.qos_p99_us),
+            knee=_last_met(loads, p99, profile.qos_p99_us),
             sf_peak=loads[int(np.argmax(sf))])
     return out
 
@@ -76,7 +104,7 @@ def isolation_modes(profile, seconds=4.0, loads=LOADS):
                                 mode, seconds)
         out[mode] = dict(
             loads=list(loads), p99_us=p99,
-            max_load=_knee(loads, p99, profile.qos_p99_us),
+            max_load=qos_cross(zip(loads, p99), profile.qos_p99_us),
             at_load=paper_load,
             vcpu_switches=float(np.mean([w.vcpu_switches for w in ws])),
             host_ctxsw=float(np.mean([w.host_ctxsw for w in ws])),
@@ -94,7 +122,8 @@ def emulator_modes(profile, seconds=4.0, loads=LOADS):
               for f in loads]
         p99 = [w.p99_us for w in ws]
         out[name] = dict(loads=list(loads), p99_us=p99,
-                         max_load=_knee(loads, p99, profile.qos_p99_us))
+                         max_load=qos_cross(zip(loads, p99),
+                                            profile.qos_p99_us))
     share = []
     for f in (0.2, 0.5, 0.8):
         w = scenarios.dedicated(profile, 8, profile.max_rps * f, seconds)

@@ -10,6 +10,7 @@ import math
 import pytest
 
 from ufo_sim.calibration import __main__ as cli
+from ufo_sim.calibration import report
 from ufo_sim.calibration import scenarios
 from ufo_sim.calibration import targets
 from ufo_sim.managers import cell as cell_mod
@@ -91,7 +92,8 @@ def test_max_load_sweep_stops_at_the_first_mean_above_qos():
             1.7 * p.qos_p99_us if seed == 1001 and load == 0.3 else
             (0.5 if load <= 0.6 else 2.0) * p.qos_p99_us))
 
-    assert targets.max_load(p, p99) == 0.6
+    # The mean crosses QoS a third of the way from 60 % to 62.5 %.
+    assert targets.max_load(p, p99) == pytest.approx(0.6 + 0.025 / 3)
 
 
 def test_table_has_one_aligned_line_per_row():
@@ -244,7 +246,7 @@ def test_manager_scenes_get_the_options():
     assert scene.host.spec.cpus == 16
 
 
-def test_max_load_is_the_last_load_before_the_first_miss():
+def test_max_load_is_where_the_p99_crosses_qos():
     mc = profiles.MEMCACHED
     knee = 0.4 * mc.max_rps
     tried = []
@@ -253,9 +255,33 @@ def test_max_load_is_the_last_load_before_the_first_miss():
         tried.append(rps)
         return mc.qos_p99_us * (0.5 if rps <= knee + 1e-6 else 2)
 
-    assert targets.max_load(mc, p99) == pytest.approx(0.4)
+    # On the line from (40 %, QoS / 2) to (42.5 %, 2 QoS).
+    assert targets.max_load(mc, p99) == pytest.approx(0.4 + 0.025 / 3)
     assert len(tried) == 17                 # stops at the first miss
     assert targets.max_load(mc, lambda rps: math.inf) == 0.0
+
+
+@pytest.mark.parametrize('points, cross', [
+    ([(0.1, 50), (0.2, 80), (0.3, 120)], 0.25),
+    ([(0.1, 50), (0.2, math.inf)], 0.1),    # a run that never drained
+    ([(0.1, 150), (0.2, 50)], 0.0),         # the first load misses
+    ([(0.1, 50), (0.2, 100)], 0.2),         # at QoS meets it
+    ([], 0.0),
+])
+def test_qos_cross_reads_the_curve_between_met_and_missed(points, cross):
+    assert report.qos_cross(points, 100) == pytest.approx(cross)
+
+
+def test_qos_cross_reads_no_point_past_the_first_miss():
+    read = []
+
+    def points():
+        for load, p99 in ((0.1, 50), (0.2, 150), (0.3, 50)):
+            read.append(load)
+            yield load, p99
+
+    assert report.qos_cross(points(), 100) == pytest.approx(0.15)
+    assert read == [0.1, 0.2]
 
 
 # (VM1 load, VM2 load) -> (CPUs, QoS met); asymmetric on purpose: the
