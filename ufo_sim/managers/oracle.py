@@ -6,19 +6,25 @@ emulator pool size the smallest core count of every VM is bisected; VMs
 on disjoint cores are judged in the same simulation, since one's QoS at
 a given count barely depends on the other's count (only through the
 shared emulator pool, whose load does not depend on vCPU cores). The
-best total is then confirmed in one joint run, growing the failing part
-until it passes. Each trial runs on a host large enough to lay out any
-candidate; the budget is applied to the result.
+best total is then confirmed in one joint run as long as the window a
+feedback manager (UFO, DynIso) is judged on (``judge`` intervals), not
+the search's ``measure`` seconds: near the edge of QoS a short run
+passes on luck, and the search keeps the cheapest allocation that did.
+While the confirmation fails, one core is added to each failing VM or
+to the emulator pool, whichever passes with fewer cores. Each trial
+runs on a host large enough to lay out any candidate; the budget is
+applied to the result.
 
 It is a heuristic, not an exhaustive search, and that keeps it tractable
 for any number of VMs: the joint space of N VMs' core counts and the
 pool size grows as (cores per VM)^N x pool sizes, while this search runs
 about ``1 + log2(cores per VM)`` trials per pool size whatever N is
 (every VM is bisected in the same trials), tries pool sizes from one
-core up only while the total shrinks, and the confirmation grows one
-core per failing VM and run. What it can miss: an allocation in which a
-VM does better because another got more (they share only the emulator
-pool), and a pool size past the first that stops helping.
+core up only while the total shrinks, and each failed confirmation
+adds one core (two runs as long as the judged window). What it can
+miss: an allocation in which a VM does better because another got more
+(they share only the emulator pool), and a pool size past the first
+that stops helping.
 
 ``oracle-wide`` searches a larger space than UFO's: each VM's emulator
 threads run either in the shared pool or on that VM's own cores (with
@@ -29,6 +35,7 @@ measures what a controller able to place emulator threads per VM could
 save. Its searches include the Oracle's, trial for trial (same seeds).
 """
 
+import dataclasses
 import itertools
 import math
 
@@ -80,13 +87,20 @@ def _evaluate(name, cell, settings, placements):
     """
     limits = scenario.flavor_cores(cell, settings)
     n = len(cell.vms)
-    trials = []
+    sim_seconds = 0.0
 
-    def run(counts, emulator, home):
-        window = run_isolated(cell, settings, list(counts), emulator,
-                              home=home)
-        trials.append((tuple(counts), emulator, home, window.all_ok))
-        return window
+    def run(counts, emulator, home, within=settings):
+        nonlocal sim_seconds
+        sim_seconds += within.warmup + within.measure
+        return run_isolated(cell, within, list(counts), emulator, home=home)
+
+    # The allocation found is judged as long as a feedback manager's
+    # judged window: a 60-second trial at the edge of QoS passes on luck.
+    judged = dataclasses.replace(
+        settings, measure=settings.judge * settings.tick)
+
+    def confirm(counts, emulator, home):
+        return run(counts, emulator, home, judged)
 
     best = None          # (total, counts, emulator, home)
     for home in placements:
@@ -109,25 +123,31 @@ def _evaluate(name, cell, settings, placements):
     window = None
     if best is not None:
         total, counts, emulator, home = best
-        while True:
-            window = run(counts, emulator, home)
-            if window.all_ok:
-                break
+        window = confirm(counts, emulator, home)
+        while not window.all_ok:
+            # One core more, for each failing VM or for the pool: the
+            # one that passes with the fewest cores, else the one with
+            # the most VMs passing; on a tie the VMs' (the old rule).
             grow = [i for i in range(n)
                     if not window.ok[i] and counts[i] < limits[i]]
+            options = []
             if grow:
-                counts = list(counts)
-                for i in grow:
-                    counts[i] += 1
-            else:
-                # Every emulator thread into the pool, which grows.
-                home, emulator = (), emulator + 1
-            if sum(counts) + emulator > settings.cores * 2:
+                options.append(([c + (i in grow) for i, c in
+                                 enumerate(counts)], emulator, home))
+            # Every emulator thread into the pool, which grows.
+            options.append((list(counts), emulator + 1, ()))
+            options = [o for o in options
+                       if sum(o[0]) + o[1] <= settings.cores * 2]
+            if not options:
                 window = None
                 break
+            tried = [(o, confirm(*o)) for o in options]
+            (counts, emulator, home), window = min(
+                tried, key=lambda t: (not t[1].all_ok,
+                                      sum(t[0][0]) + t[0][1],
+                                      -sum(t[1].ok)))
         if window is not None:
             best = (sum(counts) + emulator, counts, emulator, home)
-    sim_seconds = len(trials) * (settings.warmup + settings.measure)
     # Judged: the confirmed allocation, even when over the budget.
     stats = scenario.held_stats(best and best[0] * settings.smt,
                                 window.ticks if window else ())

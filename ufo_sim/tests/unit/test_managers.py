@@ -133,3 +133,60 @@ def test_registry_and_determinism():
         cell_mod.Settings(**{**FAST.__dict__, 'seed': 2}))
     assert other.p99_us != a.p99_us
     assert all(math.isfinite(x) for x in a.p99_us)
+
+
+def _fake_trials(monkeypatch, passes):
+    """Oracle trials judged by ``passes(counts, emulator, measure)``.
+
+    ``passes`` returns each VM's verdict; the trials run are recorded.
+    """
+    runs = []
+
+    def run_isolated(cell, settings, counts, emulator, salt=oracle.NAME,
+                     coordinate=True, home=()):
+        ok = tuple(passes(tuple(counts), emulator, settings.measure))
+        runs.append((tuple(counts), emulator, settings.measure))
+        ticks = ((1.0, all(ok)),) * int(settings.measure // settings.tick)
+        return scenario.Window(tuple(1.0 if o else math.inf for o in ok),
+                               (1.0,) * len(ok), ok, ticks)
+
+    monkeypatch.setattr(oracle, 'run_isolated', run_isolated)
+    return runs
+
+
+def test_the_oracle_confirms_over_the_judged_window(monkeypatch):
+    settings = cell_mod.Settings(measure=60.0, tick=50.0, judge=6)
+    # One core each meets QoS for 60 s with a one-core pool, but over
+    # the 300 s a feedback manager is judged on VM 0 needs a second
+    # pool core, and one more core of its own does not help it.
+    runs = _fake_trials(monkeypatch, lambda counts, emu, measure: (
+        emu >= (2 if measure > 60 else 1), True))
+    r = oracle.evaluate(_cell(0.2, 0.2), settings)
+    assert r.qos_met
+    assert r.detail['vm_cores'] == [1, 1]
+    assert r.detail['emulator_cores'] == 2
+    assert r.cpus == 8
+    assert r.cpus_max == 8 and r.qos_violation_s == 0
+    long_runs = [run for run in runs if run[2] == 300.0]
+    # The search's own trials stay short.
+    assert len(long_runs) == 3 and len(runs) > len(long_runs)
+    assert ((1, 1), 1, 300.0) in long_runs
+    assert r.detail['sim_seconds'] == sum(
+        settings.warmup + measure for _, _, measure in runs)
+
+
+def test_a_failed_confirmation_grows_the_failing_vm_if_that_passes(
+        monkeypatch):
+    settings = cell_mod.Settings(measure=60.0, tick=50.0, judge=6)
+    _fake_trials(monkeypatch, lambda counts, emu, measure: (
+        counts[0] >= (2 if measure > 60 else 1), True))
+    r = oracle.evaluate(_cell(0.2, 0.2), settings)
+    assert (r.detail['vm_cores'], r.detail['emulator_cores']) == ([2, 1], 1)
+
+
+def test_a_confirmation_that_never_passes_is_no_allocation(monkeypatch):
+    settings = cell_mod.Settings(measure=60.0, tick=50.0, judge=6)
+    _fake_trials(monkeypatch, lambda counts, emu, measure: (
+        measure <= 60, True))
+    r = oracle.evaluate(_cell(0.2, 0.2), settings)
+    assert not r.qos_met and r.cpus is None
