@@ -35,7 +35,6 @@ measures what a controller able to place emulator threads per VM could
 save. Its searches include the Oracle's, trial for trial (same seeds).
 """
 
-import dataclasses
 import itertools
 import math
 
@@ -94,10 +93,9 @@ def _evaluate(name, cell, settings, placements):
         sim_seconds += within.warmup + within.measure
         return run_isolated(cell, within, list(counts), emulator, home=home)
 
-    # The allocation found is judged as long as a feedback manager's
-    # judged window: a 60-second trial at the edge of QoS passes on luck.
-    judged = dataclasses.replace(
-        settings, measure=settings.judge * settings.tick)
+    # The allocation found is judged as long as the feedback managers:
+    # a 60-second trial at the edge of QoS passes on luck.
+    judged = scenario.judged(settings)
 
     def confirm(counts, emulator, home):
         return run(counts, emulator, home, judged)

@@ -184,6 +184,17 @@ def judge(scene, latencies, seconds):
     return Window(tuple(p99s), tuple(served), tuple(ok))
 
 
+def judged(settings):
+    """``settings`` measuring as long as a feedback manager is judged.
+
+    DynIso and UFO are judged on ``judge`` control intervals of their
+    run; every other manager's answer is judged on a window as long, so
+    that a short run's luck near the edge of QoS counts for none.
+    """
+    return dataclasses.replace(settings,
+                               measure=settings.judge * settings.tick)
+
+
 def measure(scene, warmup, seconds, tick=None):
     """Run ``warmup`` seconds, then judge the next ``seconds``.
 

@@ -4,7 +4,8 @@ Each VM gets dedicated host CPUs, one per vCPU, for its whole life; the
 emulator threads of all VMs run on ``cpu_shared_set`` (one core here,
 ``hw:emulator_threads_policy=share``). Nothing is searched: the cost is
 the flavors' vCPUs (in whole cores) plus the shared core, even when that
-exceeds the budget (reported as ``over_budget``).
+exceeds the budget (reported as ``over_budget``). QoS is judged on one
+run as long as the feedback managers' judged window.
 
 The engine pins a VM's vCPU threads as one set, so 1:1 pinning is
 modelled as all vCPU threads of a VM on its dedicated CPUs: with as many
@@ -33,10 +34,11 @@ def evaluate(cell, settings):
     shared = cores[start:start + SHARED_CORES]
     n = len(scene.vms)
     scenario.apply_static(scene, vcpu_cores, [shared] * n, [None] * n)
-    window = scenario.measure(scene, settings.warmup, settings.measure,
-                              settings.tick)
+    judged = scenario.judged(settings)
+    window = scenario.measure(scene, judged.warmup, judged.measure,
+                              judged.tick)
     return cell_mod.CellResult(
         NAME, cell.key, total * settings.smt, window.all_ok, window.p99_us,
         {'over_budget': total > settings.cores,
-         'sim_seconds': settings.warmup + settings.measure},
+         'sim_seconds': judged.warmup + judged.measure},
         **scenario.held_stats(total * settings.smt, window.ticks))

@@ -202,8 +202,9 @@ def test_every_manager_takes_three_vms(smt):
             assert len(r.detail['vm_cores']) == 3
             assert r.cpus == r.cpus_max <= s.budget
         else:
-            # One window of ``measure`` seconds, 4/50 of an interval.
-            assert r.qos_violation_s in (0.0, 0.08), name
+            # The answer is judged over ``judge`` intervals; a Default
+            # that finds none shows its last trial, 4/50 of an interval.
+            assert r.qos_violation_s in (0.0, 0.08, 1.0, 2.0), name
             assert r.cpus_mean == r.cpus_max
         if r.cpus is not None:
             assert r.cpus % smt == 0

@@ -28,6 +28,34 @@ def test_default_finds_the_smallest_shared_set():
     # Bisection proved the count: one core fewer fails.
     assert not default.run_shared(_cell(0.2, 0.2), FAST,
                                   heavy.detail['shared_cores'] - 1).all_ok
+    judged = scenario.judged(FAST)
+    assert default.run_shared(_cell(0.2, 0.2), judged,
+                              heavy.detail['shared_cores']).all_ok
+
+
+def test_default_confirms_its_answer_over_the_judged_window(monkeypatch):
+    settings = cell_mod.Settings(measure=60.0, tick=50.0, judge=6)
+    runs = []
+
+    def run_shared(cell, within, cores, salt=default.NAME):
+        runs.append((cores, within.measure))
+        # Three cores pass a 60 s trial; over 300 s it takes five.
+        ok = cores >= (5 if within.measure > 60 else 3)
+        return scenario.Window((1.0, 1.0), (1.0, 1.0), (ok, True),
+                               ((1.0, ok),) * int(within.measure // 50))
+
+    monkeypatch.setattr(default, 'run_shared', run_shared)
+    r = default.evaluate(_cell(0.2, 0.2), settings)
+    assert r.qos_met and r.detail['shared_cores'] == 5 and r.cpus == 10
+    assert [run for run in runs if run[1] == 300.0] == [
+        (3, 300.0), (4, 300.0), (5, 300.0)]
+    assert r.qos_violation_s == 0 and r.cpus_max == 10
+    assert r.detail['sim_seconds'] == sum(settings.warmup + m
+                                          for _, m in runs)
+    # Passing short trials only, up to the whole host: not feasible.
+    monkeypatch.setattr(default, 'run_shared', lambda c, w, k, salt=None: (
+        scenario.Window((1.0,), (1.0,), (w.measure <= 60,), ((1.0, True),))))
+    assert not default.evaluate(_cell(0.2, 0.2), settings).qos_met
 
 
 def test_default_reports_an_impossible_cell():
@@ -40,6 +68,8 @@ def test_static_costs_the_flavors_plus_the_shared_core():
     r = static.evaluate(_cell(0.1, 0.1), FAST)
     assert r.cpus == 8 + 8 + 2
     assert r.detail['over_budget'] and r.qos_met
+    # Judged as long as the feedback managers: their judge intervals.
+    assert r.detail['sim_seconds'] == FAST.warmup + FAST.judge * FAST.tick
 
 
 def test_oracle_isolates_and_beats_a_full_allocation():
