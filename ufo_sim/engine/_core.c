@@ -98,7 +98,7 @@ struct task {			/* host thread */
 struct cpu {
 	int curr, sib, core, nq, sw_pending, resched;
 	int *q;
-	tns last, sw_end, slice_start, next;
+	tns last, sw_end, slice_start;
 	double debt;		/* curr's cache refill stall still owed */
 	double avg_idle;	/* mean idle period (Linux rq->avg_idle) */
 	tns idle_since;		/* idle from (-1: busy) */
@@ -186,6 +186,9 @@ typedef struct {
 	struct params p;
 	int ncpu;
 	struct cpu cpu[MAXCPU];
+	/* Each CPU's next event, and the CPUs that have one: the scan. */
+	tns next_at[MAXCPU];
+	uint64_t armed;
 	uint64_t all_mask;
 	struct task *task;
 	int ntask;
@@ -492,16 +495,16 @@ static void plan_cpu_work(Host *h, int c)
 		p->speed / smt_factor(h, p->curr, h->cpu[p->sib].curr) :
 		p->speed;
 	if (p->sw_end > h->now || p->sw_pending) {
-		p->next = p->sw_end > h->now ? p->sw_end : h->now;
+		h->next_at[c] = p->sw_end > h->now ? p->sw_end : h->now;
 		return;
 	}
 	if (p->curr < 0) {
-		p->next = !p->pull_at ? T_INF :
+		h->next_at[c] = !p->pull_at ? T_INF :
 			p->pull_at > h->now ? p->pull_at : h->now;
 		return;
 	}
 	if (p->resched) {
-		p->next = h->now;
+		h->next_at[c] = h->now;
 		return;
 	}
 	k = &h->task[p->curr];
@@ -511,7 +514,7 @@ static void plan_cpu_work(Host *h, int c)
 		struct gvcpu *g = &h->vm[k->vm].gv[k->idx];
 
 		if (g->poll_end) {
-			p->next = p->nq || g->poll_end < h->now ?
+			h->next_at[c] = p->nq || g->poll_end < h->now ?
 				h->now : g->poll_end;
 			return;
 		}
@@ -528,7 +531,7 @@ static void plan_cpu_work(Host *h, int c)
 		if (e < t)
 			t = e < h->now ? h->now : e;
 	}
-	p->next = t;
+	h->next_at[c] = t;
 }
 
 /*
@@ -556,8 +559,8 @@ static void plan_cpu(Host *h, int c)
 	    p->sw_end <= h->now && !p->sw_pending) {
 		tns at = p->pull_at > h->now ? p->pull_at : h->now;
 
-		if (at < p->next)
-			p->next = at;
+		if (at < h->next_at[c])
+			h->next_at[c] = at;
 	}
 }
 
@@ -1636,6 +1639,10 @@ static void replan(Host *h)
 
 		h->dirty &= h->dirty - 1;
 		plan_cpu(h, c);
+		if (h->next_at[c] < T_INF)
+			h->armed |= 1ULL << c;
+		else
+			h->armed &= ~(1ULL << c);
 	}
 }
 
@@ -1679,7 +1686,7 @@ static void stuck_error(Host *h, int who, long long n)
 		     "resched=%d sw_pending=%d sw_end=%lld slice_start=%lld "
 		     "next=%lld; %s", n, h->now, who, p->curr, p->nq,
 		     p->resched, p->sw_pending, p->sw_end, p->slice_start,
-		     p->next, buf);
+		     h->next_at[who], buf);
 }
 
 /* Run events up to until; -1 with an exception set on a livelock. */
@@ -1690,13 +1697,16 @@ static int run_until(Host *h, tns until)
 
 	for (;;) {
 		tns t = T_INF;
+		uint64_t armed;
 		int who = -1, i;
 
-		for (i = 0; i < h->ncpu; i++)
-			if (h->cpu[i].next < t) {
-				t = h->cpu[i].next;
+		for (armed = h->armed; armed; armed &= armed - 1) {
+			i = __builtin_ctzll(armed);
+			if (h->next_at[i] < t) {
+				t = h->next_at[i];
 				who = i;
 			}
+		}
 		for (i = 0; i < h->nvm; i++)
 			if (h->vm[i].next_arr < t) {
 				t = h->vm[i].next_arr;
@@ -1953,7 +1963,7 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 		h->cpu[c].core = h->cpu[c].sib >= 0 && h->cpu[c].sib < c ?
 			h->cpu[c].sib : c;
 		h->cpu[c].curr = -1;
-		h->cpu[c].next = T_INF;
+		h->next_at[c] = T_INF;
 		h->cpu[c].idle_since = 0;
 		h->cpu[c].avg_idle = 2 * p->migration_cost;
 		h->cpu[c].rate = 1.0;
@@ -2257,6 +2267,10 @@ static PyObject *Host_check(Host *h, PyObject *noargs)
 	for (c = 0; c < h->ncpu; c++) {
 		struct cpu *p = &h->cpu[c];
 
+		if (!(h->armed >> c & 1) != (h->next_at[c] == T_INF)) {
+			PyMem_Free(where);
+			return broken(c, "CPU with an event not scanned");
+		}
 		for (i = -1; i < p->nq; i++) {
 			k = i < 0 ? p->curr : p->q[i];
 			if (k < 0)
