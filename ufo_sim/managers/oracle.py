@@ -20,7 +20,8 @@ for any number of VMs: the joint space of N VMs' core counts and the
 pool size grows as (cores per VM)^N x pool sizes, while this search runs
 about ``1 + log2(cores per VM)`` trials per pool size whatever N is
 (every VM is bisected in the same trials), tries pool sizes from one
-core up only while the total shrinks, and each failed confirmation
+core up only while the total shrinks and one core per VM on that pool
+could still beat the best total, and each failed confirmation
 adds one core (two runs as long as the judged window). What it can
 miss: an allocation in which a VM does better because another got more
 (they share only the emulator pool), and a pool size past the first
@@ -106,6 +107,9 @@ def _evaluate(name, cell, settings, placements):
         pools = [0] if len(home) == n else range(1, settings.cores - n + 1)
         previous_total = math.inf
         for emulator in pools:
+            # Every VM needs a core: no count here can beat the best.
+            if best is not None and n + emulator >= best[0]:
+                break
             counts = search.min_feasible_each(
                 [1] * n, limits,
                 lambda c, e=emulator, h=home: run(c, e, h).ok)

@@ -220,3 +220,24 @@ def test_a_confirmation_that_never_passes_is_no_allocation(monkeypatch):
         measure <= 60, True))
     r = oracle.evaluate(_cell(0.2, 0.2), settings)
     assert not r.qos_met and r.cpus is None
+
+
+def test_the_oracle_tries_no_pool_that_cannot_beat_its_best(monkeypatch):
+    settings = cell_mod.Settings(measure=60.0, tick=50.0, judge=6)
+    # One core each passes on a one-core pool: 3 cores. Two VMs on a
+    # two-core pool need 4 at least, so no pool past one is searched.
+    runs = _fake_trials(monkeypatch, lambda counts, emu, measure: (
+        True, True))
+    r = oracle.evaluate(_cell(0.2, 0.2), settings)
+    assert (r.detail['vm_cores'], r.detail['emulator_cores']) == ([1, 1], 1)
+    assert {emu for _, emu, _ in runs} == {1}
+
+
+def test_the_oracle_searches_a_bigger_pool_while_it_could_win(monkeypatch):
+    settings = cell_mod.Settings(measure=60.0, tick=50.0, judge=6)
+    # Three cores each on a one-core pool (7); one each on two (4).
+    runs = _fake_trials(monkeypatch, lambda counts, emu, measure: tuple(
+        c >= (3 if emu == 1 else 1) for c in counts))
+    r = oracle.evaluate(_cell(0.2, 0.2), settings)
+    assert (r.detail['vm_cores'], r.detail['emulator_cores']) == ([1, 1], 2)
+    assert {emu for _, emu, _ in runs} == {1, 2}
