@@ -547,8 +547,9 @@ static int runs_before(Host *h, int a, int b)
 }
 
 /*
- * Plan CPU c's next event.  A CPU running only SCHED_IDLE work is idle
- * to the load balancer: it may hold a pull at the next tick.
+ * Plan CPU c's next event, and whether the event loop scans it.  A
+ * CPU running only SCHED_IDLE work is idle to the load balancer: it
+ * may hold a pull at the next tick.
  */
 static void plan_cpu(Host *h, int c)
 {
@@ -562,6 +563,10 @@ static void plan_cpu(Host *h, int c)
 		if (at < h->next_at[c])
 			h->next_at[c] = at;
 	}
+	if (h->next_at[c] < T_INF)
+		h->armed |= 1ULL << c;
+	else
+		h->armed &= ~(1ULL << c);
 }
 
 static void update_min_vr(Host *h, struct cpu *p)
@@ -1639,10 +1644,6 @@ static void replan(Host *h)
 
 		h->dirty &= h->dirty - 1;
 		plan_cpu(h, c);
-		if (h->next_at[c] < T_INF)
-			h->armed |= 1ULL << c;
-		else
-			h->armed &= ~(1ULL << c);
 	}
 }
 
