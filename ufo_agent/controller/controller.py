@@ -91,6 +91,7 @@ class VmState:
         self.probe_cache = {}
         self.last_sample = None
         self.denied = None      # the last probe the host had no core for
+        self.plan = None        # (fields, VmPlan) of the last tick
 
     def settled(self, now, settle_time):
         return now - self.changed_at >= settle_time - _EPS
@@ -523,12 +524,19 @@ class Controller:
         else:
             cpus, online = shared_cpus, max(1, min(vcpus, shared_pcpus))
         model = state.model.models.get(len(state.cores))
-        return VmPlan(
-            uuid=state.spec.uuid, mode=state.mode, cores=state.cores,
-            cpus=cpus, online_vcpus=online,
-            wanted_cores=min(state.want, state.max_cores)
-            if state.mode == VmMode.ACTIVE else 0,
-            probing=state.trial is not None,
-            note=state.last_action[1], max_cores=state.max_cores,
-            model_r2=model.r2 if model is not None else None,
-            fitted_models=len(state.model.models), sched_idle=soak)
+        fields = (state.mode, state.cores, cpus, online,
+                  min(state.want, state.max_cores)
+                  if state.mode == VmMode.ACTIVE else 0,
+                  state.trial is not None, state.last_action[1],
+                  model.r2 if model is not None else None,
+                  len(state.model.models), soak)
+        # Most VMs' plans repeat tick after tick: reuse the frozen one.
+        if state.plan is None or state.plan[0] != fields:
+            mode, cores, cpus, online, wanted, probing, note, r2, fitted, \
+                soak = fields
+            state.plan = (fields, VmPlan(
+                uuid=state.spec.uuid, mode=mode, cores=cores, cpus=cpus,
+                online_vcpus=online, wanted_cores=wanted, probing=probing,
+                note=note, max_cores=state.max_cores, model_r2=r2,
+                fitted_models=fitted, sched_idle=soak))
+        return state.plan[1]

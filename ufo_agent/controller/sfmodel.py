@@ -43,6 +43,10 @@ class SchedFreqModel:
         self.samples = {}   # cores -> OrderedDict(bucket -> Recorded)
         self.models = {}    # cores -> quadfit.Quadratic
         self.pred = {}      # cores -> max sustainable util (Pred table)
+        # Kept so that a tick's update() need not walk every sample:
+        # no sample is older than _oldest; _spans[c] is _span(samples[c]).
+        self._oldest = math.inf
+        self._spans = {}
 
     @property
     def ratio_min(self):
@@ -72,11 +76,17 @@ class SchedFreqModel:
         self.expire(now)
         store = self.samples.setdefault(cores, collections.OrderedDict())
         key = self.bucket(util)
-        span = _span(store)
+        span = self._spans.get(cores)
         old = store.pop(key, None)
         store[key] = Recorded(util, sf, now)
+        self._oldest = min(self._oldest, now)
+        dropped = [] if old is None else [old.util]
         while len(store) > self.config.samples_per_model:
-            store.popitem(last=False)
+            dropped.append(store.popitem(last=False)[1].util)
+        if span is not None and all(span[0] < u < span[1] for u in dropped):
+            self._spans[cores] = (min(span[0], util), max(span[1], util))
+        else:
+            self._spans[cores] = _span(store)
         model = self.models.get(cores)
         if model is None:
             if len(store) >= self.config.min_samples_to_fit:
@@ -87,7 +97,7 @@ class SchedFreqModel:
         if ((old is not None and abs(sf - old.sf) / denom > err)
                 or abs(sf - model(util)) / denom > err):
             return self._refit(cores)
-        if _span(store) != span:
+        if self._spans[cores] != span:
             # Pred looks only where there is data; the data moved.
             self._update_pred_around(cores)
         return False
@@ -95,15 +105,23 @@ class SchedFreqModel:
     def expire(self, now):
         """Forget samples older than sample_max_age (workload churn)."""
         horizon = now - self.config.sample_max_age
+        if self._oldest >= horizon:
+            return
+        self._oldest = math.inf
         for cores in list(self.samples):
             store = self.samples[cores]
             stale = [k for k, s in store.items() if s.time < horizon]
+            if store and len(stale) < len(store):
+                self._oldest = min(self._oldest, min(
+                    s.time for s in store.values() if s.time >= horizon))
             if not stale:
                 continue
             for key in stale:
                 del store[key]
+            self._spans[cores] = _span(store)
             if not store:
                 del self.samples[cores]
+                del self._spans[cores]
             if len(store) < self.config.min_samples_to_fit:
                 if self.models.pop(cores, None) is not None:
                     self._update_pred_around(cores)
@@ -209,6 +227,8 @@ class SchedFreqModel:
         Pred(c-1) < u only proves c - 1 cores too few when Pred(c-1) is a
         real limit, not the end of the data.
         """
+        if not self.pred and self.max_cores > 1:
+            return None     # no bound known: what the loop would find
         for cores in range(1, self.max_cores + 1):
             low, high = self.pred_of(cores - 1), self.pred_of(cores)
             if low is None or high is None:
@@ -273,6 +293,7 @@ class SchedFreqModel:
         ValueError on anything malformed, leaving the model empty.
         """
         self.samples, self.models, self.pred = {}, {}, {}
+        self._spans, self._oldest = {}, math.inf
         try:
             threshold = float(data.get('threshold', self.threshold))
             if not 0.0 < threshold < 1.0:
@@ -302,6 +323,9 @@ class SchedFreqModel:
             raise ValueError('malformed model state: %s' % exc)
         self.threshold = threshold
         self.samples = restored
+        self._spans = {cores: _span(store)
+                       for cores, store in restored.items()}
+        self._oldest = -math.inf
         self.expire(now)
         for cores in sorted(self.samples):
             if len(self.samples[cores]) < self.config.min_samples_to_fit:

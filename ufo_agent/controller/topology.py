@@ -12,6 +12,9 @@ import dataclasses
 
 from ufo_agent import cpuset
 
+# Distinct core sets whose CPUs cpus_of() remembers (a few per VM).
+_CPUS_MEMO_SIZE = 4096
+
 
 class TopologyError(ValueError):
     """The managed CPU set does not fit the host topology."""
@@ -75,6 +78,9 @@ class HostTopology:
         self.cores = tuple(cores)
         self.unmanaged_partial_cpus = frozenset(partial)
         self.by_id = {core.core_id: core for core in self.cores}
+        self._core_ids = frozenset(self.by_id)
+        # cpus_of() per VM per tick is a hot path; core sets repeat.
+        self._cpus_memo = {}
         widths = collections.Counter(len(core.cpus) for core in self.cores)
         # Most common SMT width; used to size hypothetical allocations.
         self.threads_per_core = widths.most_common(1)[0][0] if widths else 1
@@ -104,12 +110,19 @@ class HostTopology:
 
     @property
     def core_ids(self):
-        return frozenset(self.by_id)
+        return self._core_ids
 
     def cpus_of(self, core_ids):
         """The logical CPUs of a set of managed core ids."""
-        return frozenset(cpu for cid in core_ids
-                         for cpu in self.by_id[cid].cpus)
+        key = frozenset(core_ids)
+        cpus = self._cpus_memo.get(key)
+        if cpus is None:
+            cpus = frozenset(cpu for cid in key
+                             for cpu in self.by_id[cid].cpus)
+            if len(self._cpus_memo) >= _CPUS_MEMO_SIZE:
+                self._cpus_memo.clear()
+            self._cpus_memo[key] = cpus
+        return cpus
 
     def pcpus(self, core_ids):
         return sum(len(self.by_id[cid].cpus) for cid in core_ids)

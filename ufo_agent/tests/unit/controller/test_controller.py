@@ -262,3 +262,22 @@ def test_one_guests_io_does_not_grow_the_emulator_pool_past_its_share():
     # first, as the paper's rule has it.
     assert run(io_emulator=150.0, cpu_emulator=150.0) == (
         {'cpu': 2, 'io': 1}, 3)
+
+
+def test_a_vms_plan_is_reused_only_while_nothing_in_it_changed():
+    controller = Controller(HostTopology.uniform(6, 2))
+    controller.add_vm(VmSpec('web', 4, 'lc'))
+    controller.add_vm(VmSpec('quiet', 4, 'lc'))
+    busy = {'web': VmSample(100.0, 9000.0), 'quiet': VmSample(0.2, 1.0)}
+    first = controller.tick(0.0, busy, 10.0)
+    second = controller.tick(1.0, busy, 10.0)
+    assert second.vms['web'] is first.vms['web']
+    # Parked after idle_after: a new plan that says so.
+    now = 1.0
+    while controller.vms['quiet'].mode == plan_mod.VmMode.ACTIVE:
+        now += 1.0
+        plan = controller.tick(now, busy, 10.0)
+    assert plan.vms['quiet'] is not first.vms['quiet']
+    assert plan.vms['quiet'].mode == plan_mod.VmMode.IDLE
+    assert plan.vms['quiet'].cpus == plan.idle_cpus
+    assert plan.vms['quiet'].online_vcpus == 1

@@ -1,5 +1,7 @@
 """Algorithm 2: samples, quadratic fits, refits, ageing and Pred."""
 
+import hypothesis
+from hypothesis import strategies as st
 import pytest
 
 from ufo_agent.controller import ControllerConfig
@@ -155,3 +157,51 @@ def test_threshold_change_rebuilds_pred():
     model.set_threshold(0.15)
     assert model.ratio_min == pytest.approx(0.85)
     assert model.pred_of(1) < loose
+
+
+class _FullScanModel(sfmodel.SchedFreqModel):
+    """The model without its shortcuts: every update walks every sample."""
+
+    def update(self, cores, util, sf, now):
+        self._oldest = -float('inf')
+        self._spans = {c: sfmodel._span(s) for c, s in self.samples.items()}
+        return super().update(cores, util, sf, now)
+
+
+def _state(model):
+    return ({c: [(k, r.util, r.sf, r.time) for k, r in s.items()]
+             for c, s in model.samples.items()},
+            {c: (m.a, m.b, m.c, m.r2, m.points)
+             for c, m in model.models.items()},
+            dict(model.pred))
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(st.lists(st.tuples(
+    st.integers(1, 4), st.floats(1.0, 790.0), st.floats(0.5, 1.5),
+    st.sampled_from([0.0, 1.0, 1.0, 1.0, 250.0, 700.0]),
+    st.booleans()), min_size=1, max_size=60))
+def test_the_update_shortcuts_change_nothing_it_learns(steps):
+    # update() skips the ageing walk while no sample can be stale and
+    # keeps each count's utilization span instead of recomputing it; a
+    # model that recomputes everything must learn exactly the same.
+    config = ControllerConfig(sample_max_age=600.0)
+    fast = sfmodel.SchedFreqModel(config, max_cores=4, pcpus_per_core=2)
+    full = _FullScanModel(config, max_cores=4, pcpus_per_core=2)
+    now = 0.0
+    for cores, util, noise, gap, reload in steps:
+        now += gap
+        sf = max(1.0, _curve(util) * noise)
+        assert fast.update(cores, util, sf, now) == \
+            full.update(cores, util, sf, now)
+        assert _state(fast) == _state(full)
+        assert fast._spans == {c: sfmodel._span(s)
+                               for c, s in fast.samples.items()}
+        assert all(r.time >= fast._oldest for s in fast.samples.values()
+                   for r in s.values())
+        if reload:
+            # A restart restores the same state into both.
+            data = fast.export(now)
+            fast.restore(data, now)
+            full.restore(data, now)
+            assert _state(fast) == _state(full)

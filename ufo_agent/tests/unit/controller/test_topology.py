@@ -75,3 +75,17 @@ def test_a_core_carries_its_class():
 def test_siblings_of_two_classes_are_refused():
     with pytest.raises(topology.TopologyError, match='two core classes'):
         topology.HostTopology([(0, 1), (2, 3)], little={3})
+
+
+def test_cpus_of_answers_the_same_from_its_memo_and_keeps_it_bounded(
+        monkeypatch):
+    monkeypatch.setattr(topology, '_CPUS_MEMO_SIZE', 4)
+    host = topology.HostTopology.uniform(6, 2)
+    for cores in ([0, 1], {0, 1}, frozenset([0, 1]), (1, 0)):
+        assert host.cpus_of(cores) == {0, 1, 6, 7}
+    for n in range(6):
+        assert host.cpus_of(range(n)) == frozenset(
+            cpu for c in range(n) for cpu in (c, c + 6))
+        assert len(host._cpus_memo) <= 4
+    with pytest.raises(KeyError):
+        host.cpus_of([9])
