@@ -103,7 +103,8 @@ class SimDriver(base.HypervisorDriver):
             vcpu_wait_ns=int(c.vcpu_wait_ns / scale),
             vcpu_slices=int(c.vcpu_slices),
             emulator_cpu_ns=int(c.emulator_cpu_ns / scale), guest=report,
-            emulator_wait_ns=int(c.emulator_wait_ns / scale))
+            emulator_wait_ns=int(c.emulator_wait_ns / scale),
+            emulator_threads=self.host.profile(uuid).emulator_threads)
 
     def _guest_report(self, g, c, now):
         """The guest module's latest sample, as the host channel reads it.

@@ -78,6 +78,25 @@ OPTS = [
         mutable=True,
         help='Utilization of the emulator pool below which it shrinks, as '
              'long as it stays under emulator_util_high.'),
+    cfg.FloatOpt(
+        'emulator_saturation', default=_DEFAULTS.emulator_saturation,
+        min=0.0, max=1.0,
+        mutable=True,
+        help='Occupancy of one guest\'s emulator, I/O and vhost threads '
+             '(CPU time plus run delay, per thread) at or above which the '
+             'emulator pool grows by a core while those threads wait for '
+             'a CPU, for settle_time in a row, whatever the pool\'s '
+             'utilization: near saturation every wait lengthens their '
+             'queue. 0 (the default) turns this off.'),
+    cfg.BoolOpt(
+        'emulator_charge_excess', default=_DEFAULTS.emulator_charge_excess,
+        mutable=True,
+        help='Under overload, charge the emulator pool\'s demand beyond '
+             'the guests\' fair shares (by flavor size) to the guests whose '
+             'I/O exceeds their share: their committed vCPU demand is '
+             'lowered by it, so that their own I/O comes out of their own '
+             'claim. Off: that demand waits behind every guest\'s committed '
+             'vCPU demand.'),
     cfg.IntOpt(
         'emulator_min_cores', default=_DEFAULTS.emulator_min_cores, min=0,
         help='Smallest size of the shared emulator pool, in allocation '

@@ -95,6 +95,34 @@ def fair_emulator_cores(emulator_want, offloaded, entitled):
     return min(emulator_want, int(math.ceil(within - 1e-9)))
 
 
+def charge_excess(excess, offloaded, entitled):
+    """{key: cores} of the pool's demand beyond fair shares, by guest.
+
+    The ``excess`` cores (the pool's demand above
+    :func:`fair_emulator_cores`) are charged to the guests whose share of
+    the offloaded CPU is above their share of the entitlement, in
+    proportion to how far above (largest remainder); such a guest's
+    committed vCPU demand is lowered by its charge, so that its own I/O
+    comes out of its own claim, not another guest's.
+    """
+    busy = sum(max(0.0, v) for v in offloaded.values())
+    weight = sum(entitled.get(k, 0) for k in offloaded)
+    if excess <= 0 or busy <= 0 or weight <= 0:
+        return {}
+    over = {k: max(0.0, v) - busy * entitled.get(k, 0) / weight
+            for k, v in offloaded.items()}
+    over = {k: o for k, o in over.items() if o > 0}
+    total = sum(over.values())
+    if total <= 0:
+        return {}
+    share = {k: excess * o / total for k, o in over.items()}
+    charged = {k: int(math.floor(s)) for k, s in share.items()}
+    left = excess - sum(charged.values())
+    for k in sorted(share, key=lambda k: (charged[k] - share[k], k))[:left]:
+        charged[k] += 1
+    return {k: c for k, c in charged.items() if c}
+
+
 def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
           floor):
     left = total

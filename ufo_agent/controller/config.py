@@ -29,6 +29,8 @@ class ControllerConfig:
     pcu_high: float = 0.80
     emulator_util_high: float = 0.70
     emulator_util_low: float = 0.50
+    emulator_saturation: float = 0.0
+    emulator_charge_excess: bool = False
     emulator_min_cores: int = 1
     idle_pool_min_cores: int = 1
     samples_per_model: int = 8
@@ -55,6 +57,8 @@ class ControllerConfig:
         if self.min_samples_to_fit > self.samples_per_model:
             errors.append(
                 'min_samples_to_fit must not exceed samples_per_model')
+        if not 0.0 <= self.emulator_saturation <= 1.0:
+            errors.append('emulator_saturation must be between 0 and 1')
         if self.emulator_min_cores < 0 or self.idle_pool_min_cores < 0:
             errors.append('emulator_min_cores and idle_pool_min_cores '
                           'must not be negative')

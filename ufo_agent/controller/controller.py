@@ -129,6 +129,10 @@ class Controller:
         self.emulator_pool = emulator_pool.EmulatorPool(self.config)
         self.last_plan = None
         self._pending = []        # decisions made between two ticks
+        # uuid -> emulator cores charged to it (emulator_charge_excess),
+        # set by each tick's allocation; the next tick's grow check reads
+        # the last one.
+        self._charged = {}
         # Ticks in a row that asked for an emulator grow taking guests' cores.
         self._squeeze_asks = 0
 
@@ -229,9 +233,13 @@ class Controller:
         guest_pct = sum(s.util for u, s in samples.items()
                         if u in self.vms and
                         self.vms[u].mode == VmMode.ACTIVE)
+        saturated = emulator_pool.saturated(
+            {u: s for u, s in samples.items()
+             if u in self.vms and self.vms[u].mode == VmMode.ACTIVE}, cfg)
         emu_want, self.emulator_util = self.emulator_pool.decide(
             now, emu_now, self.topology.pcpus(self.emulator_cores),
-            emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct)
+            emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct,
+            saturated)
         if emu_want > emu_now and self._grow_takes_guest_cores(emu_want):
             # Taking guests' cores costs them QoS at once, and a one-second
             # burst of I/O is gone by the next tick: the grow waits for
@@ -247,8 +255,10 @@ class Controller:
                 now, 'emulator',
                 Action.EMULATOR_GROW if emulator_grows
                 else Action.EMULATOR_SHRINK,
-                emu_now, emu_want, 'emulator pool utilization %.0f%%'
-                % (100 * self.emulator_util)))
+                emu_now, emu_want, 'emulator pool utilization %.0f%%%s'
+                % (100 * self.emulator_util,
+                   '; emulator threads of %s saturated'
+                   % ', '.join(saturated) if saturated else '')))
         # Parked between two ticks (after the emulator's, which comes first).
         decisions += self._pending
         self._pending = []
@@ -268,10 +278,16 @@ class Controller:
                 continue
             self._predict(state, sample, now)
 
-        fair = allocator.fair_emulator_cores(
-            emu_want,
-            {u: s.emulator for u, s in samples.items() if u in self.vms},
-            {u: self.vms[u].spec.vcpus for u in samples if u in self.vms})
+        offloaded = {u: s.emulator for u, s in samples.items()
+                     if u in self.vms}
+        entitled = {u: self.vms[u].spec.vcpus for u in offloaded}
+        fair = allocator.fair_emulator_cores(emu_want, offloaded, entitled)
+        self._charged = {}
+        if cfg.emulator_charge_excess:
+            self._charged = allocator.charge_excess(emu_want - fair,
+                                                    offloaded, entitled)
+            if self._charged:
+                fair = emu_want
         plan = self._allocate(now, emu_want, decisions, fair)
         self.last_plan = plan
         return plan
@@ -421,8 +437,10 @@ class Controller:
     def _counts(self, emu_want, emu_fair=None):
         """(active VMs, allocator.Counts) for an emulator pool of emu_want."""
         active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
+        charged = self._charged
         requests = [allocator.Request(s.spec.uuid, len(s.cores),
-                                      min(s.committed, s.max_cores),
+                                      max(1, min(s.committed, s.max_cores) -
+                                          charged.get(s.spec.uuid, 0)),
                                       min(s.want, s.max_cores),
                                       s.last_sample.util
                                       if s.last_sample else 0.0,

@@ -16,6 +16,18 @@ two, for ``sample_max_age`` seconds. Per unit of guest work, because on
 a full host a grow squeezes guests and their traffic falls with it: that
 fall is not the threads running faster.
 
+Utilization says how busy the pool is, not whether a guest's I/O
+queues in it. With ``emulator_saturation`` set, the pool also grows by a
+core once some guest's emulator threads have been saturated for
+``settle_time``: their CPU time plus run delay, per thread, at or above
+the mark, and they waited for a CPU (:func:`saturated`). A k-thread
+queue near saturation turns any CPU its threads wait for into queueing
+delay of the guest's requests, while one far from it absorbs the wait.
+A size the pool grew from for saturation is not shrunk back to while
+the guests' busy time stays within ``sf_match_tolerance`` of what it
+was then (for ``sample_max_age`` seconds): the threads would wait there
+again.
+
 A pool may be empty (``emulator_min_cores = 0``, for small hosts): its
 threads then borrow shared CPUs, and its utilization is measured against
 one core, so that it gets a core of its own once they would keep one busy
@@ -27,15 +39,20 @@ import dataclasses
 # Bounds of a learned crowding ratio: a measurement outside them is noise.
 _MIN_CROWDING = 1.0
 _MAX_CROWDING = 3.0
+# Below this CPU time (% of one CPU) a guest's emulator threads are idle.
+_MIN_BUSY_PCT = 5.0
+# Run delay, as a share of CPU time, that counts as waiting for a CPU.
+_MIN_WAIT_SHARE = 0.02
 
 
 def wanted_cores(current_cores, current_pcpus, busy_pct, pcpus_per_core,
-                 config, max_cores, crowding=None):
+                 config, max_cores, crowding=None, kept=()):
     """Return (cores wanted, current utilization as a fraction).
 
     ``busy_pct`` is the CPU time of all emulator threads in percent of one
     CPU (150 means 1.5 CPUs busy) over the last tick. ``crowding`` maps a
-    smaller pool size to the factor by which busy time grows back there.
+    smaller pool size to the factor by which busy time grows back there;
+    the pool does not shrink to a size in ``kept``.
     """
     busy = max(0.0, float(busy_pct))
     crowding = crowding or {}
@@ -54,11 +71,36 @@ def wanted_cores(current_cores, current_pcpus, busy_pct, pcpus_per_core,
         return cores, util
     if util < config.emulator_util_low:
         cores = current_cores
-        while cores > floor and projected(cores - 1) * crowding.get(
-                cores - 1, 1.0) < config.emulator_util_high:
+        while cores > floor and cores - 1 not in kept and \
+                projected(cores - 1) * crowding.get(
+                    cores - 1, 1.0) < config.emulator_util_high:
             cores -= 1
         return max(cores, floor), util
     return max(current_cores, floor), util
+
+
+def saturated(samples, config):
+    """Keys of the samples whose emulator threads are saturated.
+
+    Occupancy is CPU time plus run delay per thread (a fraction of one
+    CPU); saturated at ``emulator_saturation`` or more, and only while
+    the threads waited for a CPU (at least _MIN_WAIT_SHARE of their CPU
+    time): a guest whose threads are busy by their own work gains
+    nothing from a larger pool.
+    """
+    mark = config.emulator_saturation
+    if mark <= 0:
+        return []
+    found = []
+    for key, s in sorted(samples.items()):
+        if s.emulator_threads <= 0 or s.emulator < _MIN_BUSY_PCT:
+            continue
+        occupancy = (s.emulator + s.emulator_wait) / (
+            100.0 * s.emulator_threads)
+        if occupancy >= mark and \
+                s.emulator_wait >= _MIN_WAIT_SHARE * s.emulator:
+            found.append(key)
+    return found
 
 
 @dataclasses.dataclass
@@ -74,6 +116,9 @@ class EmulatorPool:
     def __init__(self, config):
         self.config = config
         self._grows = {}    # size it grew from -> _Grow
+        # Size it grew from for saturation -> (time, guests' busy then).
+        self._saturated = {}
+        self._streak = 0    # ticks in a row with a saturated guest
 
     def crowding(self, now):
         """{smaller size: learned busy ratio} still within memory."""
@@ -83,12 +128,23 @@ class EmulatorPool:
         return {size: g.crowding for size, g in self._grows.items()
                 if g.crowding is not None}
 
+    def kept(self, now, guest_pct):
+        """Sizes not to shrink back to (module docstring)."""
+        horizon = now - self.config.sample_max_age
+        floor = 1.0 - self.config.sf_match_tolerance
+        for size in [s for s, (t, _) in self._saturated.items()
+                     if t < horizon]:
+            del self._saturated[size]
+        return frozenset(size for size, (_, then) in self._saturated.items()
+                         if guest_pct >= then * floor)
+
     def decide(self, now, current_cores, current_pcpus, busy_pct,
-               pcpus_per_core, max_cores, guest_pct):
+               pcpus_per_core, max_cores, guest_pct, saturated=()):
         """(cores wanted, utilization); see :func:`wanted_cores`.
 
         ``guest_pct`` is the guests' busy time over the same tick (the sum
-        of the active VMs' utilization, % of one CPU).
+        of the active VMs' utilization, % of one CPU); ``saturated`` names
+        the guests whose emulator threads are saturated (:func:`saturated`).
         """
         busy = max(0.0, float(busy_pct))
         per_guest = busy / guest_pct if guest_pct > 0 else None
@@ -103,7 +159,17 @@ class EmulatorPool:
             grow.crowding = min(_MAX_CROWDING, max(_MIN_CROWDING, ratio))
         want, util = wanted_cores(current_cores, current_pcpus, busy,
                                   pcpus_per_core, self.config, max_cores,
-                                  self.crowding(now))
+                                  self.crowding(now),
+                                  self.kept(now, guest_pct))
+        # Saturated for settle_time in a row: a burst's backlog drains
+        # through the threads at full occupancy for a second or two.
+        self._streak = self._streak + 1 if saturated else 0
+        needed = max(1, int(round(self.config.settle_time /
+                                  self.config.tick_interval)))
+        if self._streak >= needed and current_cores < max_cores:
+            want = max(want, current_cores + 1)
+            self._saturated[current_cores] = (now, guest_pct)
+            self._streak = 0
         if want > current_cores:
             self._grows[current_cores] = _Grow(per_guest, now)
         return want, util

@@ -86,6 +86,8 @@ class VmSample:
     sf: float
     steal: float = None
     emulator: float = 0.0
+    emulator_wait: float = 0.0      # their run delay, % of one CPU
+    emulator_threads: int = 0       # how many threads they are (0: unknown)
 
     @property
     def host_only(self):

@@ -89,6 +89,7 @@ class Observation:
     emulator_cpu_ns: int
     guest: report.GuestReport = None
     emulator_wait_ns: int = 0
+    emulator_threads: int = 0   # how many threads the emulator_* cover
 
 
 class HypervisorDriver(abc.ABC):

@@ -83,19 +83,22 @@ class Sampler:
         vcpu_pct = max(0, obs.vcpu_cpu_ns - last.vcpu_cpu_ns) / span / 1e7
         emu_pct = max(0, obs.emulator_cpu_ns - last.emulator_cpu_ns) / \
             span / 1e7
+        emu = dict(emulator=emu_pct, emulator_threads=obs.emulator_threads,
+                   emulator_wait=max(0, obs.emulator_wait_ns -
+                                     last.emulator_wait_ns) / span / 1e7)
         delay_ms = max(0, obs.vcpu_wait_ns - last.vcpu_wait_ns) / span / 1e6
         slices = max(0, obs.vcpu_slices - last.vcpu_slices) / span
         reason = self._guest_problem(hist, obs, report)
         if reason is None:
             # A torn read forgiven: the guest's last sample once more.
             sample, online = hist.held
-            return GuestRates(dataclasses.replace(sample, emulator=emu_pct),
+            return GuestRates(dataclasses.replace(sample, **emu),
                               MODE_GUEST, '', vcpu_pct, emu_pct, delay_ms,
                               online)
         if not reason:
             sample = report.sample
             vm_sample = VmSample(sample.util, float(sample.ctxsw_per_sec),
-                                 emulator=emu_pct)
+                                 **emu)
             hist.held = (vm_sample, sample.online_vcpus)
             return GuestRates(vm_sample, MODE_GUEST, '', vcpu_pct, emu_pct,
                               delay_ms, sample.online_vcpus)
@@ -103,7 +106,7 @@ class Sampler:
         online = report.sample.online_vcpus if (
             report is not None and report.ok) else 0
         return GuestRates(dataclasses.replace(
-            host_only_sample(vcpu_pct, slices, delay_ms), emulator=emu_pct),
+            host_only_sample(vcpu_pct, slices, delay_ms), **emu),
                           MODE_HOST_ONLY, reason,
                           vcpu_pct, emu_pct, delay_ms, online)
 

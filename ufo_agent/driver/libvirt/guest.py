@@ -120,8 +120,9 @@ class Guest:
         except FileNotFoundError as exc:
             self._threads = None
             raise base.DriverError('guest %s: %s' % (self.uuid, exc))
-        return base.Observation(now, cpu, wait, slices, emu, report,
-                                emulator_wait_ns=emu_wait)
+        return base.Observation(
+            now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
+            emulator_threads=len(threads.others) + len(threads.vhost))
 
     # -- enforcement ---------------------------------------------------------
     def pin_vcpus(self, cpus):

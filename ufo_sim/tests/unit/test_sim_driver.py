@@ -91,6 +91,8 @@ def test_observations_are_in_real_world_units():
     assert second.time - first.time == pytest.approx(1.0)
     counters = host.counters(vm)
     assert second.vcpu_cpu_ns == int(counters.vcpu_cpu_ns / scale)
+    assert second.emulator_wait_ns == int(counters.emulator_wait_ns / scale)
+    assert second.emulator_threads == host.profile(vm).emulator_threads > 0
     # Half of memcached's max load keeps a few vCPUs busy: between one
     # and four CPUs' worth of vCPU time per real second.
     busy = (second.vcpu_cpu_ns - first.vcpu_cpu_ns) / 1e9

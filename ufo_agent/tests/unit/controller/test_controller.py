@@ -281,3 +281,25 @@ def test_a_vms_plan_is_reused_only_while_nothing_in_it_changed():
     assert plan.vms['quiet'].mode == plan_mod.VmMode.IDLE
     assert plan.vms['quiet'].cpus == plan.idle_cpus
     assert plan.vms['quiet'].online_vcpus == 1
+
+
+def test_a_guests_io_beyond_its_fair_share_comes_out_of_its_own_cores():
+    def full_host(charge):
+        controller = Controller(HostTopology.uniform(8, 2), ControllerConfig(
+            emulator_charge_excess=charge))
+        controller.add_vm(VmSpec('io', 8, 'lc'))
+        controller.add_vm(VmSpec('web', 8, 'lc'))
+        for t in range(12):
+            # Both want their flavor; only io offloads I/O (5 CPUs busy).
+            plan = controller.tick(float(t), {
+                'io': VmSample(700.0, 5000.0, emulator=500.0),
+                'web': VmSample(700.0, 5000.0, emulator=0.0)}, 500.0)
+        return plan
+
+    before, after = full_host(False), full_host(True)
+    # The pool's demand beyond the fair share waits behind every guest's
+    # committed demand; charged to io, the pool gets it from io's claim.
+    assert len(after.emulator_cores) == len(before.emulator_cores) + 1
+    assert len(after.vms['io'].cores) == len(before.vms['io'].cores) - 1
+    assert len(after.vms['web'].cores) == len(before.vms['web'].cores)
+    assert after.shortfall_cores < before.shortfall_cores

@@ -1,9 +1,11 @@
 """Emulator-pool sizing, idle detection and LC/BE inference."""
 
+from ufo_agent.controller import allocator
 from ufo_agent.controller import classifier
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.controller import emulator
 from ufo_agent.controller.plan import VmClass
+from ufo_agent.controller.plan import VmSample
 from ufo_agent.controller import sfmodel
 
 CONFIG = ControllerConfig()
@@ -82,3 +84,63 @@ def test_empty_emulator_pool_is_measured_against_one_core():
     assert want(1, 60.0) == 1        # 60% on its own core: kept
     assert want(1, 40.0) == 0        # under the low mark: given back
     assert want(2, 80.0) == 2        # 40% on 2, but 80% > high on 1
+
+
+def _io(cpu, wait, threads=4):
+    return VmSample(100.0, 1000.0, emulator=cpu, emulator_wait=wait,
+                    emulator_threads=threads)
+
+
+def test_saturated_guests_are_near_full_and_waiting_for_a_cpu():
+    config = ControllerConfig(emulator_saturation=0.8)
+    samples = {
+        'full-waiting': _io(326.0, 13.0),     # 0.85 per thread, waits 4 %
+        'full-not-waiting': _io(330.0, 2.0),  # waits 0.6 %: its own work
+        'light-waiting': _io(95.0, 50.0),     # 0.36: room to absorb it
+        # Runnable 85 % of the time, mostly waiting: from its queue's
+        # side the thread is as occupied as one that runs.
+        'mostly-waiting': _io(95.0, 246.0),
+        'unknown-threads': _io(326.0, 13.0, threads=0),
+        'idle': _io(3.0, 1.0, threads=1),
+    }
+    assert emulator.saturated(samples, config) == ['full-waiting',
+                                                   'mostly-waiting']
+    # Off by default: the paper's utilization rule alone.
+    assert emulator.saturated(samples, CONFIG) == []
+
+
+def test_the_pool_grows_for_saturation_held_settle_time_and_keeps_it():
+    config = ControllerConfig(emulator_saturation=0.8, settle_time=3.0)
+    pool = emulator.EmulatorPool(config)
+
+    def decide(now, cores, busy, guests, saturated=('vm',)):
+        # 3 cores of 2 CPUs: busy 400 % is 67 %, inside the band.
+        return pool.decide(now, cores, cores * 2, busy, 2, 7, guests,
+                           list(saturated))[0]
+
+    # A burst's backlog: two saturated ticks, then none; nothing moves.
+    assert [decide(t, 3, 400.0, 600.0, s) for t, s in
+            ((1, ['vm']), (2, ['vm']), (3, []))] == [3, 3, 3]
+    # Held for settle_time (3 ticks in a row): one core more.
+    assert [decide(t, 3, 400.0, 600.0) for t in (4, 5, 6)] == [3, 3, 4]
+    # 48 % on 4 cores is below the low mark, but 3 cores are kept while
+    # the guests' load is what it was...
+    assert decide(7, 4, 384.0, 600.0, ()) == 4
+    assert decide(8, 4, 384.0, 540.0, ()) == 4   # 10 % less: the same load
+    # ... and given back once it fell by more than sf_match_tolerance.
+    assert decide(9, 4, 300.0, 480.0, ()) == 3
+
+
+def test_io_beyond_fair_shares_is_charged_to_the_guests_that_overdraw():
+    entitled = {'a': 8, 'b': 8, 'c': 16}
+    # a's I/O is 60 % of the pool's load on a quarter of the entitlement.
+    assert allocator.charge_excess(
+        1, {'a': 300.0, 'b': 50.0, 'c': 150.0}, entitled) == {'a': 1}
+    # Two overdraw, in proportion to how far over their share.
+    assert allocator.charge_excess(
+        3, {'a': 300.0, 'b': 200.0, 'c': 0.0}, entitled) == {'a': 2, 'b': 1}
+    assert allocator.charge_excess(
+        0, {'a': 300.0, 'b': 50.0, 'c': 150.0}, entitled) == {}
+    # Nobody above its share: nothing to charge.
+    assert allocator.charge_excess(
+        1, {'a': 100.0, 'b': 100.0, 'c': 200.0}, entitled) == {}

@@ -221,6 +221,7 @@ def test_observe_sums_the_threads_of_each_pool(host, hv):
     assert (obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices) == (
         1100, 320, 10)
     assert (obs.emulator_cpu_ns, obs.emulator_wait_ns) == (300, 90)
+    assert obs.emulator_threads == 3
     assert obs.guest is None
 
 

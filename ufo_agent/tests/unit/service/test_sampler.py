@@ -190,9 +190,10 @@ def test_an_invalid_page_starts_the_claims_afresh():
 def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
     sampler = sampler_mod.Sampler()
     # 1.5 CPUs ran and 0.5 s of each second waited on a run queue.
-    first = base.Observation(10.0, 0, 0, 0, 0, None)
+    first = base.Observation(10.0, 0, 0, 0, 0, None, emulator_threads=3)
     second = base.Observation(12.0, int(3.0e9), int(1.0e9), 400,
-                              int(1.0e9), None)
+                              int(1.0e9), None, emulator_wait_ns=int(2e8),
+                              emulator_threads=3)
     assert sampler.rates('g', first) is None
     rates = sampler.rates('g', second)
     assert rates.mode == sampler_mod.MODE_HOST_ONLY
@@ -200,8 +201,11 @@ def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
     assert rates.sample.util == pytest.approx(150.0)
     assert rates.sample.steal == pytest.approx(0.5 / 2.0)
     assert rates.run_delay_ms == pytest.approx(500.0)
-    # Its emulator threads' CPU is charged to it: half a CPU.
+    # Its emulator threads' CPU is charged to it: half a CPU; and how
+    # long they waited for one, and how many they are (their occupancy).
     assert rates.sample.emulator == pytest.approx(50.0)
+    assert rates.sample.emulator_wait == pytest.approx(10.0)
+    assert rates.sample.emulator_threads == 3
 
 
 def test_a_guest_mode_sample_has_no_steal():
