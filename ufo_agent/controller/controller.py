@@ -235,7 +235,8 @@ class Controller:
                         self.vms[u].mode == VmMode.ACTIVE)
         saturated = emulator_pool.saturated(
             {u: s for u, s in samples.items()
-             if u in self.vms and self.vms[u].mode == VmMode.ACTIVE}, cfg)
+             if u in self.vms and self.vms[u].mode == VmMode.ACTIVE},
+            cfg) if cfg.emulator_saturation > 0 else []
         emu_want, self.emulator_util = self.emulator_pool.decide(
             now, emu_now, self.topology.pcpus(self.emulator_cores),
             emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct,
