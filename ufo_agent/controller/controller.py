@@ -438,10 +438,8 @@ class Controller:
     def _counts(self, emu_want, emu_fair=None):
         """(active VMs, allocator.Counts) for an emulator pool of emu_want."""
         active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
-        charged = self._charged
         requests = [allocator.Request(s.spec.uuid, len(s.cores),
-                                      max(1, min(s.committed, s.max_cores) -
-                                          charged.get(s.spec.uuid, 0)),
+                                      self._committed(s),
                                       min(s.want, s.max_cores),
                                       s.last_sample.util
                                       if s.last_sample else 0.0,
@@ -452,6 +450,12 @@ class Controller:
             len(self.topology), self.config.emulator_min_cores, emu_want,
             requests, shared, idle_floor=self.config.idle_pool_min_cores,
             emulator_fair=emu_fair)
+
+    def _committed(self, state):
+        """Committed cores the allocator serves: less any I/O charge."""
+        committed = min(state.committed, state.max_cores)
+        charge = self._charged.get(state.spec.uuid)
+        return max(1, committed - charge) if charge else committed
 
     def _allocate(self, now, emu_want, decisions, emu_fair=None):
         active, counts = self._counts(emu_want, emu_fair)
