@@ -83,11 +83,13 @@ OPTS = [
         min=0.0, max=1.0,
         mutable=True,
         help='Occupancy of one guest\'s emulator, I/O and vhost threads '
-             '(CPU time plus run delay, per thread) at or above which the '
-             'emulator pool grows by a core while those threads wait for '
-             'a CPU, for settle_time in a row, whatever the pool\'s '
-             'utilization: near saturation every wait lengthens their '
-             'queue. 0 (the default) turns this off.'),
+             '(CPU time plus run delay, per thread) at or above which, '
+             'while those threads wait for a CPU, they count as saturated: '
+             'the emulator pool grows by a core once some guest was '
+             'saturated on settle_time of the last twice settle_time '
+             'seconds, and does not shrink while one is, whatever the '
+             'pool\'s utilization: near saturation every wait lengthens '
+             'their queue. 0 turns this off.'),
     cfg.BoolOpt(
         'emulator_charge_excess', default=_DEFAULTS.emulator_charge_excess,
         mutable=True,

@@ -18,11 +18,17 @@ fall is not the threads running faster.
 
 Utilization says how busy the pool is, not whether a guest's I/O
 queues in it. With ``emulator_saturation`` set, the pool also grows by a
-core once some guest's emulator threads have been saturated for
-``settle_time``: their CPU time plus run delay, per thread, at or above
-the mark, and they waited for a CPU (:func:`saturated`). A k-thread
-queue near saturation turns any CPU its threads wait for into queueing
-delay of the guest's requests, while one far from it absorbs the wait.
+core once some guest's emulator threads have been saturated on
+``settle_time`` ticks of the last twice that many on the same pool
+size: their CPU time plus run delay, per thread, at or above the mark,
+and they waited for a CPU (:func:`saturated`). A k-thread queue near
+saturation turns any CPU its threads wait for into queueing delay of
+the guest's requests, while one far from it absorbs the wait. Counted
+over a window, not in a row: a queue short of CPU flips between
+draining and collapsing, saturated every other tick or so. While it
+collapses, its threads wait for each other and run less, so the pool's
+utilization falls: the pool does not shrink on a tick when some guest
+is saturated.
 A size the pool grew from for saturation is not shrunk back to while
 the guests' busy time stays within ``sf_match_tolerance`` of what it
 was then (for ``sample_max_age`` seconds): the threads would wait there
@@ -34,6 +40,7 @@ one core, so that it gets a core of its own once they would keep one busy
 above the high mark, and gives it back below the low mark.
 """
 
+import collections
 import dataclasses
 
 # Bounds of a learned crowding ratio: a measurement outside them is noise.
@@ -118,7 +125,10 @@ class EmulatorPool:
         self._grows = {}    # size it grew from -> _Grow
         # Size it grew from for saturation -> (time, guests' busy then).
         self._saturated = {}
-        self._streak = 0    # ticks in a row with a saturated guest
+        # One bool per recent tick on the current size: was some guest
+        # saturated? Kept while a grow waits to be confirmed.
+        self._recent = collections.deque()
+        self._size = None
 
     def crowding(self, now):
         """{smaller size: learned busy ratio} still within memory."""
@@ -161,15 +171,21 @@ class EmulatorPool:
                                   pcpus_per_core, self.config, max_cores,
                                   self.crowding(now),
                                   self.kept(now, guest_pct))
-        # Saturated for settle_time in a row: a burst's backlog drains
-        # through the threads at full occupancy for a second or two.
-        self._streak = self._streak + 1 if saturated else 0
+        # A burst's backlog drains through the threads at full occupancy
+        # for a second or two: that alone never reaches settle_time.
         needed = max(1, int(round(self.config.settle_time /
                                   self.config.tick_interval)))
-        if self._streak >= needed and current_cores < max_cores:
+        if current_cores != self._size:
+            self._recent.clear()
+            self._size = current_cores
+        self._recent.append(bool(saturated))
+        while len(self._recent) > 2 * needed:
+            self._recent.popleft()
+        if sum(self._recent) >= needed and current_cores < max_cores:
             want = max(want, current_cores + 1)
             self._saturated[current_cores] = (now, guest_pct)
-            self._streak = 0
+        if saturated:
+            want = max(want, current_cores)
         if want > current_cores:
             self._grows[current_cores] = _Grow(per_guest, now)
         return want, util

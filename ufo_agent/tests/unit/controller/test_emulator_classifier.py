@@ -105,8 +105,9 @@ def test_saturated_guests_are_near_full_and_waiting_for_a_cpu():
     }
     assert emulator.saturated(samples, config) == ['full-waiting',
                                                    'mostly-waiting']
-    # Off by default: the paper's utilization rule alone.
-    assert emulator.saturated(samples, CONFIG) == []
+    # Off at 0: the paper's utilization rule alone.
+    assert emulator.saturated(
+        samples, ControllerConfig(emulator_saturation=0.0)) == []
 
 
 def test_the_pool_grows_for_saturation_held_settle_time_and_keeps_it():
@@ -120,15 +121,49 @@ def test_the_pool_grows_for_saturation_held_settle_time_and_keeps_it():
 
     # A burst's backlog: two saturated ticks, then none; nothing moves.
     assert [decide(t, 3, 400.0, 600.0, s) for t, s in
-            ((1, ['vm']), (2, ['vm']), (3, []))] == [3, 3, 3]
+            ((1, ['vm']), (2, ['vm'])) + tuple((t, []) for t in range(3, 9))
+            ] == [3] * 8
     # Held for settle_time (3 ticks in a row): one core more.
-    assert [decide(t, 3, 400.0, 600.0) for t in (4, 5, 6)] == [3, 3, 4]
+    assert [decide(t, 3, 400.0, 600.0) for t in (9, 10, 11)] == [3, 3, 4]
     # 48 % on 4 cores is below the low mark, but 3 cores are kept while
     # the guests' load is what it was...
-    assert decide(7, 4, 384.0, 600.0, ()) == 4
-    assert decide(8, 4, 384.0, 540.0, ()) == 4   # 10 % less: the same load
+    assert decide(12, 4, 384.0, 600.0, ()) == 4
+    assert decide(13, 4, 384.0, 540.0, ()) == 4  # 10 % less: the same load
     # ... and given back once it fell by more than sf_match_tolerance.
-    assert decide(9, 4, 300.0, 480.0, ()) == 3
+    assert decide(14, 4, 300.0, 480.0, ()) == 3
+
+
+def test_a_queue_saturated_on_every_other_tick_grows_the_pool():
+    # A queue short of CPU flips between draining and collapsing: never
+    # settle_time in a row, but settle_time of the last twice that many.
+    pool = emulator.EmulatorPool(
+        ControllerConfig(emulator_saturation=0.8, settle_time=3.0))
+    wanted = [pool.decide(t, 3, 6, 400.0, 2, 7, 600.0,
+                          ['vm'] if t % 2 else [])[0] for t in range(1, 7)]
+    assert wanted == [3, 3, 3, 3, 4, 4]
+
+
+def test_a_saturation_grow_that_waits_is_asked_for_again():
+    # The controller holds a grow that takes guests' cores until it is
+    # asked for twice (confirm_samples); the count must survive that.
+    pool = emulator.EmulatorPool(
+        ControllerConfig(emulator_saturation=0.8, settle_time=3.0))
+    wanted = [pool.decide(t, 3, 6, 400.0, 2, 7, 600.0, s)[0]
+              for t, s in ((1, ['vm']), (2, ['vm']), (3, ['vm']), (4, []))]
+    assert wanted == [3, 3, 4, 4]
+    # Once the pool has grown, what was counted on 3 cores is forgotten.
+    assert pool.decide(5, 4, 8, 400.0, 2, 7, 600.0, [])[0] == 4
+    assert [pool.decide(t, 4, 8, 400.0, 2, 7, 600.0, ['vm'])[0]
+            for t in (6, 7)] == [4, 4]
+
+
+def test_the_pool_does_not_shrink_while_a_guest_is_saturated():
+    # A collapsing queue runs less: 44 % of 4 cores would shrink the pool.
+    config = ControllerConfig(emulator_saturation=0.8, settle_time=3.0)
+    assert emulator.EmulatorPool(config).decide(
+        1, 4, 8, 350.0, 2, 7, 600.0, [])[0] == 3
+    assert emulator.EmulatorPool(config).decide(
+        1, 4, 8, 350.0, 2, 7, 600.0, ['vm'])[0] == 4
 
 
 def test_io_beyond_fair_shares_is_charged_to_the_guests_that_overdraw():
