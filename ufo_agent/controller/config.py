@@ -29,8 +29,8 @@ class ControllerConfig:
     pcu_high: float = 0.80
     emulator_util_high: float = 0.70
     emulator_util_low: float = 0.50
-    emulator_saturation: float = 0.0
-    emulator_charge_excess: bool = False
+    emulator_saturation: float = 0.8
+    emulator_charge_excess: bool = True
     emulator_min_cores: int = 1
     idle_pool_min_cores: int = 1
     samples_per_model: int = 8
