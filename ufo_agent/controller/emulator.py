@@ -125,10 +125,11 @@ class EmulatorPool:
         self._grows = {}    # size it grew from -> _Grow
         # Size it grew from for saturation -> (time, guests' busy then).
         self._saturated = {}
-        # One bool per recent tick on the current size: was some guest
-        # saturated? Kept while a grow waits to be confirmed.
+        # One bool per recent tick: was some guest saturated? Counted on
+        # one pool size (_recent_cores) and kept while a grow waits to be
+        # confirmed. No maxlen: settle_time may change at runtime.
         self._recent = collections.deque()
-        self._size = None
+        self._recent_cores = None
 
     def crowding(self, now):
         """{smaller size: learned busy ratio} still within memory."""
@@ -175,9 +176,9 @@ class EmulatorPool:
         # for a second or two: that alone never reaches settle_time.
         needed = max(1, int(round(self.config.settle_time /
                                   self.config.tick_interval)))
-        if current_cores != self._size:
+        if current_cores != self._recent_cores:
             self._recent.clear()
-            self._size = current_cores
+            self._recent_cores = current_cores
         self._recent.append(bool(saturated))
         while len(self._recent) > 2 * needed:
             self._recent.popleft()
