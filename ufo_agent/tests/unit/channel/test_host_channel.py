@@ -163,15 +163,18 @@ def test_a_guest_holding_its_seq_odd_costs_the_host_little(chan, retries):
     # every read gives up within a few hundred microseconds, not 55 ms.
     write_guest(chan, seq=3)
     kwargs = {} if retries is None else {'retries': retries}
-    times = []
+    times, cpu = [], []
     for _ in range(21):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         r = chan.read_guest(**kwargs)
         times.append(time.perf_counter() - start)
+        cpu.append(time.thread_time() - start_cpu)
         assert r.status == report.STATUS_BUSY
     times.sort()
     assert times[10] < 0.002, times         # the median
-    assert times[-1] < 0.02, times          # a scheduling hiccup at most
+    # Every read's own cost, whatever else the host runs meanwhile (a
+    # wall-clock bound failed on a loaded CI-sized machine: 36 ms).
+    assert max(cpu) < 0.002, cpu
 
 
 def test_a_seq_that_keeps_changing_is_busy_too(chan, monkeypatch):
