@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds the UFO test guest: a Debian cloud kernel (version resolved now from
 # the archive), the ufo_guest module built against the same kernel ABI, a
-# static ufo-workload and a busybox initramfs with /init.
+# static ufo-workload, the kernel's virtio NIC modules and a busybox initramfs
+# with /init.
 #
 # Artifacts are cached by a content hash of every input (package versions,
 # sources, this script) under
@@ -9,7 +10,7 @@
 # so a second build is instant. Output: KEY=VALUE lines (KERNEL, INITRD,
 # MODULE, WORKLOAD, KRELEASE, KDIR, DIR).
 #
-# Needs: apt-get, dpkg, gcc, make, busybox-static, cpio, gzip.
+# Needs: apt-get, dpkg, gcc, make, busybox-static, cpio, gzip, kmod.
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -135,6 +136,31 @@ cp "$SRC_TG/init" "$R/init"
 chmod 755 "$R/init"
 cp "$TMP/mod/ufo_guest.ko" "$R/lib/modules/"
 cp "$TMP/ufo-workload" "$R/bin/"
+
+# The virtio NIC's drivers are modules in this kernel: with ufo.net=1, /init
+# loads those of lib/modules/net in the order of its file "order",
+# dependencies first.
+MODDIR=$KCACHE/root/lib/modules/$KRELEASE/kernel
+mkdir -p "$R/lib/modules/net"
+NET_ORDER=
+add_module() {
+    local path deps dep
+    case " $NET_ORDER " in *" $1 "*) return 0 ;; esac
+    path=$(find "$MODDIR" -name "$1.ko" -print -quit)
+    if [ -z "$path" ]; then
+        log "no $1.ko in $MODDIR"
+        exit 1
+    fi
+    deps=$(modinfo -F depends "$path")
+    for dep in ${deps//,/ }; do
+        add_module "$dep"
+    done
+    cp "$path" "$R/lib/modules/net/"
+    NET_ORDER="$NET_ORDER $1"
+}
+add_module virtio_pci
+add_module virtio_net
+echo "${NET_ORDER# }" >"$R/lib/modules/net/order"
 (cd "$R" && find . | LC_ALL=C sort |
     cpio --quiet -o -H newc --reproducible --owner=0:0) |
     gzip -n -6 >"$TMP/initrd.gz"

@@ -7,8 +7,9 @@ the source checkout this module is in, else the installed data files
 (``<prefix>/share/ufo-nova``); see ``source_dir()``. ``TestGuest``
 defines and starts a transient domain with direct kernel boot, one UFO
 channel (an ivshmem-plain ``<shmem>`` whose page the host initializes
-before the guest starts) and a serial console on a pty that it reads in
-the background and on which it can run shell commands.
+before the guest starts), optionally a virtio NIC on a tap of its own,
+and a serial console on a pty that it reads in the background and on
+which it can run shell commands.
 
 KVM is used where a guest really boots under it (tried once per process);
 elsewhere TCG (``<domain type='qemu'>``). ``UFO_GUEST_ACCEL=kvm|tcg``
@@ -40,6 +41,7 @@ LIBVIRT_URI = 'qemu:///system'
 SHM_DIR = '/dev/shm'
 SHM_SIZE_MIB = 1
 NAME_PREFIX = 'ufo-test-'
+TAP_PREFIX = 'ufotap'
 # libvirt's QEMU user and group on the Debian/Ubuntu hosts the tests run on.
 QEMU_USER = host_channel.DEFAULT_QEMU_USER
 QEMU_GROUP = host_channel.DEFAULT_QEMU_GROUP
@@ -337,13 +339,19 @@ class TestGuest(object):
 
     Use as a context manager; ``close()`` destroys the domain and removes
     the shm files and copies it made, also after failures.
+
+    ``nic=True`` adds a virtio NIC as Nova writes it for several os-vif
+    plugins (``<interface type='ethernet'>``) and has /init load its
+    driver. Its target is managed: libvirt creates the tap ``self.tap``,
+    up, and it goes with the domain's QEMU. The guest's eth0 (MAC
+    ``self.mac``) is left down.
     """
 
     def __init__(self, vcpus=4, memory_mib=256, cmdline='', channel=True,
                  workdir=None, watchdog_ms=None, poll_ms=None, kernel=None,
                  initrd=None, disk=None, test_init=True,
                  on_reboot='destroy', uri=None, persistent=False,
-                 cpuset=None, metadata=''):
+                 cpuset=None, metadata='', nic=False):
         import libvirt  # only the functional tests and benches need it
 
         self.libvirt = libvirt
@@ -365,6 +373,10 @@ class TestGuest(object):
         self.memory_mib = memory_mib
         tag = uuid.uuid4().hex[:10]
         self.name = NAME_PREFIX + tag
+        self.tap = self.mac = None
+        if nic:
+            self.tap = TAP_PREFIX + tag[:9]     # the kernel's 15 at most
+            self.mac = '52:54:00:%s:%s:%s' % (tag[:2], tag[2:4], tag[4:6])
         self.shm_name = 'ufo-test-' + tag
         self.shm_path = os.path.join(SHM_DIR, self.shm_name)
         self._extra_shm = []
@@ -372,6 +384,8 @@ class TestGuest(object):
         os.chmod(self._tmp, 0o755)
         self.log_path = os.path.join(self._tmp, 'console.log')
         params = []
+        if nic:
+            params.append('ufo.net=1')
         if watchdog_ms is not None:
             params.append('ufo_guest.watchdog_ms=%d' % watchdog_ms)
         if poll_ms is not None:
@@ -417,6 +431,11 @@ class TestGuest(object):
             self.channel.initialize()
             _give_to_qemu(self.shm_path)
             devices += libvirt_config.shmem_xml(self.shm_name, SHM_SIZE_MIB)
+        if self.tap:
+            devices += ("<interface type='ethernet'><mac address='%s'/>"
+                        "<target dev='%s' managed='yes'/>"
+                        "<model type='virtio'/></interface>"
+                        % (self.mac, self.tap))
         dtype = 'kvm' if accel() == 'kvm' else 'qemu'
         xml = """
 <domain type='%(dtype)s'>

@@ -88,6 +88,11 @@ class VmSample:
     emulator: float = 0.0
     emulator_wait: float = 0.0      # their run delay, % of one CPU
     emulator_threads: int = 0       # how many threads they are (0: unknown)
+    # Its NICs' traffic per second, seen from the guest (None: unknown).
+    packets_in: float = None
+    packets_out: float = None
+    bytes_in: float = None
+    bytes_out: float = None
 
     @property
     def host_only(self):

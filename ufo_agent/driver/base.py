@@ -14,6 +14,7 @@ Counters are cumulative (like ``/proc``); the loop turns them into rates.
 import abc
 import dataclasses
 import enum
+import typing
 
 from ufo_agent.channel import report
 
@@ -72,6 +73,15 @@ class Guest:
     restore_iothreads: dict = dataclasses.field(default_factory=dict)
 
 
+class NicCounters(typing.NamedTuple):
+    """Cumulative traffic of one NIC, seen from the guest's side."""
+
+    packets_in: int
+    packets_out: int
+    bytes_in: int
+    bytes_out: int
+
+
 @dataclasses.dataclass(frozen=True)
 class Observation:
     """Cumulative counters of one guest, read at ``time`` (seconds).
@@ -80,6 +90,8 @@ class Observation:
     channel); the host counters cover the vCPU threads and, separately,
     every other thread of the guest (emulator, I/O, vhost): their CPU time
     and their run delay (time runnable but waiting for a CPU).
+    ``nics`` counts the traffic of each NIC; a NIC plugged or unplugged
+    between two observations is left out of their rates.
     """
 
     time: float
@@ -90,6 +102,7 @@ class Observation:
     guest: report.GuestReport = None
     emulator_wait_ns: int = 0
     emulator_threads: int = 0   # how many threads the emulator_* cover
+    nics: dict = None   # {NIC name: NicCounters}; None: not known
 
 
 class HypervisorDriver(abc.ABC):

@@ -16,6 +16,7 @@ import dataclasses
 from ufo_agent.channel import crosscheck
 from ufo_agent.channel import report as report_mod
 from ufo_agent.controller.plan import VmSample
+from ufo_agent.driver import base
 
 MODE_GUEST = 'guest'
 MODE_HOST_ONLY = 'host-only'
@@ -35,6 +36,18 @@ class GuestRates:
     emulator_pct: float       # host CPU time of the other threads
     run_delay_ms: float       # run-queue wait of vCPU threads per second
     online_vcpus: int         # as the guest reports (0 if unknown)
+
+
+def _traffic_rates(before, after, span):
+    """Packets and bytes per second, in and out, over the NICs in both."""
+    common = set(before or ()) & set(after or ())
+    if not common:
+        return {}
+    rates = [0.0] * 4
+    for nic in common:
+        for i in range(4):
+            rates[i] += max(0, after[nic][i] - before[nic][i]) / span
+    return dict(zip(base.NicCounters._fields, rates))
 
 
 class _History:
@@ -86,6 +99,7 @@ class Sampler:
         emu = dict(emulator=emu_pct, emulator_threads=obs.emulator_threads,
                    emulator_wait=max(0, obs.emulator_wait_ns -
                                      last.emulator_wait_ns) / span / 1e7)
+        emu.update(_traffic_rates(last.nics, obs.nics, span))
         delay_ms = max(0, obs.vcpu_wait_ns - last.vcpu_wait_ns) / span / 1e6
         slices = max(0, obs.vcpu_slices - last.vcpu_slices) / span
         reason = self._guest_problem(hist, obs, report)

@@ -2,8 +2,9 @@
 
 Pins go through libvirt, live only (Nova's persistent XML is left
 alone): vCPUs, the emulator and I/O threads; vhost kernel threads get
-``sched_setaffinity``. Threads and counters come from /proc. The domain
-is looked up by uuid for every operation, so a reconnected
+``sched_setaffinity``. Threads and CPU counters come from /proc, traffic
+counters from libvirt's bulk stats. The domain is looked up by uuid for
+every operation (for the stats, once per connection), so a reconnected
 :class:`~ufo_agent.driver.libvirt.host.Host` serves it too.
 """
 
@@ -34,6 +35,33 @@ def _as_set(bits):
     return frozenset(i for i, on in enumerate(bits) if on)
 
 
+# NicCounters fields from libvirt's bulk stats names.
+_NIC_STATS = ('rx.pkts', 'tx.pkts', 'rx.bytes', 'tx.bytes')
+
+
+def nic_counters(stats):
+    """{NIC name: NicCounters} of a bulk stats record.
+
+    libvirt counts from the guest's side (qemuDomainGetStatsInterface):
+    it swaps the host tap's counters (type ethernet, bridge, a network
+    of bridges) and Open vSwitch's (vhostuser), and takes macvtap's as
+    they are (direct), whose host view is the guest's. A NIC libvirt
+    names no host device for (user, hostdev) and one lacking a counter
+    are left out. None without ``net.count``: the domain is not running.
+    """
+    count = stats.get('net.count')
+    if count is None:
+        return None
+    out = {}
+    for index in range(count):
+        prefix = 'net.%d.' % index
+        name = stats.get(prefix + 'name')
+        values = [stats.get(prefix + key) for key in _NIC_STATS]
+        if name is not None and None not in values:
+            out[name] = base.NicCounters(*values)
+    return out
+
+
 class Guest:
     """A running domain the driver manages.
 
@@ -54,6 +82,8 @@ class Guest:
         self.paused = False
         self._threads = None
         self._vhost_denied = False
+        self._stats_dom = None      # (connection generation, domain)
+        self._nic_failed = False
 
     @property
     def uuid(self):
@@ -122,7 +152,35 @@ class Guest:
             raise base.DriverError('guest %s: %s' % (self.uuid, exc))
         return base.Observation(
             now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
-            emulator_threads=len(threads.others) + len(threads.vhost))
+            emulator_threads=len(threads.others) + len(threads.vhost),
+            nics=self._nic_counters())
+
+    def _nic_counters(self):
+        """The NICs' traffic counters, or None: they are optional."""
+        host = self.host
+        try:
+            conn = host.get_connection()
+            # libvirt asks the connection of the domains it is given, so
+            # the domain must be one of ``conn``'s. Looked up once per
+            # connection: a tick costs one call.
+            if self._stats_dom is None or \
+                    self._stats_dom[0] != host.generation:
+                self._stats_dom = (host.generation, host.call(
+                    'domain %s' % self.uuid, conn.lookupByUUIDString,
+                    self.uuid, key=self.uuid))
+            records = self._call(
+                'NIC counters of %s' % self.uuid, conn.domainListGetStats,
+                [self._stats_dom[1]],
+                host.libvirt.VIR_DOMAIN_STATS_INTERFACE, 0)
+        except base.DriverError as exc:
+            self._stats_dom = None
+            # Each tick would say it again.
+            log = LOG.debug if self._nic_failed else LOG.warning
+            self._nic_failed = True
+            log('No NIC counters of %s: %s', self.uuid, exc)
+            return None
+        # No record: the domain went away meanwhile.
+        return nic_counters(records[0][1]) if records else None
 
     # -- enforcement ---------------------------------------------------------
     def pin_vcpus(self, cpus):

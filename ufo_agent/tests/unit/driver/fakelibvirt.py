@@ -8,10 +8,12 @@ that change a domain are recorded in ``FakeLibvirt.calls``; a domain's
 ``block`` dict makes one wait for a ``threading.Event`` (a QEMU whose
 monitor does not answer); ``FakeLibvirt.open_block`` and ``list_block``
 do the same for opening a connection and listing domains (a stuck
-libvirtd).
+libvirtd). A domain's NICs are the ``<interface>`` elements of its live
+XML; ``nic_counters`` holds their packet counters.
 """
 
 import threading
+from xml.etree import ElementTree
 
 VIR_DOMAIN_EVENT_DEFINED = 0
 VIR_DOMAIN_EVENT_UNDEFINED = 1
@@ -42,6 +44,7 @@ VIR_DOMAIN_EVENT_STOPPED_MIGRATED = 3
 VIR_DOMAIN_XML_INACTIVE = 2
 VIR_DOMAIN_AFFECT_LIVE = 1
 VIR_DOMAIN_AFFECT_CONFIG = 2
+VIR_DOMAIN_STATS_INTERFACE = 16
 VIR_ERR_INTERNAL_ERROR = 1
 VIR_ERR_SYSTEM_ERROR = 38
 VIR_ERR_NO_DOMAIN = 42
@@ -76,6 +79,9 @@ class FakeDomain:
         self.emulator_pin = None
         self.fail = {}
         self.block = {}             # method -> threading.Event
+        # NIC name -> {'rx.pkts': n, ...}, the guest's view; a counter
+        # libvirt could not read is missing.
+        self.nic_counters = {}
 
     def _maybe_fail(self, method):
         self.hv.wait_gate(self.block.get(method), (self.uuid, method))
@@ -142,6 +148,23 @@ class FakeDomain:
         self._maybe_fail('emulatorPinInfo')
         return self.emulator_pin
 
+    def interface_stats(self):
+        """The ``net.*`` parameters of libvirt's bulk stats record."""
+        if not self.running:
+            return {}
+        nets = ElementTree.fromstring(self.live_xml).findall(
+            './devices/interface')
+        stats = {'net.count': len(nets)}
+        for index, net in enumerate(nets):
+            target = net.find('target')
+            if target is None:
+                continue                # user, hostdev: no host device
+            name = target.get('dev')
+            stats['net.%d.name' % index] = name
+            for key, value in self.nic_counters.get(name, {}).items():
+                stats['net.%d.%s' % (index, key)] = value
+        return stats
+
 
 class FakeConnection:
     def __init__(self, hv, uri):
@@ -151,6 +174,7 @@ class FakeConnection:
         self.closed = False
         self.callbacks = {}
         self.keepalive = None
+        self.handed_out = set()     # uuids of the domains it returned
 
     def isAlive(self):
         if self.hv.is_alive_error:
@@ -182,6 +206,7 @@ class FakeConnection:
         if flags & VIR_CONNECT_LIST_DOMAINS_PAUSED:
             domains = [d for d in domains
                        if d.running and d.paused is not None]
+        self.handed_out.update(d.uuid for d in domains)
         return domains
 
     def getHostname(self):
@@ -191,10 +216,33 @@ class FakeConnection:
         if self.hv.lookup_error is not None:
             raise self.hv.lookup_error
         try:
-            return self.hv.domains[uuid]
+            dom = self.hv.domains[uuid]
         except KeyError:
             raise libvirtError('Domain not found: no domain with matching '
                                'uuid %r' % uuid, VIR_ERR_NO_DOMAIN)
+        self.handed_out.add(uuid)
+        return dom
+
+    def domainListGetStats(self, doms, stats=0, flags=0):
+        """[(domain, {name: value})]; domains gone meanwhile are left out.
+
+        libvirt sends the call over the connection of the domains: here
+        a domain this connection did not return is an error, so that a
+        caller mixing connections is caught.
+        """
+        if self.closed or not self.alive:
+            raise libvirtError('internal error: client socket is closed')
+        if not doms:
+            raise libvirtError('doms array in virDomainListGetStats must '
+                               'contain at least one domain')
+        for dom in doms:
+            dom._maybe_fail('domainListGetStats')
+            if dom.uuid not in self.handed_out:
+                raise libvirtError('domains in doms array must belong to a '
+                                   'single connection')
+        return [(dom, dom.interface_stats()
+                 if stats & VIR_DOMAIN_STATS_INTERFACE else {})
+                for dom in doms if dom.uuid in self.hv.domains]
 
     # What libvirt's event loop thread would do.
     def fire_lifecycle(self, dom, event, detail=0):

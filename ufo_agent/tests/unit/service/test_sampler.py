@@ -212,3 +212,27 @@ def test_a_guest_mode_sample_has_no_steal():
     _, out = run(Guest(steady(0.6)), 5)
     assert all(not r.sample.host_only for r in out)
     assert all(r.sample.emulator == r.emulator_pct for r in out)
+
+
+def test_traffic_rates_cover_the_nics_seen_in_both_observations():
+    sampler = sampler_mod.Sampler()
+
+    def observe(t, nics):
+        return base.Observation(t, int(t * 1e9), 0, 0, 0, None, nics={
+            name: base.NicCounters(*c) for name, c in (nics or {}).items()
+        } if nics is not None else None)
+
+    def traffic(sample):
+        return (sample.packets_in, sample.packets_out, sample.bytes_in,
+                sample.bytes_out)
+
+    assert sampler.rates('g', observe(10.0, None)) is None
+    sample = sampler.rates('g', observe(12.0, {'tap1': (100, 50, 1, 2)}))
+    assert traffic(sample.sample) == (None,) * 4
+    # tap2 is plugged meanwhile: its counters from zero are not a rate.
+    sample = sampler.rates('g', observe(14.0, {
+        'tap1': (1100, 550, 2001, 4002), 'tap2': (800, 900, 8, 9)}))
+    assert traffic(sample.sample) == (500.0, 250.0, 1000.0, 2000.0)
+    # tap1 is unplugged: its counters leave the sum, not a negative rate.
+    sample = sampler.rates('g', observe(16.0, {'tap2': (1000, 1000, 8, 9)}))
+    assert traffic(sample.sample) == (100.0, 50.0, 0.0, 0.0)
