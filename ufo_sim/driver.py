@@ -29,6 +29,16 @@ from ufo_agent.driver import base
 from ufo_sim import engine
 
 
+def _nic(counters):
+    """An LC guest's one NIC: a request in, a response out.
+
+    The model has no packet sizes: each packet is one byte.
+    """
+    arrived, done = int(counters.requests_arrived), \
+        int(counters.requests_done)
+    return base.NicCounters(arrived, done, arrived, done)
+
+
 @dataclasses.dataclass
 class _SimGuest:
     guest: base.Guest
@@ -104,7 +114,8 @@ class SimDriver(base.HypervisorDriver):
             vcpu_slices=int(c.vcpu_slices),
             emulator_cpu_ns=int(c.emulator_cpu_ns / scale), guest=report,
             emulator_wait_ns=int(c.emulator_wait_ns / scale),
-            emulator_threads=self.host.profile(uuid).emulator_threads)
+            emulator_threads=self.host.profile(uuid).emulator_threads,
+            nics={'sim0': _nic(c)})
 
     def _guest_report(self, g, c, now):
         """The guest module's latest sample, as the host channel reads it.

@@ -186,6 +186,16 @@ OPTS = [
              'steal is under half of this, and goes back if the smaller '
              'count is short. This is the margin over isolation that is '
              'accepted.'),
+    cfg.FloatOpt(
+        'drain_hold_max', default=_DEFAULTS.drain_hold_max, min=0.0,
+        mutable=True,
+        help='Longest time, in seconds, a grow waits while a VM works off a '
+             'backlog: while it sends more packets per packet received than '
+             'it usually does (by more than sf_match_tolerance), its busy '
+             'CPUs measure load that has already gone, such as a one-second '
+             'burst\'s queue. Packets are counted on the guest\'s NICs by '
+             'libvirt; a guest without them is not affected. 0 turns the '
+             'rule off.'),
     cfg.StrOpt(
         'be_policy', default=_DEFAULTS.be_policy,
         choices=[('idle-pool', 'Best-effort guests share the idle pool '

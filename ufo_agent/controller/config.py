@@ -45,6 +45,7 @@ class ControllerConfig:
     classify_min_util: float = 20.0
     classify_samples: int = 5
     host_only_steal_max: float = 0.05
+    drain_hold_max: float = 5.0
     be_policy: str = 'idle-pool'
 
     def __post_init__(self):
@@ -69,6 +70,8 @@ class ControllerConfig:
                           '(a quadratic has three coefficients)')
         if not 0.0 < self.host_only_steal_max < 1.0:
             errors.append('host_only_steal_max must be between 0 and 1')
+        if self.drain_hold_max < 0.0:
+            errors.append('drain_hold_max must not be negative')
         if self.be_policy not in BE_POLICIES:
             errors.append('be_policy must be one of %s'
                           % ', '.join(BE_POLICIES))

@@ -17,6 +17,7 @@ import dataclasses
 import math
 
 from ufo_agent.controller import allocator
+from ufo_agent.controller import backlog
 from ufo_agent.controller import classifier
 from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import confirm
@@ -91,6 +92,7 @@ class VmState:
         self.probe_cache = {}
         self.last_sample = None
         self.denied = None      # the last probe the host had no core for
+        self.backlog = backlog.BacklogDetector(config)
         self.plan = None        # (fields, VmPlan) of the last tick
 
     def settled(self, now, settle_time):
@@ -191,7 +193,7 @@ class Controller:
                                        'detect_flat_sf'))
         for state in self.vms.values():
             for part in (state.model, state.predictor, state.idle,
-                         state.vm_class, state.confirm):
+                         state.vm_class, state.confirm, state.backlog):
                 part.config = config
             if rethreshold:
                 flat = state.flat_sf and config.detect_flat_sf
@@ -335,6 +337,8 @@ class Controller:
         count = len(state.cores)
         if count == 0:
             return      # not placed yet: keep asking for what it asked
+        busy = sample.util > 100.0 * count * self.ppc * cfg.pcu_high
+        draining = state.backlog.update(sample, busy, now)
         if sample.host_only != state.judged_host_only:
             # A trial of one rule means nothing to the other.
             state.judged_host_only = sample.host_only
@@ -348,7 +352,7 @@ class Controller:
                 count, sample.util, sample.steal, now, state.trial,
                 state.failed_shrink, state.isolated_steal)
             self._adopt(state, pred, count, sample.util, now,
-                        fresh=state.trial is None)
+                        fresh=state.trial is None, draining=draining)
             return
         state.model.update(count, sample.util, sample.sf, now)
         horizon = now - cfg.sample_max_age
@@ -376,17 +380,18 @@ class Controller:
         fresh = state.trial is None
         pred = state.predictor.predict(state.model, count, sample.util, now,
                                        state.trial, probe_sf)
-        self._adopt(state, pred, count, sample.util, now, fresh)
+        self._adopt(state, pred, count, sample.util, now, fresh, draining)
 
-    def _adopt(self, state, pred, count, util, now, fresh):
+    def _adopt(self, state, pred, count, util, now, fresh, draining=False):
         """Make ``pred`` the VM's wish, once confirmed or inside a trial."""
         cfg = self.config
+        if draining and fresh and pred.cores > count:
+            self._wait(state, '%s to %d cores waits: the VM is draining a '
+                       'backlog' % (pred.action, pred.cores))
+            return
         if self._denied_again(state, pred, count, util, now):
-            state.confirm.reset()
-            state.hold()
-            state.last_action = (Action.STAY, 'probe to %d cores waits for '
-                                 'an idle core: %s' % (pred.cores,
-                                                       pred.reason))
+            self._wait(state, 'probe to %d cores waits for an idle core: %s'
+                       % (pred.cores, pred.reason))
             return
         if not fresh or pred.cores == count:
             state.confirm.reset()
@@ -403,6 +408,13 @@ class Controller:
         state.trial = pred.trial
         state.want = pred.cores
         state.committed = pred.committed
+
+    @staticmethod
+    def _wait(state, why):
+        """Keep the VM's cores; a move starts again from its first sample."""
+        state.confirm.reset()
+        state.hold()
+        state.last_action = (Action.STAY, why)
 
     def _denied_again(self, state, pred, count, util, now):
         """True if ``pred`` asks again for a probe the host just denied.

@@ -143,7 +143,7 @@ struct gvcpu {
 
 struct counters {
 	tns vcpu_cpu, vcpu_wait, emu_cpu, emu_wait, guest_busy;
-	long long vcpu_slices, host_ctxsw, guest_ctxsw, done, dropped;
+	long long vcpu_slices, host_ctxsw, guest_ctxsw, done, dropped, arrived;
 };
 
 struct vm {
@@ -1621,6 +1621,7 @@ static void cpu_event(Host *h, int c)
 
 static void arrival(Host *h, struct vm *m)
 {
+	m->c.arrived++;
 	if (m->outstanding >= h->p.max_outstanding || !m->nfree) {
 		m->c.dropped++;
 	} else {
@@ -2214,11 +2215,12 @@ static PyObject *Host_counters(Host *h, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "i", &i) || !(m = get_vm(h, i)))
 		return NULL;
-	return Py_BuildValue("(LLLLLLLLiLLL)", m->c.vcpu_cpu, m->c.vcpu_wait,
+	return Py_BuildValue("(LLLLLLLLiLLLL)", m->c.vcpu_cpu, m->c.vcpu_wait,
 			     m->c.vcpu_slices, m->c.host_ctxsw,
 			     m->c.emu_cpu, m->c.guest_busy, m->c.guest_ctxsw,
 			     m->c.done, m->online, m->c.dropped,
-			     m->c.emu_wait, (long long)m->outstanding);
+			     m->c.emu_wait, (long long)m->outstanding,
+			     m->c.arrived);
 }
 
 static PyObject *Host_take_latencies(Host *h, PyObject *args)

@@ -24,6 +24,7 @@ class VmCounters:
     requests_dropped: int   # LC arrivals refused: too many in flight
     emulator_wait_ns: int   # host run delay of the emulator threads
     requests_in_flight: int
+    requests_arrived: int   # LC arrivals, served or dropped
 
 
 def _mask(cpus):

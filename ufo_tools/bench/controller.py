@@ -69,7 +69,12 @@ class _Workload:
                 continue
             rho = util / (100.0 * pcpus)
             sf = 2.0 * vm['rate'] * load * (1.0 - rho ** vm['knee'])
-            out[spec.uuid] = VmSample(util, max(sf, 0.0))
+            # Its NICs' traffic: a request in, an answer out.
+            arrived = vm['rate'] * load
+            served = arrived * self.rnd.uniform(0.95, 1.05)
+            out[spec.uuid] = VmSample(
+                util, max(sf, 0.0), packets_in=arrived, packets_out=served,
+                bytes_in=arrived * 200.0, bytes_out=served * 1500.0)
         return out
 
     def emulator_busy(self, samples):

@@ -1,0 +1,76 @@
+"""Is a VM working off a backlog? Told from its traffic in and out.
+
+A one-second burst leaves a backlog that keeps an LC VM saturated for
+two to four seconds after the burst has gone; two saturated samples
+would confirm a grow for load that is no longer there. While it works
+off a backlog the guest answers more than arrives: it sends more per
+unit received than it usually does. In a load step beyond its cores it
+sends less. The host counts both at the guest's NICs, without the
+guest's help.
+
+The ratio is of bytes, not packets: segmentation offload and receive
+coalescing put more bytes in each packet as the load grows, and pure
+ACKs weigh next to nothing. Its noise comes from the packet counts.
+
+The guest decides what it sends, so the signal is untrusted: it can
+only hold back the VM's own grows, and never for longer than
+``drain_hold_max`` seconds at a time.
+"""
+
+import math
+
+# A sample's excess over the usual ratio must stand out of the Poisson
+# noise of its packet counts by this many standard deviations.
+_NOISE_SIGMAS = 3.0
+# Weight of a new sample in the usual ratio (an EWMA of about 8 samples).
+_LEARN_WEIGHT = 1.0 / 8.0
+
+
+class BacklogDetector:
+    """Learns a VM's usual bytes out per byte in; tells a drain.
+
+    The usual ratio is learned from samples that are neither busy nor
+    draining: a busy VM's ratio is that of a step or of a backlog.
+    """
+
+    def __init__(self, config):
+        self.config = config
+        self.usual = None       # bytes out per byte in, when not busy
+        self.since = None       # when the current drain began
+
+    def update(self, sample, busy, now):
+        """Feed one :class:`~.plan.VmSample`; return True while draining.
+
+        ``busy``: the VM's utilization is above the PCU band. A sample
+        without traffic says nothing and ends a drain.
+        """
+        hold_max = self.config.drain_hold_max
+        if not hold_max or not sample.bytes_in or not sample.packets_in \
+                or not sample.packets_out or sample.bytes_out is None:
+            self.since = None
+            return False
+        ratio = sample.bytes_out / sample.bytes_in
+        if self._above_usual(ratio, sample):
+            if self.since is None:
+                self.since = now
+            if now - self.since < hold_max:
+                return True
+            # Longer than a burst's backlog: this is the guest's ratio now.
+            self.usual = ratio
+            self.since = None
+            return False
+        self.since = None
+        if not busy:
+            self.usual = ratio if self.usual is None else \
+                self.usual + (ratio - self.usual) * _LEARN_WEIGHT
+        return False
+
+    def _above_usual(self, ratio, sample):
+        if self.usual is None:
+            return False
+        excess = ratio / self.usual - 1.0 - self.config.sf_match_tolerance
+        # The relative noise of a ratio of two counts over one tick.
+        ticks = self.config.tick_interval
+        noise = math.sqrt(1.0 / (sample.packets_in * ticks) +
+                          1.0 / (sample.packets_out * ticks))
+        return excess > _NOISE_SIGMAS * noise
