@@ -93,6 +93,8 @@ class VmState:
         self.last_sample = None
         self.denied = None      # the last probe the host had no core for
         self.backlog = backlog.BacklogDetector(config)
+        self.last_shrink = None     # (from cores, util there, time)
+        self.shrink_undone = None   # (cores, util, time): grown back to
         self.plan = None        # (fields, VmPlan) of the last tick
 
     def settled(self, now, settle_time):
@@ -385,6 +387,11 @@ class Controller:
     def _adopt(self, state, pred, count, util, now, fresh, draining=False):
         """Make ``pred`` the VM's wish, once confirmed or inside a trial."""
         cfg = self.config
+        if fresh and pred.cores < count and \
+                self._shrink_undone(state, count, util, now):
+            self._wait(state, 'shrink to %d cores waits: the last one at '
+                       'this load was grown back' % pred.cores)
+            return
         if draining and fresh and pred.cores > count:
             self._wait(state, '%s to %d cores waits: the VM is draining a '
                        'backlog' % (pred.action, pred.cores))
@@ -408,6 +415,34 @@ class Controller:
         state.trial = pred.trial
         state.want = pred.cores
         state.committed = pred.committed
+        if fresh and pred.cores < count:
+            state.last_shrink = (count, util, now)
+        elif pred.cores > count and state.last_shrink is not None:
+            origin, then, at = state.last_shrink
+            if origin == pred.cores and now - at <= 2 * (
+                    cfg.settle_time + cfg.confirm_samples * cfg.tick_interval):
+                state.shrink_undone = (origin, then, now)
+
+    def _shrink_undone(self, state, count, util, now):
+        """True if a shrink from ``count`` was grown back at this load.
+
+        The SF of a step down is looked up at the larger count's
+        utilization, which understates the load on one core fewer by up
+        to sf_match_tolerance: at the SF mark the VM shrinks, reads busier
+        and grows back, every few seconds. That shrink is not repeated
+        until its utilization falls by sf_match_tolerance, or for
+        sample_max_age.
+        """
+        undone = state.shrink_undone
+        if undone is None:
+            return False
+        cores, then, at = undone
+        cfg = self.config
+        if now - at > cfg.sample_max_age or \
+                util < then * (1.0 - cfg.sf_match_tolerance):
+            state.shrink_undone = None
+            return False
+        return cores == count
 
     @staticmethod
     def _wait(state, why):

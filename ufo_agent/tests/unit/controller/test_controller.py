@@ -7,6 +7,7 @@ from ufo_agent.controller import Controller
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.controller import HostTopology
 from ufo_agent.controller import plan as plan_mod
+from ufo_agent.controller import predictor
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
 
@@ -305,3 +306,41 @@ def test_a_guests_io_beyond_its_fair_share_comes_out_of_its_own_cores():
     assert len(after.vms['io'].cores) == len(before.vms['io'].cores) - 1
     assert len(after.vms['web'].cores) == len(before.vms['web'].cores)
     assert after.shortfall_cores < before.shortfall_cores
+
+
+class _SeesawPredictor:
+    """The SF walk at its mark: shrink from 3 cores, grow back from 2."""
+
+    def predict(self, model, cores, util, now, trial=None, probe_sf=None):
+        if cores >= 3:
+            return predictor.Prediction(2, plan_mod.Action.SHRINK, 'seesaw')
+        return predictor.Prediction(3, plan_mod.Action.GROW, 'seesaw')
+
+
+def test_a_shrink_that_was_grown_back_waits_for_the_load_to_fall():
+    # Traced in ufo-sim dynamic (load scale 0.8): Nginx at 285 % on three
+    # cores shrank to two, read 308 % there and grew back, every 4-8 s.
+    controller = Controller(HostTopology.uniform(8, 2))
+    controller.add_vm(VmSpec('web', 6, 'lc'))
+    controller.vms['web'].predictor = _SeesawPredictor()
+    counts, notes = [], []
+
+    def run(seconds, util_on_three):
+        for _ in range(seconds):
+            t = float(len(counts))
+            have = len(controller.vms['web'].cores) or 3
+            util = util_on_three if have >= 3 else 308.0
+            plan = controller.tick(t, {'web': VmSample(util, 40000.0)},
+                                   10.0)
+            counts.append(len(plan.vms['web'].cores))
+            notes.append(plan.vms['web'].note)
+
+    run(40, 285.0)
+    moves = [(a, b) for a, b in zip(counts, counts[1:]) if a != b]
+    assert moves == [(3, 2), (2, 3)]
+    assert counts[-1] == 3
+    assert notes[-1].startswith('shrink to 2 cores waits: the last one at '
+                                'this load was grown back')
+    # Its load falls by more than sf_match_tolerance: it may shrink again.
+    run(10, 230.0)
+    assert counts[40:42] == [3, 2]
