@@ -190,10 +190,10 @@ OPTS = [
         'drain_hold_max', default=_DEFAULTS.drain_hold_max, min=0.0,
         mutable=True,
         help='Longest time, in seconds, a grow waits while a VM works off a '
-             'backlog: while it sends more packets per packet received than '
-             'it usually does (by more than sf_match_tolerance), its busy '
+             'backlog: while it sends more bytes per byte received than it '
+             'usually does (by more than sf_match_tolerance), its busy '
              'CPUs measure load that has already gone, such as a one-second '
-             'burst\'s queue. Packets are counted on the guest\'s NICs by '
+             'burst\'s queue. Traffic is counted on the guest\'s NICs by '
              'libvirt; a guest without them is not affected. 0 turns the '
              'rule off.'),
     cfg.StrOpt(

@@ -339,7 +339,7 @@ class Controller:
         count = len(state.cores)
         if count == 0:
             return      # not placed yet: keep asking for what it asked
-        busy = sample.util > 100.0 * count * self.ppc * cfg.pcu_high
+        busy = state.predictor.pcu(sample.util, count) > cfg.pcu_high
         draining = state.backlog.update(sample, busy, now)
         if sample.host_only != state.judged_host_only:
             # A trial of one rule means nothing to the other.

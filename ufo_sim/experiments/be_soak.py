@@ -81,7 +81,8 @@ def run_cell(cell, settings, policy):
     window, held = scenario.run_feedback(lc, settings, agent.held_cpus,
                                          control)
     if 'be' not in start:          # nothing to settle: judged from 0
-        start['be'] = engine.VmCounters(*([0] * 13))
+        start['be'] = engine.VmCounters(
+            *([0] * len(dataclasses.fields(engine.VmCounters))))
     end = host.counters(be)
     sim_seconds = settings.judge * settings.tick
     real_seconds = sim_seconds / engine.TIME_SCALE

@@ -308,7 +308,7 @@ def test_a_guests_io_beyond_its_fair_share_comes_out_of_its_own_cores():
     assert after.shortfall_cores < before.shortfall_cores
 
 
-class _SeesawPredictor:
+class _SeesawPredictor(predictor.Predictor):
     """The SF walk at its mark: shrink from 3 cores, grow back from 2."""
 
     def predict(self, model, cores, util, now, trial=None, probe_sf=None):
@@ -322,7 +322,9 @@ def test_a_shrink_that_was_grown_back_waits_for_the_load_to_fall():
     # cores shrank to two, read 308 % there and grew back, every 4-8 s.
     controller = Controller(HostTopology.uniform(8, 2))
     controller.add_vm(VmSpec('web', 6, 'lc'))
-    controller.vms['web'].predictor = _SeesawPredictor()
+    state = controller.vms['web']
+    state.predictor = _SeesawPredictor(controller.config, state.max_cores,
+                                       controller.ppc)
     counts, notes = [], []
 
     def run(seconds, util_on_three):
