@@ -39,6 +39,21 @@ class Confirmation:
             return True
         return False
 
+    def agree_not_last(self, move, now):
+        """Count a sample for ``move`` that may not complete the streak.
+
+        The count stops one short of ``confirm_samples``, so the move
+        still needs a later sample. Returns the samples counted so far.
+        """
+        gap = _GAP_TICKS * self.config.tick_interval
+        if move == self._move and now - self._last <= gap:
+            self._count += 1
+        else:
+            self._move, self._count = move, 1
+        self._count = min(self._count, self.config.confirm_samples - 1)
+        self._last = now
+        return self._count
+
     @property
     def pending(self):
         """Samples so far for the move being confirmed."""

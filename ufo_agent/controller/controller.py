@@ -278,7 +278,13 @@ class Controller:
             self._observe(state, sample, now, decisions)
             if state.mode != VmMode.ACTIVE:
                 continue
-            if emulator_grows or not state.settled(now, cfg.settle_time):
+            if not state.settled(now, cfg.settle_time):
+                state.hold()
+                continue
+            if emulator_grows:
+                # Nothing moves on a pool grow (paper Algorithm 1), but the
+                # sample still counts toward confirming the VM's next move.
+                self._count_sample(state, sample, now)
                 state.hold()
                 continue
             self._predict(state, sample, now)
@@ -384,21 +390,59 @@ class Controller:
                                        state.trial, probe_sf)
         self._adopt(state, pred, count, sample.util, now, fresh, draining)
 
-    def _adopt(self, state, pred, count, util, now, fresh, draining=False):
-        """Make ``pred`` the VM's wish, once confirmed or inside a trial."""
-        cfg = self.config
+    def _count_sample(self, state, sample, now):
+        """On an emulator-grow tick: count the sample toward a move.
+
+        The VM does not move, the model does not record the sample and no
+        trial step is taken; a move it starts or extends still needs a
+        sample from after this tick.
+        """
+        count = len(state.cores)
+        if count == 0 or state.trial is not None or \
+                sample.host_only != state.judged_host_only:
+            return
+        busy = state.predictor.pcu(sample.util, count) > self.config.pcu_high
+        draining = state.backlog.update(sample, busy, now)
+        if sample.host_only:
+            pred, _ = state.host_only.predict(
+                count, sample.util, sample.steal, now, None,
+                state.failed_shrink, state.isolated_steal)
+        else:
+            pred = state.predictor.predict(state.model, count, sample.util,
+                                           now)
+        if pred.cores == count or \
+                self._guarded(state, pred, count, sample.util, now, True,
+                              draining):
+            state.confirm.reset()
+            return
+        pending = state.confirm.agree_not_last((pred.cores > count, count),
+                                               now)
+        state.last_action = (Action.STAY, '%s to %d cores on %d of %d '
+                             'samples (the emulator pool grows): %s' % (
+                                 pred.action, pred.cores, pending,
+                                 self.config.confirm_samples, pred.reason))
+
+    def _guarded(self, state, pred, count, util, now, fresh, draining):
+        """If a guard holds ``pred`` back: the VM waits, and True."""
         if fresh and pred.cores < count and \
                 self._shrink_undone(state, count, util, now):
             self._wait(state, 'shrink to %d cores waits: the last one at '
                        'this load was grown back' % pred.cores)
-            return
+            return True
         if draining and fresh and pred.cores > count:
             self._wait(state, '%s to %d cores waits: the VM is draining a '
                        'backlog' % (pred.action, pred.cores))
-            return
+            return True
         if self._denied_again(state, pred, count, util, now):
             self._wait(state, 'probe to %d cores waits for an idle core: %s'
                        % (pred.cores, pred.reason))
+            return True
+        return False
+
+    def _adopt(self, state, pred, count, util, now, fresh, draining=False):
+        """Make ``pred`` the VM's wish, once confirmed or inside a trial."""
+        cfg = self.config
+        if self._guarded(state, pred, count, util, now, fresh, draining):
             return
         if not fresh or pred.cores == count:
             state.confirm.reset()

@@ -54,6 +54,36 @@ def test_a_real_step_is_followed_within_two_seconds():
     assert driver.cores_at('memcached', 90.0) == 3
 
 
+def _step_beside_pool_grow(phases, grow_at):
+    vm = syn.memcached(phases=phases)
+    controller = Controller(HostTopology.uniform(16, threads_per_core=2),
+                            ControllerConfig())
+    controller.add_vm(VmSpec(vm.uuid, vm.vcpus, 'lc'))
+    driver = syn.Driver(controller, [vm], emulator_busy=lambda t: (
+        190.0 if t == grow_at else 30.0))
+    driver.run(0, 90)
+    grows = [d.time for d in driver.decisions
+             if d.vm == 'emulator' and d.action == 'emulator-grow']
+    assert grows == [float(grow_at)]
+    return driver
+
+
+def test_a_sample_on_a_pool_grow_tick_counts_toward_a_move():
+    # The pool grows on the tick that reads the step's first second, 61 (the
+    # guest's traffic lifts it too). The VM does not move on that tick,
+    # but its sample counts: the next one confirms (ufo-sim dynamic,
+    # Nginx's 40 -> 60 % step, one violation second more without).
+    driver = _step_beside_pool_grow([(0, 0.1), (60, 0.8)], 61)
+    first = driver.decisions_for('memcached', since=60)[0]
+    assert first.action == 'grow' and first.time == 62.0
+
+
+def test_a_sample_on_a_pool_grow_tick_never_completes_a_move():
+    # A one-second burst read on the grow tick alone moves nothing.
+    driver = _step_beside_pool_grow([(0, 0.1), (60, 0.8), (61, 0.1)], 61)
+    assert driver.decisions_for('memcached', since=60) == []
+
+
 def test_one_noisy_sample_does_not_grow_an_idle_looking_vm():
     # The real-guest flake: a 2-vCPU guest at 3 % on one core, one TCG
     # sample at 81 % (PCU above 80 %) grew it to its flavor size.
