@@ -79,9 +79,19 @@ def test_a_sample_on_a_pool_grow_tick_counts_toward_a_move():
 
 
 def test_a_sample_on_a_pool_grow_tick_never_completes_a_move():
-    # A one-second burst read on the grow tick alone moves nothing.
-    driver = _step_beside_pool_grow([(0, 0.1), (60, 0.8), (61, 0.1)], 61)
+    # Two busy samples (61, 62) confirm a grow, but the second is on the
+    # grow tick: the move still needs a sample from after the grow, and
+    # the one at 63 reads the burst gone.
+    driver = _step_beside_pool_grow([(0, 0.1), (60, 0.8), (62, 0.1)], 62)
     assert driver.decisions_for('memcached', since=60) == []
+
+
+def test_without_the_pool_grow_the_same_two_samples_grow_it():
+    # The control for the test above: the same burst does grow the VM.
+    _, driver = _run(syn.memcached(phases=[(0, 0.1), (60, 0.8), (62, 0.1)]),
+                     90, ControllerConfig())
+    first = driver.decisions_for('memcached', since=60)[0]
+    assert first.action == 'grow' and first.time == 62.0
 
 
 def test_one_noisy_sample_does_not_grow_an_idle_looking_vm():
