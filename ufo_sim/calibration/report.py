@@ -69,18 +69,30 @@ def sf_curves(profile, seconds=4.0, loads=LOADS, pcpus=PCPUS):
     return out
 
 
+def sf_gap(sf_low, sf_high):
+    """The paper's SF difference between two CPU counts (§4.5, slides).
+
+    ``(SF[c+2] - SF[c]) / SF[c+2]``: how far SF falls with two CPUs
+    fewer, as a share of the larger count's. UFO's rule grows past ``c``
+    when it exceeds ``sf_threshold`` (the controller's
+    ``SF(c)/SF(c+1) < 1 - sf_threshold``).
+    """
+    return 1.0 - sf_low / sf_high if sf_high else 0.0
+
+
 def sf_gaps(curves, threshold=0.3):
-    """UFO's rule (§4.5) on the curves: where SF(n+2) exceeds SF(n) by 30%.
+    """UFO's rule (§4.5) on the curves: where SF falls by over 30%.
 
     For each adjacent pair of CPU counts: the first swept load at which
-    the gap passes ``threshold``, the knee of the smaller count, and the
-    gap at that knee (the paper measures 27-30% there).
+    :func:`sf_gap` passes ``threshold``, the knee of the smaller count,
+    and the gap at that knee (the paper measures 30, 29 and 27% there
+    for Memcached on 2/4/6 against 4/6/8 pCPUs).
     """
     out = []
     counts = sorted(curves)
     for a, b in zip(counts, counts[1:]):
         ca, cb = curves[a], curves[b]
-        gaps = [sb / sa - 1 if sa else 0.0
+        gaps = [sf_gap(sa, sb)
                 for sa, sb in zip(ca['guest_sf'], cb['guest_sf'])]
         first = next((f for f, g in zip(ca['loads'], gaps) if g > threshold),
                      None)

@@ -26,3 +26,23 @@ def test_model_meets_the_paper(row):
     assert met, '%s: model %s; paper %s; accepted %s' % (
         row, {k: round(v, 1) for k, v in values.items()}, target.paper,
         accepted)
+
+
+def test_sf_gap_is_the_papers_difference_the_controller_thresholds():
+    from ufo_agent.controller import ControllerConfig
+    from ufo_sim.calibration import report
+    # (SF[c+2] - SF[c]) / SF[c+2]: 70 against 100 is a 30 % difference,
+    # exactly the controller's SF(c)/SF(c+1) = 1 - sf_threshold mark,
+    # not 100 / 70 - 1 = 43 %.
+    threshold = ControllerConfig().sf_threshold
+    assert report.sf_gap(70.0, 100.0) == pytest.approx(threshold)
+    assert report.sf_gap(50.0, 100.0) == pytest.approx(0.5)
+    assert report.sf_gap(1.0, 0.0) == 0.0
+    curves = {2: dict(loads=[0.1, 0.2, 0.3], guest_sf=[100, 75, 40],
+                      knee=0.2),
+              4: dict(loads=[0.1, 0.2, 0.3], guest_sf=[100, 100, 100],
+                      knee=0.3)}
+    gaps = report.sf_gaps(curves, threshold)
+    # 75 of 100 (25 %) does not fire the rule; 40 of 100 (60 %) does.
+    assert gaps == [dict(pcpus=(2, 4), first_load=0.3, knee=0.2,
+                         gap_at_knee=pytest.approx(0.25))]
