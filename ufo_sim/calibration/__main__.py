@@ -75,6 +75,24 @@ def figures(args):
     print('simulation CPU: %.1f s' % (time.process_time() - t0))
 
 
+def sfrule(args):
+    """Where the 30 % SF rule fires against the knee, 1-point steps."""
+    for p in profiles.LC_PROFILES:
+        for low, high in zip(report.PCPUS, report.PCPUS[1:]):
+            rows = [report.sf_rule_vs_knee(p, low, high, seed)
+                    for seed in args.seeds]
+            print('%-9s %d->%d pCPUs: rule fires at %s; knee %s; gap at '
+                  'knee %s' % (
+                      p.name, low, high,
+                      '/'.join(_pct(r['fires']) for r in rows),
+                      '/'.join(_pct(r['knee']) for r in rows),
+                      '/'.join(_pct(r['gap_at_knee']) for r in rows)))
+
+
+def _pct(value):
+    return '-' if value is None else '%.0f%%' % (100 * value)
+
+
 def maxload(args):
     for p in profiles.LC_PROFILES:
         loads = [scenarios.max_load(p, seconds=8.0, seed=s)
@@ -136,6 +154,10 @@ def main(argv=None):
     f.add_argument('--seconds', type=float, default=4.0,
                    help='measured simulated seconds per point')
     f.set_defaults(func=figures)
+    r = sub.add_parser('sfrule', help='where the 30%% SF rule fires '
+                       'against the QoS knee, in 1-point load steps')
+    r.add_argument('--seeds', type=int, nargs='+', default=[1, 2, 3])
+    r.set_defaults(func=sfrule)
     m = sub.add_parser('maxload', help="re-measure the profiles' max_rps")
     m.set_defaults(func=maxload)
     a = sub.add_parser('ablation', help='each sharing-cost mechanism '

@@ -102,6 +102,40 @@ def sf_gaps(curves, threshold=0.3):
     return out
 
 
+# Where sf_rule_vs_knee starts its 1-point sweep, per smaller CPU count:
+# 5-10 points below the knees of the 5-point sweep.
+SF_RULE_FROM = {2: 0.15, 4: 0.40, 6: 0.65}
+SF_RULE_POINTS = 30
+
+
+def sf_rule_vs_knee(profile, low, high, seed, seconds=4.0,
+                    threshold=0.3):
+    """Where UFO's SF rule fires against the QoS knee, in 1-point steps.
+
+    Sweeps load upward from ``SF_RULE_FROM[low]`` on ``low`` and
+    ``high`` CPUs (host-aware isolation) until both are found: the first
+    load at which :func:`sf_gap` passes ``threshold`` (the rule grows
+    past ``low``) and the knee (the last load before ``low``'s p99 first
+    misses QoS). Returns ``dict(fires=, knee=, gap_at_knee=)``, loads
+    as fractions of max load; None for one not found in the sweep.
+    """
+    fires = knee = None
+    gaps = {}
+    for i in range(SF_RULE_POINTS):
+        load = round(SF_RULE_FROM[low] + 0.01 * i, 2)
+        rps = profile.max_rps * load
+        w_low = scenarios.dedicated(profile, low, rps, seconds, seed)
+        w_high = scenarios.dedicated(profile, high, rps, seconds, seed)
+        gaps[load] = sf_gap(w_low.guest_sf, w_high.guest_sf)
+        if fires is None and gaps[load] > threshold:
+            fires = load
+        if knee is None and w_low.p99_us > profile.qos_p99_us:
+            knee = round(load - 0.01, 2)
+        if fires is not None and knee is not None:
+            break
+    return dict(fires=fires, knee=knee, gap_at_knee=gaps.get(knee))
+
+
 def isolation_modes(profile, seconds=4.0, loads=LOADS):
     """Fig. 2 / 3: four VMs under default, isolation, host-aware."""
     paper_load = PAPER_DEFAULT_LOAD[profile.name]
