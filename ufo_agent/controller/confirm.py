@@ -28,12 +28,7 @@ class Confirmation:
         starting count). True once ``confirm_samples`` consecutive samples
         called for it; the count then starts over.
         """
-        gap = _GAP_TICKS * self.config.tick_interval
-        if move == self._move and now - self._last <= gap:
-            self._count += 1
-        else:
-            self._move, self._count = move, 1
-        self._last = now
+        self._extend(move, now)
         if self._count >= self.config.confirm_samples:
             self.reset()
             return True
@@ -45,14 +40,18 @@ class Confirmation:
         The count stops one short of ``confirm_samples``, so the move
         still needs a later sample. Returns the samples counted so far.
         """
+        self._extend(move, now)
+        self._count = min(self._count, self.config.confirm_samples - 1)
+        return self._count
+
+    def _extend(self, move, now):
+        """The streak for ``move`` with one more sample, or a new one."""
         gap = _GAP_TICKS * self.config.tick_interval
         if move == self._move and now - self._last <= gap:
             self._count += 1
         else:
             self._move, self._count = move, 1
-        self._count = min(self._count, self.config.confirm_samples - 1)
         self._last = now
-        return self._count
 
     @property
     def pending(self):

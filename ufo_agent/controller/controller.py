@@ -345,8 +345,7 @@ class Controller:
         count = len(state.cores)
         if count == 0:
             return      # not placed yet: keep asking for what it asked
-        busy = state.predictor.pcu(sample.util, count) > cfg.pcu_high
-        draining = state.backlog.update(sample, busy, now)
+        draining = self._draining(state, sample, count, now)
         if sample.host_only != state.judged_host_only:
             # A trial of one rule means nothing to the other.
             state.judged_host_only = sample.host_only
@@ -390,6 +389,11 @@ class Controller:
                                        state.trial, probe_sf)
         self._adopt(state, pred, count, sample.util, now, fresh, draining)
 
+    def _draining(self, state, sample, count, now):
+        """Feed the sample to the VM's backlog detector: is it draining?"""
+        busy = state.predictor.pcu(sample.util, count) > self.config.pcu_high
+        return state.backlog.update(sample, busy, now)
+
     def _count_sample(self, state, sample, now):
         """On an emulator-grow tick: count the sample toward a move.
 
@@ -401,8 +405,7 @@ class Controller:
         if count == 0 or state.trial is not None or \
                 sample.host_only != state.judged_host_only:
             return
-        busy = state.predictor.pcu(sample.util, count) > self.config.pcu_high
-        draining = state.backlog.update(sample, busy, now)
+        draining = self._draining(state, sample, count, now)
         if sample.host_only:
             pred, _ = state.host_only.predict(
                 count, sample.util, sample.steal, now, None,

@@ -105,6 +105,7 @@ def sf_gaps(curves, threshold=0.3):
 # Where sf_rule_vs_knee starts its 1-point sweep, per smaller CPU count:
 # 5-10 points below the knees of the 5-point sweep.
 SF_RULE_FROM = {2: 0.15, 4: 0.40, 6: 0.65}
+SF_RULE_STEP = 0.01
 SF_RULE_POINTS = 30
 
 
@@ -122,7 +123,7 @@ def sf_rule_vs_knee(profile, low, high, seed, seconds=4.0,
     fires = knee = None
     gaps = {}
     for i in range(SF_RULE_POINTS):
-        load = round(SF_RULE_FROM[low] + 0.01 * i, 2)
+        load = round(SF_RULE_FROM[low] + SF_RULE_STEP * i, 2)
         rps = profile.max_rps * load
         w_low = scenarios.dedicated(profile, low, rps, seconds, seed)
         w_high = scenarios.dedicated(profile, high, rps, seconds, seed)
@@ -130,7 +131,7 @@ def sf_rule_vs_knee(profile, low, high, seed, seconds=4.0,
         if fires is None and gaps[load] > threshold:
             fires = load
         if knee is None and w_low.p99_us > profile.qos_p99_us:
-            knee = round(load - 0.01, 2)
+            knee = round(load - SF_RULE_STEP, 2)
         if fires is not None and knee is not None:
             break
     return dict(fires=fires, knee=knee, gap_at_knee=gaps.get(knee))
