@@ -196,6 +196,18 @@ OPTS = [
              'burst\'s queue. Traffic is counted on the guest\'s NICs by '
              'libvirt; a guest without them is not affected. 0 turns the '
              'rule off.'),
+    cfg.BoolOpt(
+        'grow_to_traffic_demand', default=_DEFAULTS.grow_to_traffic_demand,
+        mutable=True,
+        help='Size the grow of a VM above pcu_high by the traffic it does '
+             'not answer: while it sends fewer bytes per byte received than '
+             'it usually does (by more than sf_match_tolerance), it serves '
+             'only that share of its load, and its utilization divided by '
+             'the share is taken as its demand. It then grows to the cores '
+             'that demand needs in one move (at most its flavor size) '
+             'instead of a core at a time. Traffic is counted on the '
+             'guest\'s NICs by libvirt; a guest without them, or one '
+             'managed host-only, is not affected.'),
     cfg.StrOpt(
         'be_policy', default=_DEFAULTS.be_policy,
         choices=[('idle-pool', 'Best-effort guests share the idle pool '

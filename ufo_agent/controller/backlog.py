@@ -1,4 +1,4 @@
-"""Is a VM working off a backlog? Told from its traffic in and out.
+"""Is a VM working off a backlog, or short of cores? Told from its traffic.
 
 A one-second burst leaves a backlog that keeps an LC VM saturated for
 two to four seconds after the burst has gone; two saturated samples
@@ -12,9 +12,17 @@ The ratio is of bytes, not packets: segmentation offload and receive
 coalescing put more bytes in each packet as the load grows, and pure
 ACKs weigh next to nothing. Its noise comes from the packet counts.
 
-The guest decides what it sends, so the signal is untrusted: it can
-only hold back the VM's own grows, and never for longer than
-``drain_hold_max`` seconds at a time.
+A busy VM that sends clearly less per unit received than usual answers
+only that share of what arrives (:meth:`BacklogDetector.served`): its
+utilization, capped by its cores, understates its demand by the same
+factor, which tells how far it must grow.
+
+The guest decides what it sends, so the signal is untrusted. A drain
+can only hold back the VM's own grows, and never for longer than
+``drain_hold_max`` seconds at a time. A shortfall only sizes a grow of a
+VM whose utilization is already above the PCU band, which grows anyway,
+and never past its flavor: a guest gains nothing by it that spinning
+its vCPUs would not give it.
 """
 
 import math
@@ -45,12 +53,11 @@ class BacklogDetector:
         without traffic says nothing and ends a drain.
         """
         hold_max = self.config.drain_hold_max
-        if not hold_max or not sample.bytes_in or not sample.packets_in \
-                or not sample.packets_out or sample.bytes_out is None:
+        ratio = _ratio(sample)
+        if ratio is None:
             self.since = None
             return False
-        ratio = sample.bytes_out / sample.bytes_in
-        if self._above_usual(ratio, sample):
+        if hold_max and self._above_usual(ratio, sample):
             if self.since is None:
                 self.since = now
             if now - self.since < hold_max:
@@ -65,12 +72,39 @@ class BacklogDetector:
                 self.usual + (ratio - self.usual) * _LEARN_WEIGHT
         return False
 
+    def served(self, sample):
+        """Share of the arriving traffic the VM answers, if clearly short.
+
+        Its bytes out per byte in against the usual ratio, when it falls
+        below by more than ``sf_match_tolerance`` and the noise margin;
+        otherwise (or without a usual ratio, or traffic) None. The
+        caller asks only for a busy VM.
+        """
+        ratio = _ratio(sample)
+        if ratio is None or self.usual is None:
+            return None
+        share = ratio / self.usual
+        short = 1.0 - share - self.config.sf_match_tolerance
+        if short > _NOISE_SIGMAS * self._noise(sample):
+            return share
+        return None
+
     def _above_usual(self, ratio, sample):
         if self.usual is None:
             return False
         excess = ratio / self.usual - 1.0 - self.config.sf_match_tolerance
-        # The relative noise of a ratio of two counts over one tick.
+        return excess > _NOISE_SIGMAS * self._noise(sample)
+
+    def _noise(self, sample):
+        """The relative noise of a ratio of two counts over one tick."""
         ticks = self.config.tick_interval
-        noise = math.sqrt(1.0 / (sample.packets_in * ticks) +
-                          1.0 / (sample.packets_out * ticks))
-        return excess > _NOISE_SIGMAS * noise
+        return math.sqrt(1.0 / (sample.packets_in * ticks) +
+                         1.0 / (sample.packets_out * ticks))
+
+
+def _ratio(sample):
+    """Bytes out per byte in, or None for a sample without traffic."""
+    if not sample.bytes_in or not sample.packets_in or \
+            not sample.packets_out or sample.bytes_out is None:
+        return None
+    return sample.bytes_out / sample.bytes_in

@@ -46,6 +46,7 @@ class ControllerConfig:
     classify_samples: int = 5
     host_only_steal_max: float = 0.05
     drain_hold_max: float = 5.0
+    grow_to_traffic_demand: bool = True
     be_policy: str = 'idle-pool'
 
     def __post_init__(self):

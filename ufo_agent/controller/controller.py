@@ -345,7 +345,7 @@ class Controller:
         count = len(state.cores)
         if count == 0:
             return      # not placed yet: keep asking for what it asked
-        draining = self._draining(state, sample, count, now)
+        draining, demand, why = self._traffic(state, sample, count, now)
         if sample.host_only != state.judged_host_only:
             # A trial of one rule means nothing to the other.
             state.judged_host_only = sample.host_only
@@ -385,14 +385,32 @@ class Controller:
             return hit.sf
 
         fresh = state.trial is None
-        pred = state.predictor.predict(state.model, count, sample.util, now,
-                                       state.trial, probe_sf)
+        pred = _because(why, state.predictor.predict(
+            state.model, count, demand, now, state.trial, probe_sf))
         self._adopt(state, pred, count, sample.util, now, fresh, draining)
 
-    def _draining(self, state, sample, count, now):
-        """Feed the sample to the VM's backlog detector: is it draining?"""
+    def _traffic(self, state, sample, count, now):
+        """(draining, demand, why): the sample read with its traffic.
+
+        Draining: it works off a backlog (:mod:`.backlog`). Demand: its
+        utilization, or for a busy VM that answers only a share of its
+        traffic, the utilization that would answer all of it (capped at
+        its vCPUs), with ``why`` saying so; the SF model still records
+        what was measured. Host-only samples keep their utilization:
+        their rule reads demand from run delay.
+        """
         busy = state.predictor.pcu(sample.util, count) > self.config.pcu_high
-        return state.backlog.update(sample, busy, now)
+        draining = state.backlog.update(sample, busy, now)
+        if busy and self.config.grow_to_traffic_demand and \
+                not sample.host_only:
+            share = state.backlog.served(sample)
+            if share is not None:
+                demand = min(100.0 * state.spec.vcpus,
+                             sample.util / max(share, _EPS))
+                why = 'util %.0f%% answers %.0f%% of its traffic' % (
+                    sample.util, 100.0 * share)
+                return draining, demand, why
+        return draining, sample.util, None
 
     def _count_sample(self, state, sample, now):
         """On an emulator-grow tick: count the sample toward a move.
@@ -405,14 +423,14 @@ class Controller:
         if count == 0 or state.trial is not None or \
                 sample.host_only != state.judged_host_only:
             return
-        draining = self._draining(state, sample, count, now)
+        draining, demand, why = self._traffic(state, sample, count, now)
         if sample.host_only:
             pred, _ = state.host_only.predict(
                 count, sample.util, sample.steal, now, None,
                 state.failed_shrink, state.isolated_steal)
         else:
-            pred = state.predictor.predict(state.model, count, sample.util,
-                                           now)
+            pred = _because(why, state.predictor.predict(
+                state.model, count, demand, now))
         if pred.cores == count or \
                 self._guarded(state, pred, count, sample.util, now, True,
                               draining):
@@ -657,3 +675,10 @@ class Controller:
                 note=note, max_cores=state.max_cores, model_r2=r2,
                 fitted_models=fitted, sched_idle=soak))
         return state.plan[1]
+
+
+def _because(why, pred):
+    """``pred`` with ``why`` put before its reason, if there is one."""
+    if not why:
+        return pred
+    return dataclasses.replace(pred, reason='%s; %s' % (why, pred.reason))

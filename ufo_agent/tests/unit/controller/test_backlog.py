@@ -140,3 +140,87 @@ def test_a_drain_holds_a_grow_for_at_most_drain_hold_max():
     controller = _settled(ControllerConfig(drain_hold_max=3.0))
     controller, cores = _run(lambda t: (3000.0, 6000.0), 8, 20, controller)
     assert cores[:3] == [1, 1, 1] and cores[-1] > 1
+
+
+def test_a_vm_answering_clearly_less_than_usual_serves_that_share():
+    detector = _learned()
+    assert abs(detector.served(_traffic(6000.0, 2000.0)) - 1 / 3) < 1e-9
+    # Within sf_match_tolerance of the usual ratio: not short.
+    assert detector.served(_traffic(5000.0, 4500.0)) is None
+    # A backlog's drain is not a shortfall.
+    assert detector.served(_traffic(5000.0, 9000.0)) is None
+    # Too few packets to tell a third from noise.
+    assert detector.served(_traffic(15.0, 5.0)) is None
+    # Without a usual ratio or traffic, nothing is known.
+    assert _Detector(ControllerConfig()).served(
+        _traffic(6000.0, 2000.0)) is None
+    assert detector.served(_traffic(None, None)) is None
+    assert detector.served(_traffic(6000.0, 0.0)) is None
+
+
+def test_the_usual_ratio_is_learned_with_the_drain_rule_off():
+    detector = _learned(ControllerConfig(drain_hold_max=0.0), ratio=2.0)
+    assert detector.usual == 2.0
+    assert abs(detector.served(_traffic(6000.0, 4000.0)) - 1 / 3) < 1e-9
+
+
+def _step(demand, config=None, seconds=8, steal=None):
+    """'web' on one core of ten, then a step to ``demand``.
+
+    It has 8 vCPUs, one CPU per core, and answers what its cores can run
+    of the step. Returns its cores over the step and the reasons of its
+    grows. With ``steal``, its samples are host-only ones, with that
+    steal in the step.
+    """
+    controller = Controller(HostTopology.uniform(10, 1), config)
+    controller.add_vm(VmSpec('web', 8, 'lc'))
+    quiet = 60
+    cores, grows = [], []
+    for t in range(quiet + seconds):
+        have = len(controller.vms['web'].cores) or 1
+        load = 40.0 if t < quiet else demand
+        util = min(load, 100.0 * have)
+        answered = 3000.0 * util / load
+        sample = VmSample(util, 9000.0, packets_in=3000.0,
+                          packets_out=answered, bytes_in=3000.0 * 100,
+                          bytes_out=answered * 100)
+        if steal is not None:
+            sample = dataclasses.replace(
+                sample, steal=steal if t >= quiet else 0.0)
+        plan = controller.tick(float(t), {'web': sample}, 10.0)
+        cores.append(len(plan.vms['web'].cores))
+        grows += [d.reason for d in plan.decisions
+                  if d.vm == 'web' and d.new > d.old and t >= quiet]
+    assert cores[quiet - 1] == 1
+    return cores[quiet:], grows
+
+
+def test_a_step_grows_a_vm_to_what_its_traffic_needs_in_one_move():
+    # 300 % of load on one CPU: it answers a third, so it needs four
+    # CPUs under pcu_high, not two; the second sample confirms the grow.
+    cores, grows = _step(300.0)
+    assert cores[:2] == [1, 4]
+    assert grows[0].startswith('util 100% answers 33% of its traffic; '
+                               'PCU 300% > 80% at 1 cores')
+
+
+def test_without_the_traffic_rule_a_step_grows_a_core_at_a_time():
+    cores, grows = _step(300.0,
+                         ControllerConfig(grow_to_traffic_demand=False))
+    assert cores[:2] == [1, 2]
+    assert 'traffic' not in grows[0]
+
+
+def test_a_demand_read_from_traffic_never_passes_the_flavor():
+    # Answering a hundredth: the demand is at most its eight vCPUs.
+    cores, _ = _step(10000.0)
+    assert cores[1] == 8
+    assert max(cores) == 8
+
+
+def test_a_host_only_guest_reads_its_demand_from_steal_not_traffic():
+    # Its runnable demand (util / (1 - steal)) is 200 %: two CPUs, though
+    # it answers a third of its traffic.
+    cores, grows = _step(300.0, steal=0.5)
+    assert cores[:2] == [1, 2]
+    assert 'traffic' not in grows[0]
