@@ -7,6 +7,10 @@ Subcommands (``ufo-sim <command> --help`` for options):
   after a ``conditions:`` line naming the settings that produced it;
 * ``mal``: maximum aggregated load per CPU count, from a grid's JSON;
 * ``dynamic``: changing load with nothing learned (paper Fig. 14);
+* ``dynamic-set``: UFO on many dynamic runs (seeds, load scales, host
+  sizes), summed, with a ``RESULT`` line; ``--against`` a saved set of
+  the same runs (or ``dynamic-diff`` of two saved sets) pairs them per
+  load step;
 * ``decompose``: vCPU-only, emulator-only, combined (paper Fig. 15);
 * ``allocation``: fixed allocations of one cell, measured as the Oracle
   judges them, with the utilization, per-core utilization and SF the
@@ -287,9 +291,10 @@ def _read_set(path):
     try:
         with open(path) as f:
             out = json.load(f)
-        out['runs']
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError) as exc:
         raise UsageError('%s: not a dynamic-set.json (%s)' % (path, exc))
+    if not isinstance(out, dict) or not isinstance(out.get('runs'), list):
+        raise UsageError('%s: not a dynamic-set.json (no runs)' % path)
     return out
 
 
@@ -302,6 +307,12 @@ def _dynamic_set(args):
         _checked(dataclasses.replace(settings, cores=cores),
                  [dynamic.first_cell(load_scale)], cores)
     base = _read_set(args.against) if args.against else None
+    if base is not None:
+        theirs = sorted((r['seed'], r['load_scale'], r['cores'])
+                        for r in base['runs'])
+        if theirs != sorted(runs):
+            raise UsageError('--against %s holds other runs: %s' % (
+                args.against, ' '.join('%d,%g,%d' % r for r in theirs)))
     out = dynamic_set.run(settings, runs, scale=args.scale,
                           processes=args.processes,
                           timeout=args.task_timeout)

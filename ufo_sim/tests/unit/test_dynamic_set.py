@@ -120,3 +120,10 @@ def test_bad_runs_and_files_are_refused_by_name(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cmd.main(['dynamic-diff', str(bad), str(bad)])
     assert 'not a dynamic-set.json' in capsys.readouterr().err
+    # A baseline of other runs is refused before anything runs.
+    other = tmp_path / 'other.json'
+    other.write_text(json.dumps(_set(_rec(5, (4,)))))
+    with pytest.raises(SystemExit):
+        cmd.main(['dynamic-set', '--run', '1,1.0,8', '--against',
+                  str(other)])
+    assert 'holds other runs: 5,1,8' in capsys.readouterr().err
