@@ -308,8 +308,7 @@ def _dynamic_set(args):
                  [dynamic.first_cell(load_scale)], cores)
     base = _read_set(args.against) if args.against else None
     if base is not None:
-        theirs = sorted((r['seed'], r['load_scale'], r['cores'])
-                        for r in base['runs'])
+        theirs = sorted(dynamic_set.run_key(r) for r in base['runs'])
         if theirs != sorted(runs):
             raise UsageError('--against %s holds other runs: %s' % (
                 args.against, ' '.join('%d,%g,%d' % r for r in theirs)))

@@ -84,22 +84,23 @@ class BacklogDetector:
         if ratio is None or self.usual is None:
             return None
         share = ratio / self.usual
-        short = 1.0 - share - self.config.sf_match_tolerance
-        if short > _NOISE_SIGMAS * self._noise(sample):
-            return share
-        return None
+        return share if self._clear(1.0 - share, sample) else None
 
     def _above_usual(self, ratio, sample):
-        if self.usual is None:
-            return False
-        excess = ratio / self.usual - 1.0 - self.config.sf_match_tolerance
-        return excess > _NOISE_SIGMAS * self._noise(sample)
+        return self.usual is not None and \
+            self._clear(ratio / self.usual - 1.0, sample)
 
-    def _noise(self, sample):
-        """The relative noise of a ratio of two counts over one tick."""
+    def _clear(self, deviation, sample):
+        """True if a relative deviation from the usual ratio is real.
+
+        It must pass ``sf_match_tolerance`` by more than the noise margin
+        of the sample's packet counts (their relative noise over one tick).
+        """
         ticks = self.config.tick_interval
-        return math.sqrt(1.0 / (sample.packets_in * ticks) +
-                         1.0 / (sample.packets_out * ticks))
+        noise = math.sqrt(1.0 / (sample.packets_in * ticks) +
+                          1.0 / (sample.packets_out * ticks))
+        return deviation - self.config.sf_match_tolerance > \
+            _NOISE_SIGMAS * noise
 
 
 def _ratio(sample):

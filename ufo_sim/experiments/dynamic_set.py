@@ -97,7 +97,8 @@ def summarize(records):
             'mean_held_cpus_sum': sum(r['mean_held_cpus'] for r in records)}
 
 
-def _key(rec):
+def run_key(rec):
+    """(seed, load scale, cores) of one run's record."""
     return (rec['seed'], rec['load_scale'], rec['cores'])
 
 
@@ -109,8 +110,8 @@ def compare(base, new):
     fell and rose, their sums, and the two-sided sign test's p of the
     split (runs where they are equal say nothing).
     """
-    a = {_key(r): r for r in base['runs']}
-    b = {_key(r): r for r in new['runs']}
+    a = {run_key(r): r for r in base['runs']}
+    b = {run_key(r): r for r in new['runs']}
     if set(a) != set(b):
         raise ValueError('the two sets hold different runs: %s only in the '
                          'first, %s only in the second' % (
