@@ -204,8 +204,9 @@ def _shared_nginx(spec, seed=4):
 
 
 def _queued_behind_one_cpu(seed):
-    """Seconds per second that two busy vCPUs wait, once they may use a
-    second CPU where a light emulator wakes up now and then.
+    """Seconds per second two busy vCPUs wait once allowed a second CPU.
+
+    A light emulator on that second CPU wakes up now and then.
     """
     host = SimHost(HostSpec(cores=3, smt=1), seed=seed)
     be = host.add_vm('be', 2, profiles.BE(8))
