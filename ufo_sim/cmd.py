@@ -132,7 +132,7 @@ def _positive(text):
 
 
 def _settings(args, **quick):
-    values = {'seed': args.seed,
+    values = {'seed': getattr(args, 'seed', 1),
               'ufo_config': tuple(getattr(args, 'ufo_option', None) or ())}
     for name in ('warmup', 'measure', 'converge', 'judge'):
         given = getattr(args, name, None)
@@ -270,6 +270,62 @@ def _dynamic(args):
     return _finish(args, dynamic, out, 'dynamic')
 
 
+def _run_triple(text):
+    try:
+        seed, load_scale, cores = text.split(',')
+        value = (int(seed), float(load_scale), int(cores))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            '%r: expected SEED,LOAD_SCALE,CORES, e.g. 2,0.8,10' % text)
+    if not value[1] > 0 or value[2] < 1:
+        raise argparse.ArgumentTypeError(
+            '%r: the load scale must be > 0 and cores >= 1' % text)
+    return value
+
+
+def _read_set(path):
+    try:
+        with open(path) as f:
+            out = json.load(f)
+        out['runs']
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError('%s: not a dynamic-set.json (%s)' % (path, exc))
+    return out
+
+
+def _dynamic_set(args):
+    from ufo_sim.experiments import dynamic
+    from ufo_sim.experiments import dynamic_set
+    runs = tuple(args.run or dynamic_set.PROTOCOL_RUNS)
+    settings = _settings(args)
+    for _, load_scale, cores in runs:
+        _checked(dataclasses.replace(settings, cores=cores),
+                 [dynamic.first_cell(load_scale)], cores)
+    base = _read_set(args.against) if args.against else None
+    out = dynamic_set.run(settings, runs, scale=args.scale,
+                          processes=args.processes,
+                          timeout=args.task_timeout)
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, 'dynamic-set.json'), out)
+    print(dynamic_set.table(out))
+    if base is not None:
+        _print_comparison(base, out)
+    return 1 if out['errors'] else 0
+
+
+def _dynamic_diff(args):
+    _print_comparison(_read_set(args.base), _read_set(args.new))
+    return 0
+
+
+def _print_comparison(base, new):
+    from ufo_sim.experiments import dynamic_set
+    try:
+        print(dynamic_set.compare_table(dynamic_set.compare(base, new)))
+    except ValueError as exc:
+        raise UsageError(str(exc))
+
+
 def _decompose(args):
     from ufo_sim.experiments import decompose
     out = decompose.run(_settings(args), apps=args.apps.split(','),
@@ -350,13 +406,15 @@ def parser():
         '\n')[0])
     sub = p.add_subparsers(dest='command', required=True)
 
-    def common(cmd, processes=True, feedback=True):
-        cmd.add_argument('--seed', type=int, default=1,
-                         help='base seed; same seed, same results')
+    def common(cmd, processes=True, feedback=True, seed_and_plots=True):
+        if seed_and_plots:
+            cmd.add_argument('--seed', type=int, default=1,
+                             help='base seed; same seed, same results')
         cmd.add_argument('--out', default='ufo-sim-out',
                          help='directory for JSON and PNG files')
-        cmd.add_argument('--no-plots', action='store_true',
-                         help='skip the PNG figures (no matplotlib)')
+        if seed_and_plots:
+            cmd.add_argument('--no-plots', action='store_true',
+                             help='skip the PNG figures (no matplotlib)')
         if processes:
             cmd.add_argument('--processes', type=int, default=2,
                              help='worker processes (default 2)')
@@ -379,12 +437,14 @@ def parser():
                          help='what-if: override a [controller] option of '
                               'UFO (repeatable), e.g. sf_threshold=0.2')
 
-    def host(cmd):
+    def host(cmd, cores=True):
         knobs = cmd.add_argument_group(
             'host and VMs', 'held-out conditions; the budget is cores x '
             'SMT CPUs and follows the host size')
-        knobs.add_argument('--cores', type=int,
-                           help='physical cores of the host (default 8)')
+        if cores:
+            knobs.add_argument('--cores', type=int,
+                               help='physical cores of the host (default '
+                                    '8)')
         knobs.add_argument('--smt', choices=sorted(SMT),
                            help='two logical CPUs per core (on, default) '
                                 'or one (off)')
@@ -447,6 +507,30 @@ def parser():
     d.add_argument('--managers', default='default,dyniso,ufo',
                    help='comma-separated managers to run')
     d.set_defaults(func=_dynamic, usage=d)
+
+    s = sub.add_parser('dynamic-set', help='UFO on many dynamic runs '
+                                           '(seeds, loads, host sizes), '
+                                           'summed; optionally paired with '
+                                           'a baseline set')
+    common(s, seed_and_plots=False)
+    host(s, cores=False)
+    s.add_argument('--run', type=_run_triple, action='append',
+                   metavar='SEED,LOAD_SCALE,CORES',
+                   help='one run (repeatable; default: the sixteen of the '
+                        'held-out protocol in sim-results)')
+    s.add_argument('--scale', type=_positive, default=1.0,
+                   help='stretch (>1) or shrink (<1) the 270 s timeline')
+    s.add_argument('--against', metavar='DYNAMIC-SET.JSON',
+                   help='a baseline set of the same runs to compare with, '
+                        'run by run and load step by load step')
+    s.set_defaults(func=_dynamic_set, usage=s)
+
+    f = sub.add_parser('dynamic-diff', help='two dynamic-set.json files of '
+                                            'the same runs, paired per '
+                                            'load step')
+    f.add_argument('base', help='the baseline dynamic-set.json')
+    f.add_argument('new', help='the dynamic-set.json judged against it')
+    f.set_defaults(func=_dynamic_diff, usage=f)
 
     c = sub.add_parser('decompose', help='vCPU-only, emulator-only, '
                                          'combined (Fig. 15)')
