@@ -523,7 +523,7 @@ class Controller:
                                      state.drain_need))
 
     def _end_drain(self, state):
-        """Give a grow's drain cores back; the settle time runs on."""
+        """Give a grow's drain cores back: a core change like any other."""
         back, state.drain_back = state.drain_back, None
         state.want = max(back, state.committed)
         state.last_action = (Action.DRAINED, 'the backlog had one tick on '
@@ -676,9 +676,6 @@ class Controller:
             if new != old:
                 decisions.append(Decision(now, uuid, action, old, new,
                                           reason))
-            # The grow's settle time runs on: this is its second half.
-            state.last_action = (Action.STAY, reason)
-            return
         elif new != old:
             if action not in _MOVES:
                 # Cores it asked for earlier came free.

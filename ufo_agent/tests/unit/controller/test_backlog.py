@@ -252,15 +252,15 @@ def test_a_step_grow_runs_its_backlog_on_idle_cores_for_one_tick():
     assert [(d.action, d.old, d.new) for d in decisions[:2]] == [
         ('grow', 1, 7), ('drained', 7, 4)]
     assert decisions[1].time == decisions[0].time + 1.0
-    # Giving the drain cores back is no new change: the grow's settle
-    # time (3 s) runs on, so the next walk is at its third tick.
+    # Giving the drain cores back is a core change: the VM's samples
+    # count again settle_time after it, not after the grow.
     controller = Controller(HostTopology.uniform(10, 1))
     controller.add_vm(VmSpec('web', 8, 'lc'))
     state = controller.vms['web']
     state.drain_back, state.want, state.changed_at = 4, 7, 61.0
     state.cores = frozenset(range(1, 8))
     controller.tick(62.0, {'web': VmSample(300.0, 9000.0)}, 10.0)
-    assert len(state.cores) == 4 and state.changed_at == 61.0
+    assert len(state.cores) == 4 and state.changed_at == 62.0
 
 
 def test_drain_cores_come_only_from_idle_cores():
