@@ -592,6 +592,7 @@ static void update_min_vr(Host *h, struct cpu *p)
 /* ---- host scheduler ---- */
 
 static void on_switched_in(Host *h, int c);
+static void rearm_pull(Host *h, int c);
 
 /* Start switching CPU c from its current thread to k (-1: idle). */
 static void switch_to(Host *h, int c, int k)
@@ -646,6 +647,15 @@ static void switch_to(Host *h, int c, int k)
 	p->slice_start = p->sw_end;
 	p->sw_pending = 1;
 	p->resched = 0;
+	/*
+	 * Idle again (or running only SCHED_IDLE work): a busy CPU's tick
+	 * kicks the nohz idle balancer while threads wait in its queue
+	 * (nohz_balancer_kick), so this CPU pulls at the next tick even if
+	 * a wake-up cleared the pull an earlier queueing had armed.
+	 */
+	if ((k < 0 || h->task[k].idle) && h->p.migration_cost > 0 &&
+	    h->p.balance_tick > 0)
+		rearm_pull(h, c);
 }
 
 static int is_idle(Host *h, int c)

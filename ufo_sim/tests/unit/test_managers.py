@@ -118,7 +118,7 @@ def test_a_vm_named_home_keeps_its_emulator_threads_on_its_cores():
 
 
 def test_the_wide_oracle_searches_the_oracles_space_and_more():
-    cell = _cell(0.2, 0.5)
+    cell = _cell(0.1, 0.5)
     plain = oracle.evaluate(cell, FAST)
     wide = oracle.evaluate_wide(cell, FAST)
     assert plain.qos_met and wide.qos_met
