@@ -45,6 +45,8 @@ class BacklogDetector:
         self.config = config
         self.usual = None       # bytes out per byte in, when not busy
         self.since = None       # when the current drain began
+        self.unanswered = 0.0   # work left unanswered by the short run
+        self.short_at = None    # the run's last short sample
 
     def update(self, sample, busy, now):
         """Feed one :class:`~.plan.VmSample`; return True while draining.
@@ -85,6 +87,23 @@ class BacklogDetector:
             return None
         share = ratio / self.usual
         return share if self._clear(1.0 - share, sample) else None
+
+    def left_unanswered(self, sample, share, now):
+        """Work left unanswered over the run of short samples, in util-%.
+
+        ``share`` is :meth:`served` for this sample (None ends the run).
+        Each short tick leaves ``util * (1 / share - 1)``: the utilization
+        that would have answered the rest. A run is of consecutive ticks.
+        """
+        if share is None:
+            self.unanswered, self.short_at = 0.0, None
+            return 0.0
+        if self.short_at is None or \
+                now - self.short_at > 1.5 * self.config.tick_interval:
+            self.unanswered = 0.0
+        self.unanswered += sample.util * (1.0 / max(share, 1e-9) - 1.0)
+        self.short_at = now
+        return self.unanswered
 
     def _above_usual(self, ratio, sample):
         return self.usual is not None and \

@@ -96,6 +96,8 @@ class VmState:
         self.last_shrink = None     # (from cores, util there, time)
         self.shrink_undone = None   # (cores, util, time): grown back to
         self.plan = None        # (fields, VmPlan) of the last tick
+        self.drain_need = None  # demand plus this tick's unanswered work
+        self.drain_back = None  # cores to go back to after a drain tick
 
     def settled(self, now, settle_time):
         return now - self.changed_at >= settle_time - _EPS
@@ -277,6 +279,10 @@ class Controller:
             state.last_sample = sample
             self._observe(state, sample, now, decisions)
             if state.mode != VmMode.ACTIVE:
+                state.drain_back = None
+                continue
+            if state.drain_back is not None:
+                self._end_drain(state)
                 continue
             if not state.settled(now, cfg.settle_time):
                 state.hold()
@@ -401,16 +407,20 @@ class Controller:
         """
         busy = state.predictor.pcu(sample.util, count) > self.config.pcu_high
         draining = state.backlog.update(sample, busy, now)
+        state.drain_need = None
+        share = None
         if busy and self.config.grow_to_traffic_demand and \
                 not sample.host_only:
             share = state.backlog.served(sample)
-            if share is not None:
-                demand = min(100.0 * state.spec.vcpus,
-                             sample.util / max(share, _EPS))
-                why = 'util %.0f%% answers %.0f%% of its traffic' % (
-                    sample.util, 100.0 * share)
-                return draining, demand, why
-        return draining, sample.util, None
+        unanswered = state.backlog.left_unanswered(sample, share, now)
+        if share is None:
+            return draining, sample.util, None
+        demand = min(100.0 * state.spec.vcpus,
+                     sample.util / max(share, _EPS))
+        state.drain_need = demand + unanswered
+        why = 'util %.0f%% answers %.0f%% of its traffic' % (
+            sample.util, 100.0 * share)
+        return draining, demand, why
 
     def _count_sample(self, state, sample, now):
         """On an emulator-grow tick: count the sample toward a move.
@@ -480,6 +490,8 @@ class Controller:
         state.trial = pred.trial
         state.want = pred.cores
         state.committed = pred.committed
+        if fresh and pred.cores > count:
+            self._add_drain_cores(state, pred)
         if fresh and pred.cores < count:
             state.last_shrink = (count, util, now)
         elif pred.cores > count and state.last_shrink is not None:
@@ -487,6 +499,35 @@ class Controller:
             if origin == pred.cores and now - at <= 2 * (
                     cfg.settle_time + cfg.confirm_samples * cfg.tick_interval):
                 state.shrink_undone = (origin, then, now)
+
+    def _add_drain_cores(self, state, pred):
+        """Idle cores for one tick, to work off what the step left queued.
+
+        A grow sized by unanswered traffic serves the demand from the
+        next tick on, but the work left unanswered while the VM waited
+        for confirmation still queues ahead of it, and on the demand's
+        cores it drains over seconds. The cores that run demand plus that
+        work within one tick are added to the grow, from idle cores only
+        (they are not committed), and go back on the next tick.
+        """
+        if not self.config.drain_on_grow or state.drain_need is None:
+            return
+        drain = min(state.max_cores,
+                    math.ceil(state.drain_need / (100.0 * self.ppc) - _EPS))
+        if drain > pred.cores:
+            state.want = drain
+            state.drain_back = pred.cores
+            state.last_action = (pred.action, '%s; %d more for one tick to '
+                                 'work off the backlog (%.0f%% to run)' % (
+                                     pred.reason, drain - pred.cores,
+                                     state.drain_need))
+
+    def _end_drain(self, state):
+        """Give a grow's drain cores back: a core change like any other."""
+        back, state.drain_back = state.drain_back, None
+        state.want = max(back, state.committed)
+        state.last_action = (Action.DRAINED, 'the backlog had one tick on '
+                             'its drain cores')
 
     def _shrink_undone(self, state, count, util, now):
         """True if a shrink from ``count`` was grown back at this load.
@@ -631,6 +672,10 @@ class Controller:
                 now, uuid, Action.PROBE_DENIED, old, new,
                 'no idle core for a probe to %d cores' % state.want))
             reason = 'probe denied'
+        elif action == Action.DRAINED:
+            if new != old:
+                decisions.append(Decision(now, uuid, action, old, new,
+                                          reason))
         elif new != old:
             if action not in _MOVES:
                 # Cores it asked for earlier came free.

@@ -28,7 +28,8 @@ class Action(enum.StrEnum):
     trial at a count it had left and ``accept`` where the VM already is.
     The others come from the lifecycle (``start``, ``park``, ``wake``,
     class changes), the allocator (``squeeze``, ``restore``,
-    ``probe-denied``) and the emulator pool.
+    ``probe-denied``), the end of a grow's drain cores (``drained``) and
+    the emulator pool.
     """
 
     STAY = 'stay'
@@ -45,6 +46,7 @@ class Action(enum.StrEnum):
     SQUEEZE = 'squeeze'
     RESTORE = 'restore'
     PROBE_DENIED = 'probe-denied'
+    DRAINED = 'drained'
     EMULATOR_GROW = 'emulator-grow'
     EMULATOR_SHRINK = 'emulator-shrink'
 

@@ -164,15 +164,16 @@ def test_the_usual_ratio_is_learned_with_the_drain_rule_off():
     assert abs(detector.served(_traffic(6000.0, 4000.0)) - 1 / 3) < 1e-9
 
 
-def _step(demand, config=None, seconds=8, steal=None):
-    """'web' on one core of ten, then a step to ``demand``.
+def _step(demand, config=None, seconds=8, steal=None, host_cores=10,
+          decisions=None):
+    """'web' on one core of ``host_cores``, then a step to ``demand``.
 
     It has 8 vCPUs, one CPU per core, and answers what its cores can run
     of the step. Returns its cores over the step and the reasons of its
     grows. With ``steal``, its samples are host-only ones, with that
-    steal in the step.
+    steal in the step. ``decisions`` collects its decisions in the step.
     """
-    controller = Controller(HostTopology.uniform(10, 1), config)
+    controller = Controller(HostTopology.uniform(host_cores, 1), config)
     controller.add_vm(VmSpec('web', 8, 'lc'))
     quiet = 60
     cores, grows = [], []
@@ -191,6 +192,8 @@ def _step(demand, config=None, seconds=8, steal=None):
         cores.append(len(plan.vms['web'].cores))
         grows += [d.reason for d in plan.decisions
                   if d.vm == 'web' and d.new > d.old and t >= quiet]
+        if decisions is not None and t >= quiet:
+            decisions += [d for d in plan.decisions if d.vm == 'web']
     assert cores[quiet - 1] == 1
     return cores[quiet:], grows
 
@@ -198,7 +201,7 @@ def _step(demand, config=None, seconds=8, steal=None):
 def test_a_step_grows_a_vm_to_what_its_traffic_needs_in_one_move():
     # 300 % of load on one CPU: it answers a third, so it needs four
     # CPUs under pcu_high, not two; the second sample confirms the grow.
-    cores, grows = _step(300.0)
+    cores, grows = _step(300.0, ControllerConfig(drain_on_grow=False))
     assert cores[:2] == [1, 4]
     assert grows[0].startswith('util 100% answers 33% of its traffic; '
                                'PCU 300% > 80% at 1 cores')
@@ -224,3 +227,53 @@ def test_a_host_only_guest_reads_its_demand_from_steal_not_traffic():
     cores, grows = _step(300.0, steal=0.5)
     assert cores[:2] == [1, 2]
     assert 'traffic' not in grows[0]
+
+
+def test_work_left_unanswered_adds_up_over_consecutive_short_ticks():
+    detector = _learned()
+    short = _traffic(6000.0, 2000.0)    # answers a third of 300 %
+    assert detector.left_unanswered(short, 1 / 3, 10.0) == 200.0
+    assert detector.left_unanswered(short, 1 / 3, 11.0) == 400.0
+    # A gap (the VM was settling) starts a new run.
+    assert detector.left_unanswered(short, 1 / 3, 15.0) == 200.0
+    # A sample that is not short ends it.
+    assert detector.left_unanswered(short, None, 16.0) == 0.0
+    assert detector.left_unanswered(short, 1 / 3, 17.0) == 200.0
+
+
+def test_a_step_grow_runs_its_backlog_on_idle_cores_for_one_tick():
+    # Two ticks at a third of 300 % left 400 % of work queued: seven
+    # CPUs run the demand and that within a tick. The three beyond the
+    # demand's four are not committed and go back on the next tick.
+    decisions = []
+    cores, grows = _step(300.0, decisions=decisions)
+    assert cores[:4] == [1, 7, 4, 4]
+    assert 'work off the backlog (700% to run)' in grows[0]
+    assert [(d.action, d.old, d.new) for d in decisions[:2]] == [
+        ('grow', 1, 7), ('drained', 7, 4)]
+    assert decisions[1].time == decisions[0].time + 1.0
+    # Giving the drain cores back is a core change: the VM's samples
+    # count again settle_time after it, not after the grow.
+    controller = Controller(HostTopology.uniform(10, 1))
+    controller.add_vm(VmSpec('web', 8, 'lc'))
+    state = controller.vms['web']
+    state.drain_back, state.want, state.changed_at = 4, 7, 61.0
+    state.cores = frozenset(range(1, 8))
+    controller.tick(62.0, {'web': VmSample(300.0, 9000.0)}, 10.0)
+    assert len(state.cores) == 4 and state.changed_at == 62.0
+
+
+def test_drain_cores_come_only_from_idle_cores():
+    # On five cores, the emulator pool's and the four committed leave
+    # none idle: the grow is to four, with nothing to give back.
+    decisions = []
+    cores, _ = _step(300.0, host_cores=5, decisions=decisions)
+    assert cores[:3] == [1, 4, 4]
+    assert decisions[0].action == 'grow' and decisions[0].new == 4
+    assert 'drained' not in [d.action for d in decisions]
+
+
+def test_without_drain_on_grow_a_step_grows_to_its_demand_only():
+    cores, grows = _step(300.0, ControllerConfig(drain_on_grow=False))
+    assert cores[:4] == [1, 4, 4, 4]
+    assert 'backlog' not in grows[0]
