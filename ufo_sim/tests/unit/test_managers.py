@@ -123,7 +123,7 @@ def test_the_wide_oracle_searches_the_oracles_space_and_more():
     wide = oracle.evaluate_wide(cell, FAST)
     assert plain.qos_met and wide.qos_met
     # The light VM's emulator threads at home on one more core of its
-    # own let the shared pool shrink by more (quick grid: 13 such cells).
+    # own let the shared pool shrink by more.
     assert wide.cpus < plain.cpus
     assert wide.detail['emulator_home'] == [0]
     assert plain.detail['emulator_home'] == []
