@@ -71,13 +71,16 @@ OPTS = [
         min=0.0, max=1.0,
         mutable=True,
         help='Utilization of the emulator pool above which it grows, to '
-             'bring it back under emulator_util_low (paper Algorithm 1).'),
+             'bring it back under emulator_util_low (paper Algorithm 1, '
+             'where it is 0.70; a pool at the paper\'s marks held a core '
+             'more than QoS needed on the simulator).'),
     cfg.FloatOpt(
         'emulator_util_low', default=_DEFAULTS.emulator_util_low,
         min=0.0, max=1.0,
         mutable=True,
         help='Utilization of the emulator pool below which it shrinks, as '
-             'long as it stays under emulator_util_high.'),
+             'long as it stays under emulator_util_high (0.50 in the '
+             'paper).'),
     cfg.FloatOpt(
         'emulator_saturation', default=_DEFAULTS.emulator_saturation,
         min=0.0, max=1.0,

@@ -27,8 +27,8 @@ class ControllerConfig:
     flat_sf_threshold: float = 0.05
     pcu_low: float = 0.40
     pcu_high: float = 0.80
-    emulator_util_high: float = 0.70
-    emulator_util_low: float = 0.50
+    emulator_util_high: float = 0.80
+    emulator_util_low: float = 0.60
     emulator_saturation: float = 0.8
     emulator_charge_excess: bool = True
     emulator_min_cores: int = 1

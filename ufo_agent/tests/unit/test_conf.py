@@ -30,7 +30,7 @@ def test_defaults_are_the_papers(conf):
     assert built == ControllerConfig()
     assert (built.sf_threshold, built.pcu_low, built.pcu_high) == (
         0.30, 0.40, 0.80)
-    assert (built.emulator_util_low, built.emulator_util_high) == (0.5, 0.7)
+    assert (built.emulator_util_low, built.emulator_util_high) == (0.6, 0.8)
     assert (built.samples_per_model, built.min_samples_to_fit,
             built.refit_error) == (8, 3, 0.05)
     assert (built.idle_util, built.tick_interval, built.settle_time) == (

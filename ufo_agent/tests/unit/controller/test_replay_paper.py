@@ -21,10 +21,12 @@ DIURNAL = [(0, 0.2), (30, 0.4), (60, 0.6), (90, 0.8), (120, 1.0),
 
 
 # The paper's controller acts on every sample; ours waits for a second
-# one by default (confirm_samples, tested in test_confirmation.py). The
-# replays use the paper's setting so that every decision and its time
+# one by default (confirm_samples, tested in test_confirmation.py), and
+# its emulator pool's band is 60-80 %, not the paper's 50-70 %. The
+# replays use the paper's settings so that every decision and its time
 # stay the paper's.
-PAPER = ControllerConfig(confirm_samples=1)
+PAPER = ControllerConfig(confirm_samples=1, emulator_util_high=0.70,
+                         emulator_util_low=0.50)
 
 
 def _host(cores=16, config=None):
@@ -161,6 +163,21 @@ def test_emulator_pool_grows_above_70_and_shrinks_below_50():
                if d.vm == 'emulator']
     assert actions == [(1.0, 'emulator-grow', 1, 2),
                        (3.0, 'emulator-shrink', 2, 1)]
+
+
+def test_the_default_emulator_band_lets_the_pool_run_busier():
+    # A change on purpose (controller.rst, "One tick"): 160 % busy on one
+    # core (80 %) is not above the default high mark; 170 % (85 %) grows
+    # to 2 cores (42.5 % < 60 %), and 100 % there (25 %) gives the core
+    # back (50 % on one core < 80 %).
+    controller = _host(cores=8, config=ControllerConfig(confirm_samples=1))
+    vm = syn.nginx(phases=[(0, 0.2)])
+    controller.add_vm(VmSpec(vm.uuid, vm.vcpus, 'lc'))
+    busy = {0: 100.0, 1: 160.0, 2: 170.0, 3: 170.0, 4: 100.0}
+    driver = syn.Driver(controller, [vm],
+                        emulator_busy=lambda t: busy.get(int(t), 40.0))
+    sizes = [len(driver.tick(float(t)).emulator_cores) for t in range(6)]
+    assert sizes == [1, 1, 2, 2, 1, 1]
 
 
 def test_emulator_grow_ends_the_ticks_work():
