@@ -15,8 +15,6 @@ from ufo_agent.controller import VmSpec
 from ufo_agent.tests.unit.controller import synthetic as syn
 
 GROWS = ('grow', 'probe', 'restore')
-# The paper's emulator band (50-70 %), on which the pool tests are worked.
-PAPER_BAND = dict(emulator_util_high=0.70, emulator_util_low=0.50)
 
 
 def _run(vm, end, config, cores=16):
@@ -162,7 +160,7 @@ def test_the_emulator_pool_does_not_flip_when_threads_speed_up():
     # projection (90 % on 1 core = 45 %, under the high mark) shrinks the
     # pool back at once, and it grows again, every other tick.
     controller = Controller(HostTopology.uniform(8, threads_per_core=2),
-                            ControllerConfig(**PAPER_BAND))
+                            ControllerConfig(**syn.PAPER_EMULATOR_BAND))
     controller.add_vm(VmSpec('vm', 4, 'lc'))
     sizes = []
     for t in range(25):
@@ -185,12 +183,12 @@ def test_a_grow_that_squeezed_guests_teaches_no_crowding():
     # emulator threads did not speed up, so a shrink back is projected
     # plainly. On busy time alone (150 / 50 = 3) the pool kept the extra
     # core for ten minutes (the dynamic run's Nginx starved for 120 s).
-    pool = emulator.EmulatorPool(ControllerConfig(**PAPER_BAND))
+    pool = emulator.EmulatorPool(ControllerConfig(**syn.PAPER_EMULATOR_BAND))
     assert pool.decide(0.0, 1, 2, 150.0, 2, 7, guest_pct=300.0)[0] == 2
     pool.decide(1.0, 2, 4, 50.0, 2, 7, guest_pct=100.0)
     assert pool.crowding(1.0) == {1: 1.0}
     # The same fall with the guests' work unchanged is crowding.
-    pool = emulator.EmulatorPool(ControllerConfig(**PAPER_BAND))
+    pool = emulator.EmulatorPool(ControllerConfig(**syn.PAPER_EMULATOR_BAND))
     pool.decide(0.0, 1, 2, 150.0, 2, 7, guest_pct=300.0)
     pool.decide(1.0, 2, 4, 50.0, 2, 7, guest_pct=300.0)
     assert pool.crowding(1.0) == {1: 3.0}

@@ -10,6 +10,7 @@ from ufo_agent.controller import plan as plan_mod
 from ufo_agent.controller import predictor
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
+from ufo_agent.tests.unit.controller import synthetic as syn
 
 
 def test_best_effort_vms_share_the_idle_pool():
@@ -245,8 +246,7 @@ def test_one_guests_io_does_not_grow_the_emulator_pool_past_its_share():
     # The paper's emulator band (50-70 %): the counts below are on it.
     config = ControllerConfig(settle_time=0.0, confirm_samples=1,
                               emulator_charge_excess=False,
-                              emulator_util_high=0.70,
-                              emulator_util_low=0.50)
+                              **syn.PAPER_EMULATOR_BAND)
 
     def run(io_emulator, cpu_emulator):
         controller = Controller(HostTopology.uniform(6, 2), config)

@@ -7,10 +7,10 @@ from ufo_agent.controller import emulator
 from ufo_agent.controller.plan import VmClass
 from ufo_agent.controller.plan import VmSample
 from ufo_agent.controller import sfmodel
+from ufo_agent.tests.unit.controller import synthetic as syn
 
-# The paper's band (50-70 %): the worked numbers below are on it.
-PAPER_BAND = dict(emulator_util_high=0.70, emulator_util_low=0.50)
-CONFIG = ControllerConfig(**PAPER_BAND)
+# The worked numbers below are on the paper's band.
+CONFIG = ControllerConfig(**syn.PAPER_EMULATOR_BAND)
 
 
 def _want(cores, busy, ppc=2, limit=16):
@@ -72,7 +72,8 @@ def test_flat_sf_detected_when_sf_keeps_rising_at_high_load():
 
 
 def test_empty_emulator_pool_is_measured_against_one_core():
-    config = ControllerConfig(emulator_min_cores=0, **PAPER_BAND)
+    config = ControllerConfig(emulator_min_cores=0,
+                              **syn.PAPER_EMULATOR_BAND)
 
     def want(cores, busy, ppc=1):
         return emulator.wanted_cores(cores, cores * ppc, busy, ppc, config,
@@ -114,7 +115,7 @@ def test_saturated_guests_are_near_full_and_waiting_for_a_cpu():
 
 def test_the_pool_grows_for_saturation_held_settle_time_and_keeps_it():
     config = ControllerConfig(emulator_saturation=0.8, settle_time=3.0,
-                              **PAPER_BAND)
+                              **syn.PAPER_EMULATOR_BAND)
     pool = emulator.EmulatorPool(config)
 
     def decide(now, cores, busy, guests, saturated=('vm',)):

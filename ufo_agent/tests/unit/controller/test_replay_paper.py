@@ -25,8 +25,7 @@ DIURNAL = [(0, 0.2), (30, 0.4), (60, 0.6), (90, 0.8), (120, 1.0),
 # its emulator pool's band is 60-80 %, not the paper's 50-70 %. The
 # replays use the paper's settings so that every decision and its time
 # stay the paper's.
-PAPER = ControllerConfig(confirm_samples=1, emulator_util_high=0.70,
-                         emulator_util_low=0.50)
+PAPER = ControllerConfig(confirm_samples=1, **syn.PAPER_EMULATOR_BAND)
 
 
 def _host(cores=16, config=None):
