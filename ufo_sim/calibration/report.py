@@ -110,27 +110,37 @@ SF_RULE_POINTS = 30
 
 
 def sf_rule_vs_knee(profile, low, high, seed, seconds=4.0,
-                    threshold=0.3):
+                    threshold=0.3, run_seeds=None, host_options=()):
     """Where UFO's SF rule fires against the QoS knee, in 1-point steps.
 
     Sweeps load upward from ``SF_RULE_FROM[low]`` on ``low`` and
     ``high`` CPUs (host-aware isolation) until both are found: the first
     load at which :func:`sf_gap` passes ``threshold`` (the rule grows
     past ``low``) and the knee (the last load before ``low``'s p99 first
-    misses QoS). Returns ``dict(fires=, knee=, gap_at_knee=)``, loads
-    as fractions of max load; None for one not found in the sweep.
+    misses QoS). Each load runs once per seed of ``run_seeds`` (default:
+    ``seed`` alone); p99 and SF are the means over the runs.
+    Returns ``dict(fires=, knee=, gap_at_knee=)``, loads as fractions of
+    max load; None for one not found in the sweep.
     """
+    seeds = list(run_seeds or [seed])
+
+    def mean_of(pcpus, rps):
+        ws = [scenarios.dedicated(profile, pcpus, rps, seconds, s,
+                                  host_options=host_options) for s in seeds]
+        return (float(np.mean([w.p99_us for w in ws])),
+                float(np.mean([w.guest_sf for w in ws])))
+
     fires = knee = None
     gaps = {}
     for i in range(SF_RULE_POINTS):
         load = round(SF_RULE_FROM[low] + SF_RULE_STEP * i, 2)
         rps = profile.max_rps * load
-        w_low = scenarios.dedicated(profile, low, rps, seconds, seed)
-        w_high = scenarios.dedicated(profile, high, rps, seconds, seed)
-        gaps[load] = sf_gap(w_low.guest_sf, w_high.guest_sf)
+        p99_low, sf_low = mean_of(low, rps)
+        sf_high = mean_of(high, rps)[1]
+        gaps[load] = sf_gap(sf_low, sf_high)
         if fires is None and gaps[load] > threshold:
             fires = load
-        if knee is None and w_low.p99_us > profile.qos_p99_us:
+        if knee is None and p99_low > profile.qos_p99_us:
             knee = round(load - SF_RULE_STEP, 2)
         if fires is not None and knee is not None:
             break

@@ -271,7 +271,27 @@ def fig3b_delay_cut(ctx):
     return _paper_load_cut(ctx, 'vcpu_wait_ms')
 
 
-# Rows 9-10: four BE VMs (§3.5, Fig. 2b and 7b).
+# Row 9: guest scheduling frequency at the QoS knee (§3.3, Fig. 4).
+
+def fig4_sf_gap_at_knee(ctx):
+    """Memcached's SF difference between c and c+2 CPUs at c's knee.
+
+    The paper reads it at 2/4/6 pCPUs' max load under QoS (Fig. 4's
+    arrows); UFO's 30 % rule is set from it (§4.5).
+    """
+    values, detail = {}, {}
+    for low, high in zip(report.PCPUS, report.PCPUS[1:]):
+        found = report.sf_rule_vs_knee(
+            profiles.MEMCACHED, low, high, ctx.seed, SECONDS,
+            run_seeds=ctx.run_seeds(), host_options=ctx.host_options)
+        gap = found['gap_at_knee']
+        values['%d->%d' % (low, high)] = (
+            math.nan if gap is None else 100.0 * gap)
+        detail['%d->%d' % (low, high)] = found
+    return Measured(values, detail)
+
+
+# Rows 10-11: four BE VMs (§3.5, Fig. 2b and 7b).
 
 def _be(ctx):
     return scenarios.be_modes(BE_SECONDS, ctx.seed,
@@ -323,6 +343,10 @@ TARGETS = (
     Target('fig3b_delay_cut',
            'Fig. 3b: vCPU host run delay cut, same runs, %',
            '-99 %', (Bound(89, 100),), fig3b_delay_cut),
+    Target('fig4_sf_gap_at_knee',
+           "Fig. 4: Memcached's guest SF difference (SF[c+2] - SF[c]) / "
+           "SF[c+2] at c's max load under QoS, c = 2/4/6 pCPUs, %",
+           '30 / 29 / 27 %', (Bound(17, 40),), fig4_sf_gap_at_knee),
     Target('be_emulator_share',
            'Fig. 7b: BE emulator-thread CPU in % of vCPU-thread CPU, four '
            'BE VMs, per mode',
