@@ -85,7 +85,7 @@ def test_a_load_is_the_mean_of_three_runs_with_their_own_seeds():
 def test_fig4_row_reads_each_gap_at_the_knee_over_three_runs(monkeypatch):
     # Synthetic curves: SF is 100 per CPU at every load, so the gap of c
     # against c + 2 CPUs is 1 - c / (c + 2); c CPUs meet QoS up to
-    # KNEE[c]. Run 1 alone misses QoS one point before each knee: with
+    # knees[c]. Run 1 alone misses QoS one point before each knee: with
     # one run the knee would come a point early, the mean of three
     # (1.9, 0.5, 0.5 of QoS) meets it.
     knees = {2: 0.25, 4: 0.5, 6: 0.8, 8: 2.0}
