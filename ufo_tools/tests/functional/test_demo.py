@@ -281,12 +281,15 @@ def test_demo_runs_without_and_with_the_agent(guest_artifacts, tmp_path):
                r['vms']['lc-b']['mode'] == 'active' for r in a_busy), [
         (r['vms']['lc-a']['cores'], r['vms']['lc-b']['mode'])
         for r in a_busy]
-    # The idle guest is parked once quiet for idle_after, within the
-    # first phase, and holds a core again only when it gets busy.
+    # The idle guest is parked once quiet for idle_after, and holds a
+    # core again only when it gets busy. Parked within the first two
+    # phases: a TCG guest with nothing to do still shows 1-3 % busy now
+    # and then on a loaded host, above idle_util, and each such sample
+    # starts idle_after again (parking_faults checks that rule).
     assert parking_faults(rows['ufo'], 'idle') == []
     assert rows['ufo'][next(i for i, r in enumerate(rows['ufo'])
                             if r['vms']['idle']['mode'] == 'idle')][
-        'phase'] == 'a-busy'
+        'phase'] in PHASES[:2]
 
     # The fail-safe at the end: every vCPU online, Nova's pins back.
     assert summary['agent_exit'] == 0
