@@ -138,9 +138,9 @@ class AgentProcess:
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.5)
-        raise AgentFailed('timeout waiting for %s; last status %s\n%s'
-                          % (what, last if last is not None else
-                             'none (no tick yet)', self.log_text()[-3000:]))
+        raise AgentFailed('timeout waiting for %s; last %s\nstatus %s\n%s'
+                          % (what, brief(last), last,
+                             self.log_text()[-3000:]))
 
     def signal(self, signum, timeout=60.0):
         self.proc.send_signal(signum)
@@ -218,6 +218,23 @@ def stable(pred, seconds):
             since.append(time.monotonic())
         return time.monotonic() - since[0] >= seconds
     return check
+
+
+def brief(status):
+    """The pools and guests of a status on one line, for failure messages.
+
+    CI summaries keep only a failure's first line; the configuration,
+    which comes first in a full status, says nothing about what went wrong.
+    """
+    if not status:
+        return 'status: none (no tick yet)'
+    pools = status.get('pools') or {}
+    guests = ['%s %s cores=%s util=%s' % (
+        vm.get('name') or vm.get('uuid'), vm.get('mode'), vm.get('cores'),
+        vm.get('util')) for vm in status.get('vms') or ()]
+    counts = {key: value for key, value in sorted(pools.items())
+              if not key.endswith('_cpus')}
+    return 'pools %s; vms [%s]' % (counts, ', '.join(guests))
 
 
 def ticked(status):

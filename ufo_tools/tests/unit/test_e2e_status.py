@@ -93,3 +93,16 @@ def test_ufo_status_before_the_first_tick(agent, tmp_path, capsys):
     assert status_cmd.main(argv) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert 'pools: managed 2' in out and 'web' in out
+
+
+def test_a_timeout_names_pools_and_guests_on_its_first_line(agent):
+    # CI summaries keep a failure's first line only.
+    agent.server.snapshot = dict(STATUS, config={'agent': {'x': 1}})
+    with pytest.raises(e2e.AgentFailed) as failed:
+        agent.wait(lambda s: False, timeout=0.6, what='the pool to shrink')
+    first = str(failed.value).splitlines()[0]
+    assert first.startswith(
+        'timeout waiting for the pool to shrink; last pools')
+    assert "'emulator_util': 0.1" in first
+    assert 'web active cores=1 util=40.0' in first
+    assert 'config' not in first
