@@ -79,7 +79,7 @@ def sfrule(args):
     """Where the 30 % SF rule fires against the knee, 1-point steps."""
     for p in profiles.LC_PROFILES:
         for low, high in zip(report.PCPUS, report.PCPUS[1:]):
-            rows = [report.sf_rule_vs_knee(p, low, high, seed)
+            rows = [report.sf_rule_vs_knee(p, low, high, [seed])
                     for seed in args.seeds]
             print('%-9s %d->%d pCPUs: rule fires at %s; knee %s; gap at '
                   'knee %s' % (

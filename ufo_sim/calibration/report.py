@@ -109,20 +109,22 @@ SF_RULE_STEP = 0.01
 SF_RULE_POINTS = 30
 
 
-def sf_rule_vs_knee(profile, low, high, seed, seconds=4.0,
-                    threshold=0.3, run_seeds=None, host_options=()):
+def sf_rule_vs_knee(profile, low, high, seeds, seconds=4.0,
+                    threshold=0.3, host_options=()):
     """Where UFO's SF rule fires against the QoS knee, in 1-point steps.
 
     Sweeps load upward from ``SF_RULE_FROM[low]`` on ``low`` and
     ``high`` CPUs (host-aware isolation) until both are found: the first
     load at which :func:`sf_gap` passes ``threshold`` (the rule grows
     past ``low``) and the knee (the last load before ``low``'s p99 first
-    misses QoS). Each load runs once per seed of ``run_seeds`` (default:
-    ``seed`` alone); p99 and SF are the means over the runs.
+    misses QoS). Each load runs once per seed of ``seeds``; p99 and SF
+    are the means over the runs.
     Returns ``dict(fires=, knee=, gap_at_knee=)``, loads as fractions of
     max load; None for one not found in the sweep.
     """
-    seeds = list(run_seeds or [seed])
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError('sf_rule_vs_knee needs at least one seed')
 
     def mean_of(pcpus, rps):
         ws = [scenarios.dedicated(profile, pcpus, rps, seconds, s,

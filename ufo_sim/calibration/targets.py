@@ -282,8 +282,8 @@ def fig4_sf_gap_at_knee(ctx):
     values, detail = {}, {}
     for low, high in zip(report.PCPUS, report.PCPUS[1:]):
         found = report.sf_rule_vs_knee(
-            profiles.MEMCACHED, low, high, ctx.seed, SECONDS,
-            run_seeds=ctx.run_seeds(), host_options=ctx.host_options)
+            profiles.MEMCACHED, low, high, ctx.run_seeds(), SECONDS,
+            host_options=ctx.host_options)
         gap = found['gap_at_knee']
         values['%d->%d' % (low, high)] = (
             math.nan if gap is None else 100.0 * gap)

@@ -113,6 +113,11 @@ def test_fig4_row_reads_each_gap_at_the_knee_over_three_runs(monkeypatch):
     assert {o for _, o in seen} == {opts}
 
 
+def test_the_sf_rule_sweep_needs_a_seed():
+    with pytest.raises(ValueError, match='at least one seed'):
+        report.sf_rule_vs_knee(profiles.MEMCACHED, 4, 6, [])
+
+
 def test_max_load_sweep_stops_at_the_first_mean_above_qos():
     p = profiles.MEMCACHED
     ctx = targets.Context(seed=1)
