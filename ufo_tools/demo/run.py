@@ -251,7 +251,7 @@ def run(args):
     # A log of an earlier run would mix into the decisions counted.
     with contextlib.suppress(FileNotFoundError):
         (workdir / 'agent.log').unlink()
-    options = scenario.agent_options(cores, args.idle_after)
+    options = scenario.agent_options(cores, args.idle_after, args.idle_util)
     # The managed set comes from Nova's configuration, as on a compute
     # node.
     options.update({
@@ -358,6 +358,10 @@ def main(argv=None):
     parser.add_argument('--idle-after', type=float, default=8.0,
                         help='seconds of no load before ufo-agent parks a '
                              'guest (default: %(default)s)')
+    parser.add_argument('--idle-util', type=float,
+                        default=scenario.IDLE_UTIL,
+                        help='utilization (%% of one CPU) under which a '
+                             'guest counts as idle (default: %(default)s)')
     parser.add_argument('--plain', action='store_true',
                         help='print a line every 5 s instead of the live '
                              'view')

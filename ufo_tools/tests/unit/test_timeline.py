@@ -30,6 +30,7 @@ def test_small_hosts_get_the_small_host_mode():
     assert small['controller__emulator_min_cores'] == '0'
     assert small['controller__idle_pool_min_cores'] == '0'
     assert 'controller__emulator_min_cores' not in scenario.agent_options(4)
+    assert small['controller__idle_util'] == str(scenario.IDLE_UTIL)
     for phase in scenario.PHASES:
         assert set(phase.rates) == set(scenario.LC_GUESTS)
 
