@@ -496,7 +496,10 @@ class Controller:
             state.last_shrink = (count, util, now)
         elif pred.cores > count and state.last_shrink is not None:
             origin, then, at = state.last_shrink
-            if origin == pred.cores and now - at <= 2 * (
+            # Grown back by a load the shrink never saw (a burst): that
+            # says nothing about the shrink (_shrink_undone).
+            same_load = util - then <= state.model.tolerance(then)
+            if origin == pred.cores and same_load and now - at <= 2 * (
                     cfg.settle_time + cfg.confirm_samples * cfg.tick_interval):
                 state.shrink_undone = (origin, then, now)
 
@@ -537,7 +540,8 @@ class Controller:
         to sf_match_tolerance: at the SF mark the VM shrinks, reads busier
         and grows back, every few seconds. That shrink is not repeated
         until its utilization falls by sf_match_tolerance, or for
-        sample_max_age.
+        sample_max_age. A grow back at a utilization beyond the model's
+        match tolerance of the shrink's is a new load, and holds nothing.
         """
         undone = state.shrink_undone
         if undone is None:

@@ -349,3 +349,30 @@ def test_a_shrink_that_was_grown_back_waits_for_the_load_to_fall():
     # Its load falls by more than sf_match_tolerance: it may shrink again.
     run(10, 230.0)
     assert counts[40:42] == [3, 2]
+
+
+def test_a_burst_that_grows_a_shrink_back_does_not_hold_the_vm_up():
+    # Traced in the functional test test_cores_and_online_vcpus_follow_the_
+    # load: a quiet guest (2 %) probed down to one core, a two-second
+    # burst grew it back 8 s later, and the guard then held two cores at
+    # 2 % for sample_max_age: the burst was a load the shrink never saw.
+    controller = Controller(HostTopology.uniform(2, 1, 1), ControllerConfig(
+        emulator_min_cores=0, idle_pool_min_cores=0))
+    controller.add_vm(VmSpec('web', 2, 'lc'))
+    counts, notes = [], []
+
+    def run(seconds, util_per_core, sf):
+        for _ in range(seconds):
+            have = len(controller.vms['web'].cores) or 2
+            plan = controller.tick(float(len(counts)), {
+                'web': VmSample(util_per_core(have), sf)}, 2.0)
+            counts.append(len(plan.vms['web'].cores))
+            notes.append(plan.vms['web'].note)
+
+    run(12, lambda have: 2.0, 150.0)
+    assert counts[-1] == 1
+    run(3, lambda have: 100.0 * have, 3000.0)
+    assert counts[-1] == 2
+    run(30, lambda have: 2.0, 150.0)
+    assert counts[-1] == 1, notes[-1]
+    assert not any('grown back' in note for note in notes)
