@@ -138,8 +138,9 @@ class AgentProcess:
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.5)
-        raise AgentFailed('timeout waiting for %s; last %s\nstatus %s\n%s'
-                          % (what, brief(last), last,
+        full = '\nstatus %s' % (last,) if last else ''
+        raise AgentFailed('timeout waiting for %s; last %s%s\n%s'
+                          % (what, brief(last), full,
                              self.log_text()[-3000:]))
 
     def signal(self, signum, timeout=60.0):
