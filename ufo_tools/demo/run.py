@@ -355,7 +355,8 @@ def main(argv=None):
                              '(default: %(default)s)')
     parser.add_argument('--vcpus', type=int, default=2,
                         help='vCPUs of each guest (default: %(default)s)')
-    parser.add_argument('--idle-after', type=float, default=8.0,
+    parser.add_argument('--idle-after', type=float,
+                        default=scenario.IDLE_AFTER,
                         help='seconds of no load before ufo-agent parks a '
                              'guest (default: %(default)s)')
     parser.add_argument('--idle-util', type=float,

@@ -16,6 +16,8 @@ LOW = 300
 QOS_P99_MS = 20.0
 #: Each phase's length in each run (``ufo-demo --phase-seconds``).
 PHASE_SECONDS = 30.0
+#: The agent's ``idle_after`` here (seconds; ``ufo-demo --idle-after``).
+IDLE_AFTER = 8.0
 #: The agent's ``idle_util`` here (% of one CPU; ``ufo-demo --idle-util``).
 #: A TCG guest with nothing to do shows 1-3 % busy now and then on a busy
 #: host, above the 1 % default meant for KVM guests: with that default the
@@ -51,7 +53,8 @@ PHASES = (
 )
 
 
-def agent_options(managed_cores, idle_after=8, idle_util=IDLE_UTIL):
+def agent_options(managed_cores, idle_after=IDLE_AFTER,
+                  idle_util=IDLE_UTIL):
     """ufo-agent options for the demo host (``group__name`` keys).
 
     Under four managed cores the small-host mode (doc/source/

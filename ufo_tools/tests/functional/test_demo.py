@@ -43,7 +43,7 @@ def _domains():
     return {line.strip() for line in out.splitlines() if line.strip()}
 
 
-IDLE_AFTER = 8       # the demo's default --idle-after
+IDLE_AFTER = scenario.IDLE_AFTER
 IDLE_UTIL = scenario.IDLE_UTIL
 
 
