@@ -361,11 +361,11 @@ def test_a_burst_that_grows_a_shrink_back_does_not_hold_the_vm_up():
     controller.add_vm(VmSpec('web', 2, 'lc'))
     counts, notes = [], []
 
-    def run(seconds, util_per_core, sf):
+    def run(seconds, util_on, sf):
         for _ in range(seconds):
             have = len(controller.vms['web'].cores) or 2
             plan = controller.tick(float(len(counts)), {
-                'web': VmSample(util_per_core(have), sf)}, 2.0)
+                'web': VmSample(util_on(have), sf)}, 2.0)
             counts.append(len(plan.vms['web'].cores))
             notes.append(plan.vms['web'].note)
 
