@@ -238,6 +238,25 @@ def brief(status):
     return 'pools %s; vms [%s]' % (counts, ', '.join(guests))
 
 
+def why_exited(rc, output):
+    """One line on why a tool's process failed, for failure messages.
+
+    The exception of the last traceback in ``output`` if there is one,
+    else its last line; CI summaries keep only a failure's first line.
+    """
+    lines = output.splitlines()
+    starts = [i for i, line in enumerate(lines)
+              if line.startswith('Traceback (most recent call last)')]
+    reason = None
+    if starts:
+        reason = next((line for line in lines[starts[-1] + 1:]
+                       if line and not line[0].isspace()), None)
+    if reason is None:
+        reason = next((line for line in reversed(lines) if line.strip()),
+                      'no output')
+    return 'exited with %s: %s' % (rc, reason)
+
+
 def ticked(status):
     """``status`` if the agent has ticked; None for ``{}`` (no data yet)."""
     return status or None

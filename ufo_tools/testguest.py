@@ -257,10 +257,12 @@ class Console(object):
         try:
             _, m = self.wait_for(r'%s-rc=(\d+)' % tag, timeout, start)
         except TimeoutError as exc:
-            if self.diagnose is None:
-                raise
-            raise TimeoutError('%s\n%s: %s' % (
-                exc, command, self.diagnose())) from exc
+            # The command first: CI summaries keep a failure's first line.
+            raise TimeoutError('%s: no answer on the guest console in %.0f '
+                               's\n%s%s' % (
+                                   command, timeout, exc,
+                                   '\n' + self.diagnose() if self.diagnose
+                                   else '')) from exc
         out = [line.split(': ', 1)[1] for line in self.lines(start)
                if line.startswith(tag + ': ')]
         return int(m.group(1)), out

@@ -227,7 +227,8 @@ def test_demo_runs_without_and_with_the_agent(guest_artifacts, tmp_path):
     out = tmp_path / 'out'
     seen = run_demo(out, before)
     output = seen['output']
-    assert seen['rc'] == 0, output[-5000:]
+    assert seen['rc'] == 0, 'ufo-demo %s\n%s' % (
+        harness.why_exited(seen['rc'], output), output[-5000:])
 
     # Without the agent, as the test saw it: no agent, Nova's pins.
     assert seen['run1_faults'] == [], seen['run1_faults'][:5]

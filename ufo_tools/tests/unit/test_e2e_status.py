@@ -106,3 +106,29 @@ def test_a_timeout_names_pools_and_guests_on_its_first_line(agent):
     assert "'emulator_util': 0.1" in first
     assert 'web active cores=1 util=40.0' in first
     assert 'config' not in first
+
+
+def test_why_exited_names_the_last_traceback_s_exception():
+    output = '\n'.join([
+        'Starting libvirtd and building the test guest ...',
+        'Traceback (most recent call last):',
+        '  File "run.py", line 1, in <module>',
+        'OSError: first',
+        '',
+        'During handling of the above exception, another exception occurred:',
+        '',
+        'Traceback (most recent call last):',
+        '  File "run.py", line 2, in <module>',
+        '    console.sh(cmd)',
+        'TimeoutError: killall ufo-workload: no answer on the guest console',
+        'last lines:',
+        'UFO-WL p99_us=100'])
+    assert e2e.why_exited(1, output) == (
+        'exited with 1: TimeoutError: killall ufo-workload: no answer on '
+        'the guest console')
+
+
+def test_why_exited_without_a_traceback_gives_the_last_line():
+    assert e2e.why_exited(1, 'booting\nNova\'s pins back: NO\n\n') == (
+        'exited with 1: Nova\'s pins back: NO')
+    assert e2e.why_exited(-9, '') == 'exited with -9: no output'
