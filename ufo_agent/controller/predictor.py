@@ -19,6 +19,10 @@ utilization (this trial's probes, recorded samples, or a fitted curve
 inside its data), the SF ratio decides. PCU is computed on the larger of
 the origin's and the current utilization, the current one discounted by
 ``sf_match_tolerance`` below the origin (see :meth:`Predictor.predict`).
+Under ``pcu_low`` on the smaller of two counts SF decides nothing, data or
+not: no request queues there, and SF falls on fewer CPUs only because the
+guest's threads hand work to each other without the idle task between
+them (doc/source/controller.rst).
 """
 
 import dataclasses
@@ -183,6 +187,9 @@ class Predictor:
         target = model.direct_prediction(util)
         if target is None:
             return None
+        if target > cores and \
+                self.pcu(util, target - 1) < self.config.pcu_low:
+            return None     # a handoff's SF drop, not a queue's: walk
         if target < cores:
             # Leave c cores only when u is clearly below what c - 1 sustain.
             if util > model.pred_of(target) - self.config.util_resolution:
@@ -213,6 +220,8 @@ class Predictor:
             if self.pcu(util, p) > cfg.pcu_high:
                 return True, 'PCU %.0f%% > %.0f%% at %d cores' % (
                     100 * self.pcu(util, p), 100 * cfg.pcu_high, p)
+            if self.pcu(util, p) < cfg.pcu_low:
+                return False, _light(self.pcu(util, p), cfg, p)
             r = evidence(p, p + 1)
             if r is None:
                 if self.pcu(util, p + 1) < cfg.pcu_low:
@@ -245,11 +254,16 @@ class Predictor:
                 return p, _chain(first, 'PCU %.0f%% > %.0f%% at %d cores' % (
                     100 * self.pcu(util, p - 1), 100 * cfg.pcu_high, p - 1))
             r = ratio(p - 1, p, p - 1)
-            if r <= ratio_min:
+            if r <= ratio_min and self.pcu(util, p - 1) >= cfg.pcu_low:
                 return p, _chain(first, 'SF(%d)/SF(%d) = %.2f <= %.2f' % (
                     p - 1, p, r, ratio_min))
             p -= 1
         return p, _chain(first, 'SF holds down to one core')
+
+
+def _light(pcu, cfg, cores):
+    return 'PCU %.0f%% < %.0f%% at %d cores: too light to queue' % (
+        100 * pcu, 100 * cfg.pcu_low, cores)
 
 
 def _chain(first, last):

@@ -376,3 +376,23 @@ def test_a_burst_that_grows_a_shrink_back_does_not_hold_the_vm_up():
     run(30, lambda have: 2.0, 150.0)
     assert counts[-1] == 1, notes[-1]
     assert not any('grown back' in note for note in notes)
+
+
+def test_a_light_guest_whose_sf_falls_on_one_core_is_not_grown():
+    # Traced in test_cores_and_online_vcpus_follow_the_load on a busy
+    # host: a guest 3.5-7 % busy showed SF(1)/SF(2) of 0.64 and 0.55 and
+    # the 30 % rule grew it back to two cores, where the shrink-undone
+    # guard held it. On one CPU its threads hand work to each other
+    # without passing through the idle task: fewer switches, no queue.
+    controller = Controller(HostTopology.uniform(2, 1, 1), ControllerConfig(
+        emulator_min_cores=0, idle_pool_min_cores=0))
+    controller.add_vm(VmSpec('web', 2, 'lc'))
+    counts, notes = [], []
+    for t in range(60):
+        have = len(controller.vms['web'].cores) or 2
+        plan = controller.tick(float(t), {
+            'web': VmSample(5.0, 300.0 if have == 2 else 180.0)}, 2.0)
+        counts.append(len(plan.vms['web'].cores))
+        notes.append(plan.vms['web'].note)
+    assert counts[-30:] == [1] * 30, notes[-1]
+    assert counts.count(2) < 12, counts

@@ -96,6 +96,22 @@ def test_sf_evidence_outranks_the_lower_pcu_bound():
     assert 'SF(3)/SF(4) = 0.62 < 0.70' in out.reason
 
 
+def test_sf_under_pcu_low_on_the_smaller_count_decides_nothing():
+    # 10 % busy: 5 % PCU on one core. SF is 40 % lower on one core, as a
+    # light guest's is when its threads hand work over without the idle
+    # task between them: recorded, and in the Pred table.
+    model, pred = _setup(max_cores=2)
+    model.update(1, 10.0, 600.0, now=0)
+    model.update(2, 10.0, 1000.0, now=0)
+    out = pred.predict(model, 1, 10.0, now=0)
+    assert (out.cores, out.action) == (1, 'stay'), out.reason
+    assert 'too light to queue' in out.reason
+    # Nor does it stop a step down into such a count.
+    assert pred.predict(model, 2, 10.0, now=0).cores == 1
+    model.pred[1] = (0.0, True)     # Pred(1) = 0: the table says 2
+    assert pred.predict(model, 1, 10.0, now=0).cores == 1
+
+
 def test_a_shrink_probe_discounts_the_busier_cores():
     # 300 % on 3 cores; on 2 the same work shows 340 % (busier cores, 13 %
     # more, within sf_match_tolerance). PCU on 2 cores is 75 % of the
