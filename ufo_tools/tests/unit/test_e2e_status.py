@@ -108,7 +108,7 @@ def test_a_timeout_names_pools_and_guests_on_its_first_line(agent):
     assert 'config' not in first
 
 
-def test_why_exited_names_the_last_traceback_s_exception():
+def test_why_exited_names_the_exception_of_the_last_traceback():
     output = '\n'.join([
         'Starting libvirtd and building the test guest ...',
         'Traceback (most recent call last):',
