@@ -126,6 +126,14 @@ class Predictor:
         """Per-core utilization (fraction) if ``util`` ran on ``cores``."""
         return util / (100.0 * cores * self.pcpus_per_core)
 
+    def too_light(self, util, cores):
+        """True if no request would queue on ``cores``: SF there says nothing.
+
+        Under ``pcu_low``, SF falls on fewer CPUs only because the guest's
+        threads hand work over without the idle task (module docstring).
+        """
+        return self.pcu(util, cores) < self.config.pcu_low
+
     def predict(self, model, cores, util, now, trial=None, probe_sf=None):
         """Return a :class:`Prediction` for a VM now on ``cores`` cores.
 
@@ -187,8 +195,7 @@ class Predictor:
         target = model.direct_prediction(util)
         if target is None:
             return None
-        if target > cores and \
-                self.pcu(util, target - 1) < self.config.pcu_low:
+        if target > cores and self.too_light(util, target - 1):
             return None     # a handoff's SF drop, not a queue's: walk
         if target < cores:
             # Leave c cores only when u is clearly below what c - 1 sustain.
@@ -220,8 +227,10 @@ class Predictor:
             if self.pcu(util, p) > cfg.pcu_high:
                 return True, 'PCU %.0f%% > %.0f%% at %d cores' % (
                     100 * self.pcu(util, p), 100 * cfg.pcu_high, p)
-            if self.pcu(util, p) < cfg.pcu_low:
-                return False, _light(self.pcu(util, p), cfg, p)
+            if self.too_light(util, p):
+                return False, 'PCU %.0f%% < %.0f%% at %d cores: too light ' \
+                    'to queue' % (100 * self.pcu(util, p),
+                                  100 * cfg.pcu_low, p)
             r = evidence(p, p + 1)
             if r is None:
                 if self.pcu(util, p + 1) < cfg.pcu_low:
@@ -254,16 +263,11 @@ class Predictor:
                 return p, _chain(first, 'PCU %.0f%% > %.0f%% at %d cores' % (
                     100 * self.pcu(util, p - 1), 100 * cfg.pcu_high, p - 1))
             r = ratio(p - 1, p, p - 1)
-            if r <= ratio_min and self.pcu(util, p - 1) >= cfg.pcu_low:
+            if r <= ratio_min and not self.too_light(util, p - 1):
                 return p, _chain(first, 'SF(%d)/SF(%d) = %.2f <= %.2f' % (
                     p - 1, p, r, ratio_min))
             p -= 1
         return p, _chain(first, 'SF holds down to one core')
-
-
-def _light(pcu, cfg, cores):
-    return 'PCU %.0f%% < %.0f%% at %d cores: too light to queue' % (
-        100 * pcu, 100 * cfg.pcu_low, cores)
 
 
 def _chain(first, last):
