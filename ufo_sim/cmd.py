@@ -15,6 +15,11 @@ Subcommands (``ufo-sim <command> --help`` for options):
 * ``allocation``: fixed allocations of one cell, measured as the Oracle
   judges them, with the utilization, per-core utilization and SF the
   agent would see and the emulator threads' run delay the host sees;
+* ``edge GRID.json``: the Oracle's allocations of a saved grid run and
+  their one-core neighbours, read with the controller's rules: which
+  rule holds a pool above the Oracle's size, which lets it step down
+  onto a QoS miss, and whether any threshold on a signal separates the
+  two;
 * ``be-soak [--quick]``: LC pairs plus one BE VM under UFO, BE guests in
   the idle pool against BE soak mode (SCHED_IDLE on every core), with a
   closing ``RESULT`` line.
@@ -347,19 +352,16 @@ def _decompose(args):
 
 def _cell(text):
     """``profile@load%+...``, e.g. ``nginx@50+mysql@20``."""
-    vms = []
-    for item in text.split('+'):
-        name, sep, load = item.partition('@')
-        try:
-            fraction = float(load) / 100.0
-        except ValueError:
-            fraction = -1.0
-        if name not in scenario.PROFILES or not sep or fraction <= 0:
-            raise argparse.ArgumentTypeError(
-                '%r: expected PROFILE@LOAD%% joined by "+", profiles %s'
-                % (item, ', '.join(sorted(scenario.PROFILES))))
-        vms.append(cell_mod.VmLoad(name, fraction))
-    return cell_mod.Cell(tuple(vms))
+    try:
+        cell = cell_mod.Cell.from_key(text)
+    except ValueError:
+        cell = None
+    if cell is None or any(vm.profile not in scenario.PROFILES
+                           for vm in cell.vms):
+        raise argparse.ArgumentTypeError(
+            '%r: expected PROFILE@LOAD%% joined by "+", profiles %s'
+            % (text, ', '.join(sorted(scenario.PROFILES))))
+    return cell
 
 
 def _allocation_arg(text):
@@ -382,6 +384,23 @@ def _allocation(args):
         'cell': args.cell.key, 'conditions': settings.describe(),
         'allocations': [dataclasses.asdict(r) for r in results]})
     print(allocation.table(args.cell, results))
+    return 0
+
+
+def _edge(args):
+    from ufo_sim.experiments import edge
+    try:
+        with open(args.grid) as f:
+            grid_json = json.load(f)
+        edge.settings_of(grid_json)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError('%s: not a saved ufo-sim grid run (%s)'
+                         % (args.grid, exc))
+    out = edge.run(grid_json, processes=args.processes,
+                   timeout=args.task_timeout)
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, 'edge.json'), out)
+    print(edge.table(out))
     return 0
 
 
@@ -566,6 +585,21 @@ def parser():
                         'emulator pool (0: each VM\'s emulator threads on '
                         'its own cores), e.g. 2,1/2 3,1/2')
     a.set_defaults(func=_allocation, usage=a)
+
+    e = sub.add_parser('edge', help="the Oracle's allocations of a saved "
+                                    "grid run, read with the controller's "
+                                    'rules')
+    e.add_argument('grid', metavar='GRID.json',
+                   help='grid.json of a run with the Oracle; its settings '
+                        '(seed, host, flavors, UFO options) are reused')
+    e.add_argument('--out', default='ufo-sim-out',
+                   help='directory for edge.json')
+    e.add_argument('--processes', type=int, default=2,
+                   help='worker processes (default 2)')
+    e.add_argument('--task-timeout', type=float, default=600.0,
+                   help='seconds one cell may take before it is killed '
+                        'and reported')
+    e.set_defaults(func=_edge, usage=e)
 
     b = sub.add_parser('be-soak', help='BE guests in the idle pool or '
                                        'soaking every core (SCHED_IDLE)')

@@ -35,6 +35,26 @@ class Cell:
         return '+'.join('%s@%d' % (v.profile, round(v.load * 100))
                         for v in self.vms)
 
+    @classmethod
+    def from_key(cls, key):
+        """The cell whose :attr:`key` is ``key`` (``nginx@50+mysql@20``).
+
+        Checks the syntax only; a profile's name is checked where the
+        profiles are known.
+        """
+        vms = []
+        for item in key.split('+'):
+            name, sep, load = item.partition('@')
+            try:
+                fraction = float(load) / 100.0
+            except ValueError:
+                fraction = -1.0
+            if not name or not sep or fraction <= 0:
+                raise ValueError('%r: expected PROFILE@LOAD%% joined by "+"'
+                                 % item)
+            vms.append(VmLoad(name, fraction))
+        return cls(tuple(vms))
+
     def seed(self, base, salt=''):
         """A seed for this cell that does not depend on run order."""
         return zlib.crc32(('%d|%s|%s' % (base, self.key, salt)).encode())
