@@ -64,13 +64,15 @@ def oracle_cells(grid_json):
 
     Cells where the Oracle keeps some VM's emulator threads on that VM's
     own cores are left out: the emulator pool's neighbours are another
-    space there.
+    space there. So are mirrors (the same VMs in another order, told
+    from the cell the grid simulated): that cell is read once, with the
+    seed it ran with.
     """
     found = []
     for result in grid_json['results']:
         detail = result.get('detail') or {}
         if result['manager'] != 'oracle' or not result['qos_met'] or \
-                detail.get('emulator_home'):
+                detail.get('emulator_home') or 'mirror_of' in detail:
             continue
         found.append((result['cell'], tuple(detail['vm_cores']),
                       detail['emulator_cores']))

@@ -109,6 +109,21 @@ def _grid_json(settings, cell, vm_cores, emulator):
          'detail': {'vm_cores': [4, 4], 'emulator_cores': 3}}]}
 
 
+def test_edge_reads_a_simulated_cell_once_not_its_mirror_or_misses():
+    grid_json = _grid_json(cell_mod.Settings(), 'nginx@20+nginx@50',
+                           [1, 2], 1)
+    oracle = grid_json['results'][0]
+    grid_json['results'] += [
+        dict(oracle, cell='nginx@50+nginx@20', detail=dict(
+            oracle['detail'], vm_cores=[2, 1],
+            mirror_of='nginx@20+nginx@50')),
+        dict(oracle, cell='nginx@80+nginx@80', qos_met=False),
+        dict(oracle, cell='nginx@50+mysql@50', detail=dict(
+            oracle['detail'], emulator_home=[1]))]
+    assert edge.oracle_cells(grid_json) == [('nginx@20+nginx@50', (1, 2),
+                                             1)]
+
+
 def test_edge_measures_a_saved_grids_oracle_cells_with_its_settings(
         tmp_path, capsys):
     settings = cell_mod.Settings(warmup=2.0, measure=10.0, seed=3,
