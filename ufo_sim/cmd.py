@@ -352,15 +352,15 @@ def _decompose(args):
 
 def _cell(text):
     """``profile@load%+...``, e.g. ``nginx@50+mysql@20``."""
+    profiles = ', '.join(sorted(scenario.PROFILES))
     try:
         cell = cell_mod.Cell.from_key(text)
-    except ValueError:
-        cell = None
-    if cell is None or any(vm.profile not in scenario.PROFILES
-                           for vm in cell.vms):
-        raise argparse.ArgumentTypeError(
-            '%r: expected PROFILE@LOAD%% joined by "+", profiles %s'
-            % (text, ', '.join(sorted(scenario.PROFILES))))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError('%s, profiles %s' % (exc, profiles))
+    for vm in cell.vms:
+        if vm.profile not in scenario.PROFILES:
+            raise argparse.ArgumentTypeError(
+                '%r: unknown profile, profiles %s' % (vm.profile, profiles))
     return cell
 
 
@@ -396,6 +396,10 @@ def _edge(args):
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UsageError('%s: not a saved ufo-sim grid run (%s)'
                          % (args.grid, exc))
+    if not any(r.get('manager') == 'oracle'
+               for r in grid_json.get('results', ())):
+        raise UsageError('%s: no Oracle results; run the grid with '
+                         '--managers ...,oracle' % args.grid)
     out = edge.run(grid_json, processes=args.processes,
                    timeout=args.task_timeout)
     os.makedirs(args.out, exist_ok=True)

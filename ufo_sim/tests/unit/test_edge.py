@@ -158,3 +158,19 @@ def test_edge_refuses_a_file_that_is_not_a_grid_run(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cmd.main(['edge', str(path)])
     assert 'not a saved ufo-sim grid run' in capsys.readouterr().err
+    # A grid run without the Oracle has nothing to read.
+    grid_json = _grid_json(cell_mod.Settings(), 'nginx@20+nginx@50',
+                           [1, 2], 1)
+    grid_json['results'] = grid_json['results'][1:]
+    path.write_text(json.dumps(grid_json))
+    with pytest.raises(SystemExit):
+        cmd.main(['edge', str(path)])
+    assert 'no Oracle results' in capsys.readouterr().err
+
+
+def test_a_bad_cell_names_the_part_that_is_wrong(capsys):
+    for text, part in (('nginx@50+mysql', "'mysql'"),
+                       ('nginx@50+redis@20', "'redis': unknown profile")):
+        with pytest.raises(SystemExit):
+            cmd.main(['allocation', '--cell', text, '2,1/1'])
+        assert part in capsys.readouterr().err
