@@ -11,6 +11,11 @@ Subcommands (``ufo-sim <command> --help`` for options):
   sizes), summed, with a ``RESULT`` line; ``--against`` a saved set of
   the same runs (or ``dynamic-diff`` of two saved sets) pairs them per
   load step;
+* ``grid-set``: the held-out grid protocol (H1-H9, and the tuning
+  grids by name) as one command: each grid's JSON, the set's JSON, a
+  ``RESULT`` line per grid; ``--against`` a saved set pairs them cell by
+  cell (cells lost and gained, Oracle-met cells missed), and
+  ``--oracle-from`` reuses a saved set's Oracle results;
 * ``decompose``: vCPU-only, emulator-only, combined (paper Fig. 15);
 * ``allocation``: fixed allocations of one cell, measured as the Oracle
   judges them, with the utilization, per-core utilization and SF the
@@ -292,14 +297,15 @@ def _run_triple(text):
     return value
 
 
-def _read_set(path):
+def _read_set(path, kind='dynamic-set.json'):
+    """A saved set of runs (``kind`` names the file in errors)."""
     try:
         with open(path) as f:
             out = json.load(f)
     except (OSError, ValueError) as exc:
-        raise UsageError('%s: not a dynamic-set.json (%s)' % (path, exc))
+        raise UsageError('%s: not a %s (%s)' % (path, kind, exc))
     if not isinstance(out, dict) or not isinstance(out.get('runs'), list):
-        raise UsageError('%s: not a dynamic-set.json (no runs)' % path)
+        raise UsageError('%s: not a %s (no runs)' % (path, kind))
     return out
 
 
@@ -339,6 +345,71 @@ def _print_comparison(base, new):
         print(dynamic_set.compare_table(dynamic_set.compare(base, new)))
     except ValueError as exc:
         raise UsageError(str(exc))
+
+
+def _set_runs(text):
+    from ufo_sim.experiments import grid_set
+    names = text.split(',')
+    for name in names:
+        if name not in grid_set.BY_NAME:
+            raise argparse.ArgumentTypeError('%r: not one of %s' % (
+                name, ', '.join(grid_set.BY_NAME)))
+    return names
+
+
+def _saved_grid(text):
+    """``NAME=GRID.json``: a grid of the protocol run earlier."""
+    from ufo_sim.experiments import grid_set
+    name, sep, path = text.partition('=')
+    if not sep or name not in grid_set.BY_NAME:
+        raise argparse.ArgumentTypeError(
+            '%r: expected NAME=GRID.json with NAME one of %s'
+            % (text, ', '.join(grid_set.BY_NAME)))
+    return name, path
+
+
+def _grid_set(args):
+    from ufo_sim.experiments import grid_set
+    saved = {}
+    for name, path in args.from_grid or ():
+        try:
+            with open(path) as f:
+                saved[name] = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise UsageError('%s: not a grid.json (%s)' % (path, exc))
+    names = [n for given in args.run or () for n in given]
+    if not names and not saved:
+        names = list(grid_set.HELD_OUT)
+    managers = args.managers.split(',')
+    base, oracle_from = (
+        _read_set(path, 'grid-set.json') if path else None
+        for path in (args.against, args.oracle_from))
+    ufo_config = tuple(args.ufo_option or ())
+    try:
+        grid_set.check_saved(saved, ufo_config)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError('--from-grid: %s' % exc)
+    for name in names:
+        protocol_run = grid_set.BY_NAME[name]
+        _checked(protocol_run.settings(ufo_config),
+                 protocol_run.first_cells())
+    os.makedirs(args.out, exist_ok=True)
+
+    def save(name, data):
+        os.makedirs(os.path.join(args.out, name), exist_ok=True)
+        write_json(os.path.join(args.out, name, 'grid.json'), data)
+
+    out = grid_set.run(names, managers, ufo_config, args.processes,
+                       args.task_timeout, oracle_from, save, sys.stderr,
+                       saved)
+    grid_set.dump(_clean(out), os.path.join(args.out, 'grid-set.json'))
+    print(grid_set.table(out))
+    if base is not None:
+        try:
+            print(grid_set.compare_table(grid_set.compare(base, out)))
+        except ValueError as exc:
+            raise UsageError(str(exc))
+    return 0
 
 
 def _decompose(args):
@@ -434,10 +505,22 @@ def _be_soak(args):
     return 0
 
 
+def _protocol_names():
+    from ufo_sim.experiments import grid_set
+    return list(grid_set.BY_NAME)
+
+
 def parser():
     p = argparse.ArgumentParser(prog='ufo-sim', description=__doc__.split(
         '\n')[0])
     sub = p.add_subparsers(dest='command', required=True)
+
+    def workers(cmd, timeout=300.0):
+        cmd.add_argument('--processes', type=int, default=2,
+                         help='worker processes (default 2)')
+        cmd.add_argument('--task-timeout', type=float, default=timeout,
+                         help='seconds one simulation task may take '
+                              'before it is killed and reported')
 
     def common(cmd, processes=True, feedback=True, seed_and_plots=True):
         if seed_and_plots:
@@ -449,11 +532,7 @@ def parser():
             cmd.add_argument('--no-plots', action='store_true',
                              help='skip the PNG figures (no matplotlib)')
         if processes:
-            cmd.add_argument('--processes', type=int, default=2,
-                             help='worker processes (default 2)')
-            cmd.add_argument('--task-timeout', type=float, default=300.0,
-                             help='seconds one simulation task may take '
-                                  'before it is killed and reported')
+            workers(cmd)
         cmd.add_argument('--warmup', type=float,
                          help='simulated seconds before measuring')
         cmd.add_argument('--measure', type=float,
@@ -565,6 +644,42 @@ def parser():
     f.add_argument('new', help='the dynamic-set.json judged against it')
     f.set_defaults(func=_dynamic_diff, usage=f)
 
+    gs = sub.add_parser('grid-set', help='the held-out grid protocol (or '
+                                         'any of its grids by name), '
+                                         'optionally paired with a '
+                                         'baseline set')
+    gs.add_argument('--out', default='ufo-sim-out',
+                    help='directory for grid-set.json and each grid\'s '
+                         'NAME/grid.json')
+    workers(gs, timeout=600.0)
+    gs.add_argument('--ufo-option', type=_option, action='append',
+                    metavar='NAME=VALUE',
+                    help='what-if: override a [controller] option of UFO '
+                         '(repeatable); the grids\' own settings are the '
+                         'protocol\'s')
+    gs.add_argument('--run', type=_set_runs, action='append',
+                    metavar='NAME,...',
+                    help='grids to run, by name (repeatable; default: the '
+                         'held-out ones, H1 to H9). Names: %s' % ', '.join(
+                             _protocol_names()))
+    gs.add_argument('--from-grid', type=_saved_grid, action='append',
+                    metavar='NAME=GRID.json',
+                    help='take grid NAME from a grid.json of an earlier run '
+                         '(repeatable; checked to be that grid, with the '
+                         'same UFO options); with only these, nothing is '
+                         'simulated')
+    gs.add_argument('--managers', default='ufo,oracle',
+                    type=_grid_managers,
+                    help='comma-separated managers (default ufo,oracle)')
+    gs.add_argument('--oracle-from', metavar='GRID-SET.JSON',
+                    help="a saved set whose Oracle results are reused for "
+                         "the same grids (the Oracle does not depend on "
+                         "UFO's options)")
+    gs.add_argument('--against', metavar='GRID-SET.JSON',
+                    help='a baseline set to compare with, cell by cell, '
+                         'for the grids both hold')
+    gs.set_defaults(func=_grid_set, usage=gs)
+
     c = sub.add_parser('decompose', help='vCPU-only, emulator-only, '
                                          'combined (Fig. 15)')
     common(c)
@@ -598,11 +713,7 @@ def parser():
                         '(seed, host, flavors, UFO options) are reused')
     e.add_argument('--out', default='ufo-sim-out',
                    help='directory for edge.json')
-    e.add_argument('--processes', type=int, default=2,
-                   help='worker processes (default 2)')
-    e.add_argument('--task-timeout', type=float, default=600.0,
-                   help='seconds one cell may take before it is killed '
-                        'and reported')
+    workers(e, timeout=600.0)
     e.set_defaults(func=_edge, usage=e)
 
     b = sub.add_parser('be-soak', help='BE guests in the idle pool or '
