@@ -195,8 +195,11 @@ class Predictor:
         target = model.direct_prediction(util)
         if target is None:
             return None
-        if target > cores and self.too_light(util, target - 1):
-            return None     # a handoff's SF drop, not a queue's: walk
+        if target > 1 and target >= cores and \
+                self.too_light(util, target - 1):
+            # A handoff's SF drop set Pred(target - 1), not a queue's: it
+            # neither grows the VM nor holds it there. Walk.
+            return None
         if target < cores:
             # Leave c cores only when u is clearly below what c - 1 sustain.
             if util > model.pred_of(target) - self.config.util_resolution:

@@ -110,6 +110,10 @@ def test_sf_under_pcu_low_on_the_smaller_count_decides_nothing():
     assert pred.predict(model, 2, 10.0, now=0).cores == 1
     model.pred[1] = (0.0, True)     # Pred(1) = 0: the table says 2
     assert pred.predict(model, 1, 10.0, now=0).cores == 1
+    # Nor does the table hold such a guest on two cores (a real guest
+    # at 4 % stayed on two for minutes after a burst had grown it).
+    out = pred.predict(model, 2, 10.0, now=0)
+    assert (out.cores, out.action) == (1, 'shrink'), out.reason
 
 
 def test_a_shrink_probe_discounts_the_busier_cores():
