@@ -168,14 +168,21 @@ def met_cells(results, manager, budget):
                   if summary.feasible(r, budget))
 
 
+def _grid_of(settings, loads, mixes):
+    """What makes a grid, as JSON gives it back.
+
+    Its settings apart from UFO's options, its loads and its mixes by name.
+    """
+    return (dict(_plain(settings), ufo_config=[]), _plain(loads),
+            [m if isinstance(m, str) else grid_mod.mix_name(m)
+             for m in mixes])
+
+
 def _same_grid(protocol_run, settings, loads, mixes):
     """Saved settings, loads and mixes are ``protocol_run``'s grid's."""
-    mine = dict(_plain(dataclasses.asdict(protocol_run.settings())),
-                ufo_config=[])
-    return dict(_plain(settings), ufo_config=[]) == mine and \
-        _plain(loads) == _plain(protocol_run.loads) and \
-        list(mixes) == [grid_mod.mix_name(m)
-                        for m in protocol_run.mix_list()]
+    return _grid_of(settings, loads, mixes) == _grid_of(
+        dataclasses.asdict(protocol_run.settings()), protocol_run.loads,
+        protocol_run.mix_list())
 
 
 def record_of(protocol_run, data, oracle_reused=False):
@@ -307,9 +314,8 @@ def compare(base, new):
     rows = []
     for name in [r['name'] for r in new['runs'] if r['name'] in a]:
         old, now = a[name], b[name]
-        if dict(old['settings'], ufo_config=[]) != \
-                dict(now['settings'], ufo_config=[]) or \
-                old['loads'] != now['loads'] or old['mixes'] != now['mixes']:
+        if _grid_of(old['settings'], old['loads'], old['mixes']) != \
+                _grid_of(now['settings'], now['loads'], now['mixes']):
             raise ValueError('run %s is another grid in the two sets: %s / '
                              '%s' % (name, old['conditions'],
                                      now['conditions']))
