@@ -30,6 +30,7 @@ class ControllerConfig:
     emulator_util_high: float = 0.80
     emulator_util_low: float = 0.60
     emulator_saturation: float = 0.8
+    emulator_util_overload: float = 0.0
     emulator_charge_excess: bool = True
     emulator_min_cores: int = 1
     idle_pool_min_cores: int = 1
@@ -62,6 +63,8 @@ class ControllerConfig:
                 'min_samples_to_fit must not exceed samples_per_model')
         if not 0.0 <= self.emulator_saturation <= 1.0:
             errors.append('emulator_saturation must be between 0 and 1')
+        if not 0.0 <= self.emulator_util_overload <= 1.0:
+            errors.append('emulator_util_overload must be between 0 and 1')
         if self.emulator_min_cores < 0 or self.idle_pool_min_cores < 0:
             errors.append('emulator_min_cores and idle_pool_min_cores '
                           'must not be negative')

@@ -243,10 +243,16 @@ class Controller:
             {u: s for u, s in samples.items()
              if u in self.vms and self.vms[u].mode == VmMode.ACTIVE},
             cfg) if cfg.emulator_saturation > 0 else []
+        short = self._short_guests()
         emu_want, self.emulator_util = self.emulator_pool.decide(
             now, emu_now, self.topology.pcpus(self.emulator_cores),
             emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct,
-            saturated)
+            saturated, squeezed=bool(short))
+        yielded_to = None
+        if cfg.emulator_util_overload > 0 and short:
+            emu_want, yielded_to = self._under_overload(
+                now, emu_now, emu_want, emulator_busy_pct, guest_pct,
+                saturated, short)
         if emu_want > emu_now and self._grow_takes_guest_cores(emu_want):
             # Taking guests' cores costs them QoS at once, and a one-second
             # burst of I/O is gone by the next tick: the grow waits for
@@ -262,10 +268,13 @@ class Controller:
                 now, 'emulator',
                 Action.EMULATOR_GROW if emulator_grows
                 else Action.EMULATOR_SHRINK,
-                emu_now, emu_want, 'emulator pool utilization %.0f%%%s'
+                emu_now, emu_want, 'emulator pool utilization %.0f%%%s%s'
                 % (100 * self.emulator_util,
                    '; emulator threads of %s saturated'
-                   % ', '.join(saturated) if saturated else '')))
+                   % ', '.join(saturated) if saturated else '',
+                   '; yields a core: %s runs one core short of its '
+                   'committed cores at PCU %.0f%%' % yielded_to
+                   if yielded_to else '')))
         # Parked between two ticks (after the emulator's, which comes first).
         decisions += self._pending
         self._pending = []
@@ -580,6 +589,42 @@ class Controller:
             state.denied = None
             return False
         return True
+
+    def _short_guests(self):
+        """Active VMs placed on fewer cores than they committed."""
+        return [s for s in self.vms.values()
+                if s.mode == VmMode.ACTIVE and s.cores and
+                len(s.cores) < min(s.committed, s.max_cores)]
+
+    def _under_overload(self, now, emu_now, emu_want, busy_pct, guest_pct,
+                        saturated, short):
+        """(pool size, (VM, PCU) yielded to, or None) on a full host.
+
+        Each core the pool takes from a guest's committed cores is that
+        guest's QoS: the pool takes them only from the mark up or for
+        saturated threads, one at a time. Below the mark it gives one
+        back to a guest one core short that runs at the mark of every
+        CPU it has, unless some guest's threads are saturated.
+        """
+        mark = self.config.emulator_util_overload
+        if emu_want > emu_now:
+            if not self._grow_takes_guest_cores(emu_want):
+                return emu_want, None
+            if not saturated and self.emulator_util < mark:
+                return emu_now, None
+            return emu_now + 1, None
+        if emu_want < emu_now or saturated:
+            return emu_want, None
+        for state in sorted(short, key=lambda s: s.spec.uuid):
+            count = len(state.cores)
+            util = state.last_sample.util if state.last_sample else 0.0
+            if min(state.committed, state.max_cores) - count == 1 and \
+                    state.predictor.pcu(util, count) >= mark and \
+                    self.emulator_pool.may_yield(now, emu_now, busy_pct,
+                                                 self.ppc, guest_pct):
+                return emu_now - 1, (state.spec.uuid, 100.0 *
+                                     state.predictor.pcu(util, count))
+        return emu_want, None
 
     def _grow_takes_guest_cores(self, emu_want):
         """Whether the pool at ``emu_want`` takes a VM's committed cores.

@@ -34,6 +34,19 @@ the guests' busy time stays within ``sf_match_tolerance`` of what it
 was then (for ``sample_max_age`` seconds): the threads would wait there
 again.
 
+With ``emulator_util_overload`` set, a full host (some guest holds
+fewer cores than it committed) changes three things. The pool's memories
+learn nothing normalized by guests' busy time on such a tick: a squeeze
+cuts the guests' busy time by more than the emulator's, so crowding
+read there is 1.0 and a grow for saturation would be forgotten at once.
+A size kept for saturation is instead released once the emulator
+threads' own busy time has fallen by ``sf_match_tolerance``, and any
+grow made while some guest is saturated keeps its size. And the pool
+may give a core back to a guest (:meth:`EmulatorPool.may_yield`) while
+its projected utilization one core smaller stays under the mark: a
+guest short of its committed cores misses QoS at once, a pool under the
+mark does not.
+
 A pool may be empty (``emulator_min_cores = 0``, for small hosts): its
 threads then borrow shared CPUs, and its utilization is measured against
 one core, so that it gets a core of its own once they would keep one busy
@@ -110,6 +123,15 @@ def saturated(samples, config):
     return found
 
 
+@dataclasses.dataclass(frozen=True)
+class _Kept:
+    """A size the pool grew from for saturation."""
+
+    time: float
+    guest_pct: float    # guests' busy time then
+    busy_pct: float     # the emulator threads' busy time then
+
+
 @dataclasses.dataclass
 class _Grow:
     per_guest_before: float     # emulator busy per guest busy
@@ -123,8 +145,11 @@ class EmulatorPool:
     def __init__(self, config):
         self.config = config
         self._grows = {}    # size it grew from -> _Grow
-        # Size it grew from for saturation -> (time, guests' busy then).
+        # Size it grew from for saturation -> _Kept.
         self._saturated = {}
+        # Size -> (time, emulator busy per guest busy) on the last tick
+        # at that size that squeezed nobody (emulator_util_overload).
+        self._measured = {}
         # One bool per recent tick: was some guest saturated? Counted on
         # one pool size (_recent_cores) and kept while a grow waits to be
         # confirmed. No maxlen: settle_time may change at runtime.
@@ -139,31 +164,75 @@ class EmulatorPool:
         return {size: g.crowding for size, g in self._grows.items()
                 if g.crowding is not None}
 
-    def kept(self, now, guest_pct):
+    def kept(self, now, guest_pct, busy_pct=None, squeezed=False):
         """Sizes not to shrink back to (module docstring)."""
         horizon = now - self.config.sample_max_age
         floor = 1.0 - self.config.sf_match_tolerance
-        for size in [s for s, (t, _) in self._saturated.items()
-                     if t < horizon]:
+        for size in [s for s, k in self._saturated.items()
+                     if k.time < horizon]:
             del self._saturated[size]
-        return frozenset(size for size, (_, then) in self._saturated.items()
-                         if guest_pct >= then * floor)
+        if self.config.emulator_util_overload > 0 and busy_pct is not None:
+            # Squeezed or not, the threads' own work says the burst is over.
+            return frozenset(size for size, k in self._saturated.items()
+                             if busy_pct >= k.busy_pct * floor)
+        return frozenset(size for size, k in self._saturated.items()
+                         if guest_pct >= k.guest_pct * floor)
+
+    def projected(self, now, cores, busy_pct, pcpus_per_core, guest_pct):
+        """Utilization the pool's threads would have on ``cores`` cores.
+
+        From what the pool measured at that size (its emulator busy time
+        per unit of guests' busy time), if it held it within
+        ``sample_max_age`` on a tick that squeezed nobody; else today's
+        busy time spread over fewer CPUs, times any crowding learned.
+        """
+        measured = self._measured.get(cores)
+        if measured is not None and \
+                now - measured[0] <= self.config.sample_max_age and \
+                guest_pct > 0:
+            busy = measured[1] * guest_pct
+        else:
+            busy = max(0.0, float(busy_pct)) * self.crowding(now).get(
+                cores, 1.0)
+        return busy / (100.0 * max(cores, 1) * pcpus_per_core)
+
+    def may_yield(self, now, current_cores, busy_pct, pcpus_per_core,
+                  guest_pct):
+        """True if the pool may give one core to a squeezed guest.
+
+        Only with ``emulator_util_overload`` set, never below
+        ``emulator_min_cores`` or to a size kept for saturation, and only
+        while the pool one core smaller projects under that mark.
+        """
+        mark = self.config.emulator_util_overload
+        size = current_cores - 1
+        if mark <= 0 or size < self.config.emulator_min_cores or \
+                size in self.kept(now, guest_pct, busy_pct):
+            return False
+        return self.projected(now, size, busy_pct, pcpus_per_core,
+                              guest_pct) < mark
 
     def decide(self, now, current_cores, current_pcpus, busy_pct,
-               pcpus_per_core, max_cores, guest_pct, saturated=()):
+               pcpus_per_core, max_cores, guest_pct, saturated=(),
+               squeezed=False):
         """(cores wanted, utilization); see :func:`wanted_cores`.
 
         ``guest_pct`` is the guests' busy time over the same tick (the sum
         of the active VMs' utilization, % of one CPU); ``saturated`` names
-        the guests whose emulator threads are saturated (:func:`saturated`).
+        the guests whose emulator threads are saturated (:func:`saturated`);
+        ``squeezed`` says some guest held fewer cores than it committed.
         """
         busy = max(0.0, float(busy_pct))
         per_guest = busy / guest_pct if guest_pct > 0 else None
+        overload = self.config.emulator_util_overload > 0
+        blind = overload and squeezed   # learns nothing per guest busy
+        if overload and not squeezed and per_guest is not None:
+            self._measured[current_cores] = (now, per_guest)
         for size, grow in list(self._grows.items()):
             if grow.crowding is not None:
                 continue
             # The first tick after a grow measures the roomier pool.
-            if per_guest is None or grow.per_guest_before is None:
+            if per_guest is None or grow.per_guest_before is None or blind:
                 del self._grows[size]
                 continue
             ratio = grow.per_guest_before / max(per_guest, 1e-9)
@@ -171,7 +240,8 @@ class EmulatorPool:
         want, util = wanted_cores(current_cores, current_pcpus, busy,
                                   pcpus_per_core, self.config, max_cores,
                                   self.crowding(now),
-                                  self.kept(now, guest_pct))
+                                  self.kept(now, guest_pct,
+                                            busy if overload else None))
         # A burst's backlog drains through the threads at full occupancy
         # for a second or two: that alone never reaches settle_time.
         needed = max(1, int(round(self.config.settle_time /
@@ -184,9 +254,14 @@ class EmulatorPool:
             self._recent.popleft()
         if sum(self._recent) >= needed and current_cores < max_cores:
             want = max(want, current_cores + 1)
-            self._saturated[current_cores] = (now, guest_pct)
+            self._saturated[current_cores] = _Kept(now, guest_pct, busy)
         if saturated:
             want = max(want, current_cores)
+            if overload and want > current_cores:
+                # Grown while a guest's threads queue: giving that core
+                # back would make them queue again on the next tick.
+                self._saturated[current_cores] = _Kept(now, guest_pct, busy)
         if want > current_cores:
-            self._grows[current_cores] = _Grow(per_guest, now)
+            self._grows[current_cores] = _Grow(
+                None if blind else per_guest, now)
         return want, util
