@@ -181,19 +181,20 @@ class EmulatorPool:
     def projected(self, now, cores, busy_pct, pcpus_per_core, guest_pct):
         """Utilization the pool's threads would have on ``cores`` cores.
 
-        From what the pool measured at that size (its emulator busy time
-        per unit of guests' busy time), if it held it within
-        ``sample_max_age`` on a tick that squeezed nobody; else today's
-        busy time spread over fewer CPUs, times any crowding learned.
+        Today's busy time spread over fewer CPUs, times any crowding
+        learned; or, if higher, what the pool measured at that size (its
+        emulator busy time per unit of guests' busy time, on a tick that
+        squeezed nobody within ``sample_max_age``) for today's guests'
+        busy time. The measured ratio is of another mix of guests' loads,
+        so it may only hold the pool back: on the simulator a yield on a
+        ratio measured lower than the linear projection cost a light
+        guest its QoS while a busy one took the core.
         """
+        busy = max(0.0, float(busy_pct)) * self.crowding(now).get(cores, 1.0)
         measured = self._measured.get(cores)
         if measured is not None and \
-                now - measured[0] <= self.config.sample_max_age and \
-                guest_pct > 0:
-            busy = measured[1] * guest_pct
-        else:
-            busy = max(0.0, float(busy_pct)) * self.crowding(now).get(
-                cores, 1.0)
+                now - measured[0] <= self.config.sample_max_age:
+            busy = max(busy, measured[1] * max(0.0, guest_pct))
         return busy / (100.0 * max(cores, 1) * pcpus_per_core)
 
     def may_yield(self, now, current_cores, busy_pct, pcpus_per_core,

@@ -150,14 +150,22 @@ def test_a_grow_on_a_saturated_tick_keeps_its_size():
         assert pool.may_yield(2.0, 3, 340.0, 2, 600.0) is False
 
 
-def test_a_yield_projects_from_what_the_smaller_pool_measured():
+def test_a_yield_is_held_back_by_what_the_smaller_pool_measured():
     # Linear: 270 % on two cores is 67.5 %; measured there on a tick that
-    # squeezed nobody: 0.8 % of emulator per % of guest work (80 %).
+    # squeezed nobody: 0.8 % of emulator per % of guest work (100 % for
+    # today's 500 %).
     pool = _pool(**ON)
     assert pool.projected(0.0, 2, 270.0, 2, 500.0) == pytest.approx(0.675)
     pool.decide(0.0, 2, 4, 320.0, 2, 7, 400.0)
     assert pool.projected(1.0, 2, 270.0, 2, 500.0) == pytest.approx(1.0)
     assert not pool.may_yield(1.0, 3, 270.0, 2, 500.0)
+    # A ratio measured under another mix never makes the smaller pool
+    # look roomier than the linear projection (the dynamic trace: 67 % of
+    # three cores yielded on a lower ratio and a light guest missed QoS).
+    pool = _pool(**ON)
+    pool.decide(0.0, 2, 4, 100.0, 2, 7, 400.0)
+    assert pool.projected(1.0, 2, 400.0, 2, 500.0) == pytest.approx(1.0)
+    assert not pool.may_yield(1.0, 3, 400.0, 2, 500.0)
     # Not learned on a squeezed tick.
     pool = _pool(**ON)
     pool.decide(0.0, 2, 4, 320.0, 2, 7, 400.0, squeezed=True)
