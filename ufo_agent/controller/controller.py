@@ -249,7 +249,7 @@ class Controller:
             emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct,
             saturated, squeezed=bool(short))
         yielded_to = None
-        if cfg.emulator_util_overload > 0 and short:
+        if cfg.emulator_util_overload > 0:
             emu_want, yielded_to = self._under_overload(
                 now, emu_now, emu_want, emulator_busy_pct, guest_pct,
                 saturated, short)
@@ -598,7 +598,7 @@ class Controller:
 
     def _under_overload(self, now, emu_now, emu_want, busy_pct, guest_pct,
                         saturated, short):
-        """(pool size, (VM, PCU) yielded to, or None) on a full host.
+        """(pool size, (VM, PCU) yielded to, or None) near a full host.
 
         Each core the pool takes from a guest's committed cores is that
         guest's QoS: the pool takes them only from the mark up or for
@@ -613,7 +613,7 @@ class Controller:
             if not saturated and self.emulator_util < mark:
                 return emu_now, None
             return emu_now + 1, None
-        if emu_want < emu_now or saturated:
+        if emu_want < emu_now or saturated or not short:
             return emu_want, None
         for state in sorted(short, key=lambda s: s.spec.uuid):
             count = len(state.cores)

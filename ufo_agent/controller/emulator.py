@@ -41,11 +41,11 @@ cuts the guests' busy time by more than the emulator's, so crowding
 read there is 1.0 and a grow for saturation would be forgotten at once.
 A size kept for saturation is instead released once the emulator
 threads' own busy time has fallen by ``sf_match_tolerance``, and any
-grow made while some guest is saturated keeps its size. And the pool
-may give a core back to a guest (:meth:`EmulatorPool.may_yield`) while
-its projected utilization one core smaller stays under the mark: a
-guest short of its committed cores misses QoS at once, a pool under the
-mark does not.
+grow made on a full host while some guest is saturated keeps its size.
+And the pool may give a core back to a guest
+(:meth:`EmulatorPool.may_yield`) while its projected utilization one
+core smaller stays under the mark: a guest short of its committed cores
+misses QoS at once, a pool under the mark does not.
 
 A pool may be empty (``emulator_min_cores = 0``, for small hosts): its
 threads then borrow shared CPUs, and its utilization is measured against
@@ -147,14 +147,16 @@ class EmulatorPool:
         self._grows = {}    # size it grew from -> _Grow
         # Size it grew from for saturation -> _Kept.
         self._saturated = {}
-        # Size -> (time, emulator busy per guest busy) on the last tick
-        # at that size that squeezed nobody (emulator_util_overload).
+        # Size -> (time, emulator busy per guest busy) on the last settled
+        # tick at that size that squeezed nobody (emulator_util_overload).
         self._measured = {}
         # One bool per recent tick: was some guest saturated? Counted on
         # one pool size (_recent_cores) and kept while a grow waits to be
         # confirmed. No maxlen: settle_time may change at runtime.
         self._recent = collections.deque()
         self._recent_cores = None
+        self._size = None           # the pool's size, seen since _size_since
+        self._size_since = None
 
     def crowding(self, now):
         """{smaller size: learned busy ratio} still within memory."""
@@ -184,7 +186,8 @@ class EmulatorPool:
         Today's busy time spread over fewer CPUs, times any crowding
         learned; or, if higher, what the pool measured at that size (its
         emulator busy time per unit of guests' busy time, on a tick that
-        squeezed nobody within ``sample_max_age``) for today's guests'
+        squeezed nobody after the pool had held that size for
+        ``settle_time``, within ``sample_max_age``) for today's guests'
         busy time. The measured ratio is of another mix of guests' loads,
         so it may only hold the pool back: on the simulator a yield on a
         ratio measured lower than the linear projection cost a light
@@ -227,7 +230,11 @@ class EmulatorPool:
         per_guest = busy / guest_pct if guest_pct > 0 else None
         overload = self.config.emulator_util_overload > 0
         blind = overload and squeezed   # learns nothing per guest busy
-        if overload and not squeezed and per_guest is not None:
+        if current_cores != self._size:
+            self._size, self._size_since = current_cores, now
+        settled = now - self._size_since + self.config.tick_interval >= \
+            self.config.settle_time - 1e-6
+        if overload and settled and not squeezed and per_guest is not None:
             self._measured[current_cores] = (now, per_guest)
         for size, grow in list(self._grows.items()):
             if grow.crowding is not None:
@@ -258,9 +265,10 @@ class EmulatorPool:
             self._saturated[current_cores] = _Kept(now, guest_pct, busy)
         if saturated:
             want = max(want, current_cores)
-            if overload and want > current_cores:
-                # Grown while a guest's threads queue: giving that core
-                # back would make them queue again on the next tick.
+            if overload and squeezed and want > current_cores:
+                # Grown on a full host while a guest's threads queue:
+                # a yield of that core would make them queue again on the
+                # next tick. (Not at a start, on cores nobody committed.)
                 self._saturated[current_cores] = _Kept(now, guest_pct, busy)
         if want > current_cores:
             self._grows[current_cores] = _Grow(
