@@ -166,7 +166,7 @@ class EmulatorPool:
         return {size: g.crowding for size, g in self._grows.items()
                 if g.crowding is not None}
 
-    def kept(self, now, guest_pct, busy_pct=None, squeezed=False):
+    def kept(self, now, guest_pct, busy_pct=None):
         """Sizes not to shrink back to (module docstring)."""
         horizon = now - self.config.sample_max_age
         floor = 1.0 - self.config.sf_match_tolerance
