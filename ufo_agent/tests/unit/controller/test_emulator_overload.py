@@ -1,7 +1,7 @@
 """The emulator pool on a full host (``emulator_util_overload``).
 
-Each test runs the same situation with the option off, as the pool
-behaves by default, and on.
+Where the default behaves otherwise, a test runs the same situation with
+the option off too, and asserts the difference.
 """
 
 import pytest
