@@ -97,13 +97,14 @@ OPTS = [
         'emulator_util_overload', default=_DEFAULTS.emulator_util_overload,
         min=0.0, max=1.0,
         mutable=True,
-        help='Experimental. Utilization of the emulator pool that counts '
+        help='Utilization of the emulator pool that counts '
              'as full while guests hold fewer cores than they committed. '
              'Then the pool grows into their cores only from this mark up '
              '(or for saturated emulator threads), one core at a time, and '
              'gives a core back to a guest one core short that runs at '
              'this mark of every CPU it has, while the pool one core '
-             'smaller projects under it. 0, the default, turns this off.'),
+             'smaller projects under it. 0 turns this off and leaves the '
+             'utilization band alone to size the pool.'),
     cfg.BoolOpt(
         'emulator_charge_excess', default=_DEFAULTS.emulator_charge_excess,
         mutable=True,

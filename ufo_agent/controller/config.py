@@ -30,7 +30,7 @@ class ControllerConfig:
     emulator_util_high: float = 0.80
     emulator_util_low: float = 0.60
     emulator_saturation: float = 0.8
-    emulator_util_overload: float = 0.0
+    emulator_util_overload: float = 0.95
     emulator_charge_excess: bool = True
     emulator_min_cores: int = 1
     idle_pool_min_cores: int = 1

@@ -244,8 +244,11 @@ def test_one_guests_io_does_not_grow_the_emulator_pool_past_its_share():
     # the pool runs 300 % of a CPU and wants 3 cores. Without charging
     # the excess to 'io' (see the next tests for that).
     # The paper's emulator band (50-70 %): the counts below are on it.
+    # Without the full-host mark: the band alone grows the pool here
+    # (test_emulator_overload has the mark's side).
     config = ControllerConfig(settle_time=0.0, confirm_samples=1,
                               emulator_charge_excess=False,
+                              emulator_util_overload=0.0,
                               **syn.PAPER_EMULATOR_BAND)
 
     def run(io_emulator, cpu_emulator):
@@ -291,8 +294,9 @@ def test_a_vms_plan_is_reused_only_while_nothing_in_it_changed():
 
 def test_a_guests_io_beyond_its_fair_share_comes_out_of_its_own_cores():
     def full_host(charge):
+        # The band, not the full-host mark, sizes the pool here.
         controller = Controller(HostTopology.uniform(8, 2), ControllerConfig(
-            emulator_charge_excess=charge))
+            emulator_charge_excess=charge, emulator_util_overload=0.0))
         controller.add_vm(VmSpec('io', 8, 'lc'))
         controller.add_vm(VmSpec('web', 8, 'lc'))
         for t in range(12):

@@ -14,6 +14,7 @@ from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
 
 ON = dict(emulator_util_overload=0.95)
+OFF = dict(emulator_util_overload=0.0)
 
 
 def _at_98(held):
@@ -60,7 +61,7 @@ def test_a_pool_under_the_mark_yields_a_core_to_a_guest_one_short():
     # 350 % on three cores (58 %) is inside the band, and 87.5 % on two:
     # the paper's rule keeps three cores while a guest runs at 98 % of
     # two of the three it committed (the H1 trace: MySQL at PCU 100 %).
-    off, _ = _full_host({}, _three_then(350.0))
+    off, _ = _full_host(OFF, _three_then(350.0))
     assert off[-1] == (3, 3, 2)
     on, controller = _full_host(ON, _three_then(350.0))
     assert on[10:] == [(2, 3, 3)] * 20
@@ -88,7 +89,7 @@ def test_a_grow_into_committed_cores_waits_for_the_mark():
 
     on, _ = _full_host(ON, busy)
     assert on[19] == (2, 3, 3) and on[-1] == (2, 3, 3)
-    off, _ = _full_host(dict(ON, emulator_util_overload=0.0), busy)
+    off, _ = _full_host(OFF, busy)
     assert off[-1][0] == 3
 
 
@@ -129,7 +130,7 @@ def test_a_squeezed_tick_teaches_no_crowding():
     # The guests' work unchanged, the emulator's busy time falls 180 -> 60:
     # crowding 3 by default. With guests squeezed, that fall may be the
     # squeeze's, and the pool learns nothing from it.
-    for config, learned in (({}, {1: pytest.approx(3.0)}), (ON, {})):
+    for config, learned in ((OFF, {1: pytest.approx(3.0)}), (ON, {})):
         pool = _pool(**config)
         assert pool.decide(0.0, 1, 2, 180.0, 2, 7, 300.0,
                            squeezed=True)[0] == 2
@@ -139,14 +140,14 @@ def test_a_squeezed_tick_teaches_no_crowding():
 
 def test_a_size_kept_for_saturation_ends_with_the_emulators_own_work():
     # Grown from 3 for saturation at guests 600 %, emulator 400 %.
-    for config in ({}, ON):
+    for config in (OFF, ON):
         pool = _pool(emulator_saturation=0.8, settle_time=3.0, **config)
         for t in (1, 2, 3):
             pool.decide(t, 3, 6, 400.0, 2, 7, 600.0, ['vm'])
         assert 3 in pool.kept(4, 600.0, 400.0)
     # A squeeze halves the guests' work; the emulator's stays: the burst
-    # is not over. By default the size is released.
-    assert 3 not in _kept_after(dict(), guests=300.0, busy=400.0)
+    # is not over. With the option off the size is released.
+    assert 3 not in _kept_after(OFF, guests=300.0, busy=400.0)
     assert 3 in _kept_after(ON, guests=300.0, busy=400.0)
     # The emulator's own work fell by more than sf_match_tolerance.
     assert 3 not in _kept_after(ON, guests=600.0, busy=300.0)
@@ -156,19 +157,18 @@ def _kept_after(config, guests, busy):
     pool = _pool(emulator_saturation=0.8, settle_time=3.0, **config)
     for t in (1, 2, 3):
         pool.decide(t, 3, 6, 400.0, 2, 7, 600.0, ['vm'])
-    return pool.kept(4, guests, busy if config else None)
+    return pool.kept(4, guests, busy)
 
 
 def test_a_grow_on_a_saturated_tick_of_a_full_host_keeps_its_size():
     # The band grows the pool (85 % busy) on a tick where a guest's
     # threads queue: one tick, not settle_time of them.
-    for config, squeezed, kept in (({}, True, False), (ON, True, True),
+    for config, squeezed, kept in ((OFF, True, False), (ON, True, True),
                                    (ON, False, False)):
         pool = _pool(emulator_saturation=0.8, settle_time=3.0, **config)
         assert pool.decide(1.0, 2, 4, 340.0, 2, 7, 600.0, ['vm'],
                            squeezed=squeezed)[0] == 3
-        assert (2 in pool.kept(2.0, 600.0, 340.0 if config else None)) \
-            == kept
+        assert (2 in pool.kept(2.0, 600.0, 340.0)) == kept
     # Kept: the yield does not return to it. Not kept (a grow at a start,
     # into cores nobody committed): it may (the H1 trace: a start-up grow
     # kept MySQL at PCU 100 % one core short for the whole run).
@@ -215,8 +215,8 @@ def _hold(pool, cores, busy, guests, ticks=3, squeezed=False):
                     squeezed=squeezed)
 
 
-def test_off_by_default_and_checked():
-    assert ControllerConfig().emulator_util_overload == 0.0
-    assert not _pool().may_yield(0.0, 3, 10.0, 2, 100.0)
+def test_on_by_default_off_at_zero_and_checked():
+    assert ControllerConfig().emulator_util_overload == 0.95
+    assert not _pool(**OFF).may_yield(0.0, 3, 10.0, 2, 100.0)
     with pytest.raises(ValueError, match='emulator_util_overload'):
         ControllerConfig(emulator_util_overload=1.5)
