@@ -224,12 +224,24 @@ def _grid(args):
     _checked(settings, [grid_mod.cells_of(m, loads[:1])[0]
                         for m in mix_list or grid_mod.mixes()])
     managers = args.managers.split(',')
+    saved = None
+    if args.keep_from:
+        saved = _read_grid(args.keep_from)
+        try:
+            grid_mod.keep_from(grid_mod.Grid(
+                settings, loads, mix_list or grid_mod.mixes(), managers, [],
+                0.0, {}).to_json(), saved)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError('--keep-from %s: %s' % (args.keep_from, exc))
     started = time.monotonic()
     grid = grid_mod.run(settings, loads, managers, mix_list,
                         processes=args.processes, progress=sys.stderr,
                         timeout=args.task_timeout)
     os.makedirs(args.out, exist_ok=True)
-    data = report.grid_report(grid, args.out, plots=_plots_wanted(args))
+    data = grid.to_json()
+    if saved is not None:
+        data = grid_mod.keep_from(data, saved)
+    data = report.grid_report(data, args.out, plots=_plots_wanted(args))
     write_json(os.path.join(args.out, 'grid.json'), data)
     print(report.grid_table(data))
     print('grid wall time: %.1f s' % (time.monotonic() - started))
@@ -295,6 +307,21 @@ def _run_triple(text):
         raise argparse.ArgumentTypeError(
             '%r: the load scale must be > 0 and cores >= 1' % text)
     return value
+
+
+def _read_grid(path):
+    """A grid.json of an earlier ``ufo-sim grid`` run."""
+    try:
+        with open(path) as f:
+            out = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise UsageError('%s: not a grid.json (%s)' % (path, exc))
+    if not isinstance(out, dict) or not all(
+            k in out for k in ('settings', 'loads', 'mixes', 'managers',
+                               'results')):
+        raise UsageError('%s: not a grid.json (no settings, loads, mixes, '
+                         'managers or results)' % path)
+    return out
 
 
 def _read_set(path, kind='dynamic-set.json'):
@@ -372,11 +399,7 @@ def _grid_set(args):
     from ufo_sim.experiments import grid_set
     saved = {}
     for name, path in args.from_grid or ():
-        try:
-            with open(path) as f:
-                saved[name] = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise UsageError('%s: not a grid.json (%s)' % (path, exc))
+        saved[name] = _read_grid(path)
     names = [n for given in args.run or () for n in given]
     if not names and not saved:
         names = list(grid_set.HELD_OUT)
@@ -600,6 +623,11 @@ def parser():
                         '(a VM\'s emulator threads may run on its own '
                         'cores) and costs up to 2^VMs times as much'
                         % ', '.join(registry.MANAGERS))
+    g.add_argument('--keep-from', metavar='GRID.json',
+                   help='a grid.json of an earlier run of the same grid: '
+                        'its results of the managers not run here are '
+                        'kept (not UFO\'s; for managers whose code did not '
+                        'change since), so UFO alone can be run again')
     g.set_defaults(func=_grid, usage=g)
 
     m = sub.add_parser('mal', help='maximum aggregated load per CPU count')

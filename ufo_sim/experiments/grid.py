@@ -13,6 +13,7 @@ is the cell (b, a) with the VMs renamed).
 
 import dataclasses
 import itertools
+import json
 import math
 import time
 
@@ -22,6 +23,8 @@ from ufo_sim.managers import registry
 from ufo_sim.managers import scenario
 
 APPS = ('memcached', 'nginx', 'mysql')
+# Managers whose results depend on UFO's code and options.
+UFO_MANAGERS = ('ufo', 'ufo-host-only')
 FULL_LOADS = tuple(round(0.1 * i, 1) for i in range(1, 11))
 QUICK_LOADS = (0.2, 0.5, 0.8, 1.0)
 
@@ -158,6 +161,49 @@ def run(settings, loads, managers, mix_list=None, processes=2,
     timing = {k: [n, round(t, 2)] for k, (n, t) in timing.items()}
     return Grid(settings, tuple(loads), list(mix_list), list(managers),
                 results, round(time.monotonic() - started, 1), timing)
+
+
+def identity(settings, loads, mixes):
+    """What makes a grid, as JSON gives it back.
+
+    Its settings apart from UFO's options, its loads and its mixes by name.
+    """
+    plain = json.loads(json.dumps(dataclasses.asdict(settings)
+                                  if dataclasses.is_dataclass(settings)
+                                  else settings))
+    return (dict(plain, ufo_config=[]), json.loads(json.dumps(loads)),
+            [m if isinstance(m, str) else mix_name(m) for m in mixes])
+
+
+def keep_from(data, saved):
+    """grid.json content ``data`` with ``saved``'s other managers.
+
+    ``saved`` is the content of an earlier run of the same grid (see
+    :func:`identity`); its results of the managers ``data`` did not run
+    are added, with their timing, in ``saved``'s order of managers.
+    Only managers that are not UFO are taken: UFO's options and code
+    change no other manager's result. ValueError if ``saved`` is another
+    grid or holds a UFO manager ``data`` did not run.
+    """
+    if identity(data['settings'], data['loads'], data['mixes']) != \
+            identity(saved['settings'], saved['loads'], saved['mixes']):
+        raise ValueError('the saved grid is another grid (%s)'
+                         % saved.get('conditions', 'no conditions line'))
+    kept = [m for m in saved['managers'] if m not in data['managers']]
+    stale = [m for m in kept if m in UFO_MANAGERS]
+    if stale:
+        raise ValueError('the saved grid holds %s, which depends on UFO: '
+                         'run it too' % ', '.join(stale))
+    order = list(saved['managers']) + [
+        m for m in data['managers'] if m not in saved['managers']]
+    results = data['results'] + [r for r in saved['results']
+                                 if r['manager'] in kept]
+    timing = dict(data['timing'])
+    timing.update({m: saved['timing'][m] for m in kept
+                   if m in saved.get('timing', {})})
+    return dict(data, managers=order, timing=timing,
+                results=sorted(results,
+                               key=lambda r: (r['cell'], r['manager'])))
 
 
 def _report(stream, done, total, started):

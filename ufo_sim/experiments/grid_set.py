@@ -168,21 +168,10 @@ def met_cells(results, manager, budget):
                   if summary.feasible(r, budget))
 
 
-def _grid_of(settings, loads, mixes):
-    """What makes a grid, as JSON gives it back.
-
-    Its settings apart from UFO's options, its loads and its mixes by name.
-    """
-    return (dict(_plain(settings), ufo_config=[]), _plain(loads),
-            [m if isinstance(m, str) else grid_mod.mix_name(m)
-             for m in mixes])
-
-
 def _same_grid(protocol_run, settings, loads, mixes):
     """Saved settings, loads and mixes are ``protocol_run``'s grid's."""
-    return _grid_of(settings, loads, mixes) == _grid_of(
-        dataclasses.asdict(protocol_run.settings()), protocol_run.loads,
-        protocol_run.mix_list())
+    return grid_mod.identity(settings, loads, mixes) == grid_mod.identity(
+        protocol_run.settings(), protocol_run.loads, protocol_run.mix_list())
 
 
 def record_of(protocol_run, data, oracle_reused=False):
@@ -314,8 +303,10 @@ def compare(base, new):
     rows = []
     for name in [r['name'] for r in new['runs'] if r['name'] in a]:
         old, now = a[name], b[name]
-        if _grid_of(old['settings'], old['loads'], old['mixes']) != \
-                _grid_of(now['settings'], now['loads'], now['mixes']):
+        if grid_mod.identity(old['settings'], old['loads'],
+                             old['mixes']) != \
+                grid_mod.identity(now['settings'], now['loads'],
+                                  now['mixes']):
             raise ValueError('run %s is another grid in the two sets: %s / '
                              '%s' % (name, old['conditions'],
                                      now['conditions']))

@@ -12,15 +12,18 @@ def _budget(settings):
     return settings['cores'] * settings['smt']
 
 
-def grid_report(grid, out, plots=True):
-    """The grid.json content; writes one heatmap PNG per pair."""
-    data = summarize(grid.to_json())
+def grid_report(data, out, plots=True):
+    """Summarized grid.json content; writes one heatmap PNG per pair.
+
+    ``data`` is a grid's grid.json content without its summaries.
+    """
+    data = summarize(data)
     if plots:
-        for mix in grid.mixes:
+        for name in data['mixes']:
+            mix = tuple(name.split('+'))
             if len(mix) != 2:
                 continue         # a heatmap has two axes
-            heatmap(data, mix, os.path.join(
-                out, 'grid-%s.png' % grid_mod.mix_name(mix)))
+            heatmap(data, mix, os.path.join(out, 'grid-%s.png' % name))
     return data
 
 

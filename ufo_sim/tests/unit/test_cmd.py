@@ -62,6 +62,33 @@ def test_grid_is_deterministic_under_a_seed(tmp_path, capsys):
     assert third['results'] != first['results']
 
 
+def test_grid_keeps_other_managers_from_a_saved_run_of_the_same_grid(
+        tmp_path, capsys):
+    short = ('--no-plots', '--loads', '0.2', '--converge', '3', '--judge',
+             '2', '--processes', '1')
+    _, whole, out = _grid(tmp_path / 'a', capsys, '--managers',
+                          'dyniso,ufo,default', *short)
+    saved = os.path.join(out, 'grid.json')
+    _, again, _ = _grid(tmp_path / 'b', capsys, '--managers', 'ufo',
+                        '--ufo-option', 'pcu_high=0.9', '--keep-from',
+                        saved, *short)
+    assert again['managers'] == ['dyniso', 'ufo', 'default']
+    assert [r for r in again['results'] if r['manager'] != 'ufo'] == [
+        r for r in whole['results'] if r['manager'] != 'ufo']
+    assert set(again['timing']) == {'dyniso', 'ufo', 'default'}
+    assert again['settings']['ufo_config'] == [['pcu_high', 0.9]]
+    assert 'dyniso_cpus_mean_avg=' in again['result_line']
+    # Another grid, and a UFO manager not run again: refused before
+    # anything runs, naming the option.
+    for refused in (['--managers', 'ufo', '--seed', '9'],
+                    ['--managers', 'dyniso']):
+        with pytest.raises(SystemExit):
+            cmd.main(['grid', '--out', str(tmp_path / 'c'), '--keep-from',
+                      saved] + TINY + list(short) + refused)
+        assert '--keep-from' in capsys.readouterr().err
+    assert not os.path.exists(str(tmp_path / 'c' / 'grid.json'))
+
+
 def test_mal_reads_a_grid(tmp_path, capsys):
     _, data, out = _grid(tmp_path, capsys, '--processes', '1',
                          '--no-plots')
