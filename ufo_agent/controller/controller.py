@@ -604,13 +604,18 @@ class Controller:
         guest's QoS: the pool takes them only from the mark up or for
         saturated threads, one at a time. Below the mark it gives one
         back to a guest one core short that runs at the mark of every
-        CPU it has, unless some guest's threads are saturated.
+        CPU it has, unless some guest's threads are saturated; after that,
+        saturation under the mark does not take it back while the load
+        stays (the pool's holds_yield).
         """
         mark = self.config.emulator_util_overload
+        pool = self.emulator_pool
         if emu_want > emu_now:
             if not self._grow_takes_guest_cores(emu_want):
                 return emu_want, None
-            if not saturated and self.emulator_util < mark:
+            if self.emulator_util < mark and (
+                    not saturated or
+                    pool.holds_yield(now, emu_now, busy_pct)):
                 return emu_now, None
             return emu_now + 1, None
         if emu_want < emu_now or saturated or not short:
@@ -620,8 +625,9 @@ class Controller:
             util = state.last_sample.util if state.last_sample else 0.0
             if min(state.committed, state.max_cores) - count == 1 and \
                     state.predictor.pcu(util, count) >= mark and \
-                    self.emulator_pool.may_yield(now, emu_now, busy_pct,
-                                                 self.ppc, guest_pct):
+                    pool.may_yield(now, emu_now, busy_pct, self.ppc,
+                                   guest_pct):
+                pool.yielded(now, emu_now - 1, guest_pct, busy_pct)
                 return emu_now - 1, (state.spec.uuid, 100.0 *
                                      state.predictor.pcu(util, count))
         return emu_want, None

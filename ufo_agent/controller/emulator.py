@@ -45,7 +45,12 @@ grow made on a full host while some guest is saturated keeps its size.
 And the pool may give a core back to a guest
 (:meth:`EmulatorPool.may_yield`) while its projected utilization one
 core smaller stays under the mark: a guest short of its committed cores
-misses QoS at once, a pool under the mark does not.
+misses QoS at once, a pool under the mark does not. After such a yield,
+saturation under the mark does not take the core back while the
+guests' load stays as it was (:meth:`EmulatorPool.holds_yield`): the
+threads queued on the smaller pool when it yielded too, and taking the
+core back and yielding it again, every other tick, costs the guest its
+QoS for nothing.
 
 A pool may be empty (``emulator_min_cores = 0``, for small hosts): its
 threads then borrow shared CPUs, and its utilization is measured against
@@ -125,7 +130,7 @@ def saturated(samples, config):
 
 @dataclasses.dataclass(frozen=True)
 class _Kept:
-    """A size the pool grew from for saturation."""
+    """A pool size remembered with the load it was seen at."""
 
     time: float
     guest_pct: float    # guests' busy time then
@@ -150,6 +155,8 @@ class EmulatorPool:
         # Size -> (time, emulator busy per guest busy) on the last settled
         # tick at that size that squeezed nobody (emulator_util_overload).
         self._measured = {}
+        # Size it yielded a core to a guest at -> _Kept.
+        self._yielded = {}
         # One bool per recent tick: was some guest saturated? Counted on
         # one pool size (_recent_cores) and kept while a grow waits to be
         # confirmed. No maxlen: settle_time may change at runtime.
@@ -215,6 +222,28 @@ class EmulatorPool:
             return False
         return self.projected(now, size, busy_pct, pcpus_per_core,
                               guest_pct) < mark
+
+    def yielded(self, now, size, guest_pct, busy_pct):
+        """The pool gave a core to a guest and is now ``size`` cores."""
+        self._yielded[size] = _Kept(now, guest_pct, busy_pct)
+
+    def holds_yield(self, now, size, busy_pct):
+        """True if the pool yielded at ``size`` under today's load.
+
+        Within ``sample_max_age``, while the emulator threads' busy time
+        stays within ``sf_match_tolerance`` of what it was at the yield.
+        Theirs, not the guests': the guest given the core does more work
+        at once.
+        """
+        k = self._yielded.get(size)
+        if k is None:
+            return False
+        tolerance = self.config.sf_match_tolerance
+        if now - k.time > self.config.sample_max_age or \
+                abs(busy_pct - k.busy_pct) > tolerance * k.busy_pct:
+            del self._yielded[size]
+            return False
+        return True
 
     def decide(self, now, current_cores, current_pcpus, busy_pct,
                pcpus_per_core, max_cores, guest_pct, saturated=(),
