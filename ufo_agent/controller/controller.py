@@ -605,8 +605,8 @@ class Controller:
         saturated threads, one at a time. Below the mark it gives one
         back to a guest one core short that runs at the mark of every
         CPU it has, unless some guest's threads are saturated; after that,
-        saturation under the mark does not take it back while the load
-        stays (the pool's holds_yield).
+        another guest's saturation under the mark does not take it back
+        while the load stays (the pool's holds_yield).
         """
         mark = self.config.emulator_util_overload
         pool = self.emulator_pool
@@ -615,7 +615,7 @@ class Controller:
                 return emu_want, None
             if self.emulator_util < mark and (
                     not saturated or
-                    pool.holds_yield(now, emu_now, busy_pct)):
+                    pool.holds_yield(now, emu_now, busy_pct, saturated)):
                 return emu_now, None
             return emu_now + 1, None
         if emu_want < emu_now or saturated or not short:
@@ -627,7 +627,8 @@ class Controller:
                     state.predictor.pcu(util, count) >= mark and \
                     pool.may_yield(now, emu_now, busy_pct, self.ppc,
                                    guest_pct):
-                pool.yielded(now, emu_now - 1, guest_pct, busy_pct)
+                pool.yielded(now, emu_now - 1, busy_pct,
+                             [s.spec.uuid for s in short])
                 return emu_now - 1, (state.spec.uuid, 100.0 *
                                      state.predictor.pcu(util, count))
         return emu_want, None

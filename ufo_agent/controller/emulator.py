@@ -46,11 +46,12 @@ And the pool may give a core back to a guest
 (:meth:`EmulatorPool.may_yield`) while its projected utilization one
 core smaller stays under the mark: a guest short of its committed cores
 misses QoS at once, a pool under the mark does not. After such a yield,
-saturation under the mark does not take the core back while the
-guests' load stays as it was (:meth:`EmulatorPool.holds_yield`): the
-threads queued on the smaller pool when it yielded too, and taking the
-core back and yielding it again, every other tick, costs the guest its
-QoS for nothing.
+another guest's saturation under the mark does not take the core back
+while the emulator load stays as it was
+(:meth:`EmulatorPool.holds_yield`): taking the core back and yielding it
+again, every other tick, costs the guest its QoS for nothing. The
+saturation of a guest that was short of cores at the yield still does:
+its own I/O queues.
 
 A pool may be empty (``emulator_min_cores = 0``, for small hosts): its
 threads then borrow shared CPUs, and its utilization is measured against
@@ -137,6 +138,15 @@ class _Kept:
     busy_pct: float     # the emulator threads' busy time then
 
 
+@dataclasses.dataclass(frozen=True)
+class _Yield:
+    """A size the pool yielded a core to a guest at."""
+
+    time: float
+    busy_pct: float     # the emulator threads' busy time then
+    guests: frozenset   # the guests short of cores then, who may get it
+
+
 @dataclasses.dataclass
 class _Grow:
     per_guest_before: float     # emulator busy per guest busy
@@ -155,7 +165,7 @@ class EmulatorPool:
         # Size -> (time, emulator busy per guest busy) on the last settled
         # tick at that size that squeezed nobody (emulator_util_overload).
         self._measured = {}
-        # Size it yielded a core to a guest at -> _Kept.
+        # Size it yielded a core to a guest at -> _Yield.
         self._yielded = {}
         # One bool per recent tick: was some guest saturated? Counted on
         # one pool size (_recent_cores) and kept while a grow waits to be
@@ -223,17 +233,22 @@ class EmulatorPool:
         return self.projected(now, size, busy_pct, pcpus_per_core,
                               guest_pct) < mark
 
-    def yielded(self, now, size, guest_pct, busy_pct):
-        """The pool gave a core to a guest and is now ``size`` cores."""
-        self._yielded[size] = _Kept(now, guest_pct, busy_pct)
+    def yielded(self, now, size, busy_pct, short):
+        """The pool gave a core to the guests ``short`` of cores.
 
-    def holds_yield(self, now, size, busy_pct):
-        """True if the pool yielded at ``size`` under today's load.
+        It is now ``size`` cores; the allocator decides which of them
+        gets the core.
+        """
+        self._yielded[size] = _Yield(now, busy_pct, frozenset(short))
+
+    def holds_yield(self, now, size, busy_pct, saturated=()):
+        """True if a yield at ``size`` holds back a grow for ``saturated``.
 
         Within ``sample_max_age``, while the emulator threads' busy time
-        stays within ``sf_match_tolerance`` of what it was at the yield.
-        Theirs, not the guests': the guest given the core does more work
-        at once.
+        stays within ``sf_match_tolerance`` of what it was at the yield
+        (theirs, not the guests': the guest given the core does more work
+        at once), and unless a guest that was short of cores then is
+        among the saturated: its own I/O queues, the core did not help it.
         """
         k = self._yielded.get(size)
         if k is None:
@@ -243,7 +258,7 @@ class EmulatorPool:
                 abs(busy_pct - k.busy_pct) > tolerance * k.busy_pct:
             del self._yielded[size]
             return False
-        return True
+        return not k.guests.intersection(saturated)
 
     def decide(self, now, current_cores, current_pcpus, busy_pct,
                pcpus_per_core, max_cores, guest_pct, saturated=(),

@@ -22,14 +22,14 @@ def _at_98(held):
 
 
 def _full_host(config, emulator_busy, saturated_from=None, ticks=30,
-               util=_at_98, saturated_at=None):
+               util=_at_98, saturated_at=None, saturating='b'):
     """Two 8-vCPU guests at 98 % of every CPU they hold, 8 SMT cores.
 
     Both commit more cores than fit beside the pool; ``emulator_busy``
     maps the tick to the pool's busy time. From ``saturated_from`` on
-    guest b's emulator threads queue, or, after tick 10, while the pool
-    has ``saturated_at`` cores. Returns (pool size, a's cores, b's cores)
-    per tick and the controller.
+    the ``saturating`` guest's emulator threads queue, or, after tick 10,
+    while the pool has ``saturated_at`` cores. Returns (pool size, a's
+    cores, b's cores) per tick and the controller.
     """
     controller = Controller(HostTopology.uniform(8, threads_per_core=2),
                             ControllerConfig(**config))
@@ -40,7 +40,7 @@ def _full_host(config, emulator_busy, saturated_from=None, ticks=30,
         samples = {}
         for uuid in 'ab':
             held = len(controller.vms[uuid].cores) or 4
-            saturated = uuid == 'b' and (
+            saturated = uuid == saturating and (
                 saturated_from is not None and t >= saturated_from or
                 t >= 10 and len(controller.emulator_cores) == saturated_at)
             samples[uuid] = VmSample(
@@ -82,15 +82,33 @@ def test_no_yield_while_a_guests_threads_are_saturated():
     assert all(h[0] >= 3 for h in on[10:])
 
 
+def _content_on_three(held):
+    return 420.0 if held >= 3 else _at_98(held)
+
+
 def test_saturation_under_the_mark_does_not_undo_a_yield():
     # The H1 traces (Nginx or MySQL 30 % + MySQL 90 %): on two cores (85 %
     # busy) the busy guest's threads queue, on three (57 %) they do not.
     # The pool yielded to two, grew back to three for the saturation and
     # yielded again, every two to four ticks, and the guest it squeezed
-    # missed QoS where the yielded allocation meets it.
-    on, controller = _full_host(ON, _three_then(340.0), saturated_at=2)
+    # missed QoS where the yielded allocation meets it. Here both guests
+    # are content on three cores; b, one short, gets the yield, and a's
+    # threads queue on the smaller pool.
+    on, controller = _full_host(ON, _three_then(340.0), saturated_at=2,
+                                saturating='a', util=_content_on_three)
     assert on[10:] == [(2, 3, 3)] * 20
-    assert controller.emulator_pool.holds_yield(29.0, 2, 340.0)
+    assert controller.emulator_pool.holds_yield(29.0, 2, 340.0, ['a'])
+
+
+def test_the_guest_given_the_core_may_take_it_back_through_saturation():
+    # The dynamic runs: a yield gave Nginx its fourth core at PCU 98 %,
+    # and Nginx's own emulator threads then queued on the smaller pool.
+    # Holding that grow back cost Nginx and MySQL 1-4 s in four runs.
+    on, controller = _full_host(ON, _three_then(340.0), saturated_at=2,
+                                saturating='b', util=_content_on_three)
+    assert on[10] == (2, 3, 3)
+    assert any(h[0] == 3 for h in on[11:])
+    assert not controller.emulator_pool.holds_yield(29.0, 2, 340.0, ['b'])
 
 
 def test_after_a_yield_the_mark_still_grows_the_pool():
@@ -98,23 +116,25 @@ def test_after_a_yield_the_mark_still_grows_the_pool():
     def busy(t):
         return 420.0 if t < 10 else 340.0 if t < 20 else 390.0
 
-    on, _ = _full_host(ON, busy, saturated_at=2)
+    on, _ = _full_host(ON, busy, saturated_at=2, saturating='a',
+                       util=_content_on_three)
     assert on[19] == (2, 3, 3)
     assert on[-1][0] == 3
 
 
 def test_a_yield_holds_back_saturation_only_while_the_load_stays():
     pool = _pool(**ON)
-    pool.yielded(10.0, 2, 1000.0, 340.0)
-    assert pool.holds_yield(11.0, 2, 380.0)
-    assert not pool.holds_yield(11.0, 3, 340.0)
+    pool.yielded(10.0, 2, 340.0, ['b'])
+    assert pool.holds_yield(11.0, 2, 380.0, ['a'])
+    assert not pool.holds_yield(11.0, 2, 380.0, ['a', 'b'])
+    assert not pool.holds_yield(11.0, 3, 340.0, ['a'])
     # The emulator threads' busy time moved by more than
     # sf_match_tolerance (15 %): forgotten.
-    assert not pool.holds_yield(12.0, 2, 400.0)
-    assert not pool.holds_yield(12.0, 2, 340.0)
-    pool.yielded(10.0, 2, 1000.0, 340.0)
-    assert pool.holds_yield(11.0, 2, 290.0)
-    assert not pool.holds_yield(10.0 + 601.0, 2, 340.0)
+    assert not pool.holds_yield(12.0, 2, 400.0, ['a'])
+    assert not pool.holds_yield(12.0, 2, 340.0, ['a'])
+    pool.yielded(10.0, 2, 340.0, ['b'])
+    assert pool.holds_yield(11.0, 2, 290.0, ['a'])
+    assert not pool.holds_yield(10.0 + 601.0, 2, 340.0, ['a'])
 
 
 def test_a_grow_into_committed_cores_waits_for_the_mark():
