@@ -131,7 +131,7 @@ def saturated(samples, config):
 
 @dataclasses.dataclass(frozen=True)
 class _Kept:
-    """A pool size remembered with the load it was seen at."""
+    """A size the pool grew from for saturation."""
 
     time: float
     guest_pct: float    # guests' busy time then
