@@ -228,9 +228,8 @@ def _grid(args):
     if args.keep_from:
         saved = _read_grid(args.keep_from)
         try:
-            grid_mod.keep_from(grid_mod.Grid(
-                settings, loads, mix_list or grid_mod.mixes(), managers, [],
-                0.0, {}).to_json(), saved)
+            grid_mod.check_kept(settings, loads, mix_list or grid_mod.mixes(),
+                                managers, saved)
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError('--keep-from %s: %s' % (args.keep_from, exc))
     started = time.monotonic()

@@ -175,6 +175,24 @@ def identity(settings, loads, mixes):
             [m if isinstance(m, str) else mix_name(m) for m in mixes])
 
 
+def check_kept(settings, loads, mixes, managers, saved):
+    """The managers a run of ``managers`` keeps from ``saved``.
+
+    ValueError if ``saved`` (grid.json content) is another grid (see
+    :func:`identity`) or holds a UFO manager not in ``managers``.
+    """
+    if identity(settings, loads, mixes) != \
+            identity(saved['settings'], saved['loads'], saved['mixes']):
+        raise ValueError('the saved grid is another grid (%s)'
+                         % saved.get('conditions', 'no conditions line'))
+    kept = [m for m in saved['managers'] if m not in managers]
+    stale = [m for m in kept if m in UFO_MANAGERS]
+    if stale:
+        raise ValueError('the saved grid holds %s, which depends on UFO: '
+                         'run it too' % ', '.join(stale))
+    return kept
+
+
 def keep_from(data, saved):
     """grid.json content ``data`` with ``saved``'s other managers.
 
@@ -185,15 +203,8 @@ def keep_from(data, saved):
     change no other manager's result. ValueError if ``saved`` is another
     grid or holds a UFO manager ``data`` did not run.
     """
-    if identity(data['settings'], data['loads'], data['mixes']) != \
-            identity(saved['settings'], saved['loads'], saved['mixes']):
-        raise ValueError('the saved grid is another grid (%s)'
-                         % saved.get('conditions', 'no conditions line'))
-    kept = [m for m in saved['managers'] if m not in data['managers']]
-    stale = [m for m in kept if m in UFO_MANAGERS]
-    if stale:
-        raise ValueError('the saved grid holds %s, which depends on UFO: '
-                         'run it too' % ', '.join(stale))
+    kept = check_kept(data['settings'], data['loads'], data['mixes'],
+                      data['managers'], saved)
     order = list(saved['managers']) + [
         m for m in data['managers'] if m not in saved['managers']]
     results = data['results'] + [r for r in saved['results']
