@@ -89,6 +89,20 @@ def sfrule(args):
                       '/'.join(_pct(r['gap_at_knee']) for r in rows)))
 
 
+def sfpeak(args):
+    """Where SF peaks against the knee per CPU count, and the slides'."""
+    peak, ratio = report.slides_sf_peak()
+    print('slides    8 pCPUs: SF peaks at %s of max load; at the max load '
+          'it is %.2f of its peak' % (_pct(peak), ratio))
+    for p in profiles.LC_PROFILES:
+        for pcpus in report.PCPUS:
+            r = report.sf_peak_vs_knee(p, pcpus, args.seeds)
+            print('%-9s %d pCPUs: SF peaks at %s; knee %s; SF at the knee '
+                  '%s of its peak' % (
+                      p.name, pcpus, _pct(r['peak']), _pct(r['knee']),
+                      '-' if r['ratio'] is None else '%.2f' % r['ratio']))
+
+
 def _pct(value):
     return '-' if value is None else '%.0f%%' % (100 * value)
 
@@ -158,6 +172,11 @@ def main(argv=None):
                        'against the QoS knee, in 1-point load steps')
     r.add_argument('--seeds', type=int, nargs='+', default=[1, 2, 3])
     r.set_defaults(func=sfrule)
+    k = sub.add_parser('sfpeak', help='where guest SF peaks against the '
+                       'QoS knee on 2-8 CPUs, beside the slides\' 8-pCPU '
+                       'curve')
+    k.add_argument('--seeds', type=int, nargs='+', default=[1, 1001, 2001])
+    k.set_defaults(func=sfpeak)
     m = sub.add_parser('maxload', help="re-measure the profiles' max_rps")
     m.set_defaults(func=maxload)
     a = sub.add_parser('ablation', help='each sharing-cost mechanism '

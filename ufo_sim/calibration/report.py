@@ -149,6 +149,58 @@ def sf_rule_vs_knee(profile, low, high, seeds, seconds=4.0,
     return dict(fires=fires, knee=knee, gap_at_knee=gaps.get(knee))
 
 
+# The paper's talk slides fit Memcached's guest SF on 8 pCPUs as
+# -1.837 x^2 + 860.2 x + 4713 (x in thousands of requests per second;
+# its max load under QoS is 350k).
+SLIDES_SF_8 = (-1.837, 860.2, 4713.0)
+SLIDES_MAX_KRPS = 350.0
+SF_PEAK_STEP = 0.025
+SF_PEAK_TOP = {2: 0.4, 4: 0.7, 6: 0.95, 8: 1.1}
+
+
+def slides_sf_peak():
+    """(peak load, SF at the max load / SF at the peak) of the slides' fit.
+
+    The load is a fraction of the max load under QoS.
+    """
+    a, b, c = SLIDES_SF_8
+    peak = -b / (2 * a)
+
+    def sf(x):
+        return a * x * x + b * x + c
+    return peak / SLIDES_MAX_KRPS, sf(SLIDES_MAX_KRPS) / sf(peak)
+
+
+def sf_peak_vs_knee(profile, pcpus, seeds, seconds=4.0, host_options=()):
+    """Where guest SF peaks on ``pcpus`` dedicated CPUs, against the knee.
+
+    Sweeps load in ``SF_PEAK_STEP`` steps up to ``SF_PEAK_TOP[pcpus]``
+    of max load (past the knee); each load runs once per seed and p99
+    and SF are the means. Returns ``dict(peak=, knee=, ratio=)``: the
+    load of the highest SF, the last load before p99 first misses QoS
+    (None if the first does), and SF there as a share of the peak's.
+    """
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError('sf_peak_vs_knee needs at least one seed')
+    points = []
+    for i in range(1, int(round(SF_PEAK_TOP[pcpus] / SF_PEAK_STEP)) + 1):
+        load = round(SF_PEAK_STEP * i, 3)
+        ws = [scenarios.dedicated(profile, pcpus, profile.max_rps * load,
+                                  seconds, s, host_options=host_options)
+              for s in seeds]
+        points.append((load, float(np.mean([w.guest_sf for w in ws])),
+                       float(np.mean([w.p99_us for w in ws]))))
+    peak = max(points, key=lambda p: p[1])
+    knee = None
+    for point in points:
+        if point[2] > profile.qos_p99_us:
+            break
+        knee = point
+    return dict(peak=peak[0], knee=knee and knee[0],
+                ratio=knee and knee[1] / peak[1])
+
+
 def isolation_modes(profile, seconds=4.0, loads=LOADS):
     """Fig. 2 / 3: four VMs under default, isolation, host-aware."""
     paper_load = PAPER_DEFAULT_LOAD[profile.name]

@@ -115,3 +115,20 @@ def test_the_30_percent_sf_rule_fires_at_or_before_the_knee():
     found = report.sf_rule_vs_knee(MC, 4, 6, [1], seconds=2.0)
     assert found['fires'] is not None and found['knee'] is not None
     assert found['fires'] <= found['knee']
+
+
+def test_the_slides_sf_fit_peaks_at_two_thirds_of_the_max_load():
+    from ufo_sim.calibration import report
+    peak, ratio = report.slides_sf_peak()
+    assert abs(peak - 234.1 / 350) < 0.001
+    assert abs(ratio - 0.766) < 0.001
+
+
+def test_sf_peaks_before_the_knee_and_falls_by_it():
+    # Fig. 4: guest SF rises, peaks, then falls as requests queue; the
+    # knee (QoS lost) comes after the peak.
+    from ufo_sim.calibration import report
+    found = report.sf_peak_vs_knee(MC, 2, [1], seconds=2.0)
+    assert found['knee'] is not None
+    assert found['peak'] <= found['knee']
+    assert 0.0 < found['ratio'] <= 1.0
