@@ -71,16 +71,18 @@ class Measured:
 
 @dataclasses.dataclass(frozen=True)
 class Bound:
-    """An accepted closed interval for every value, or for their mean."""
+    """An accepted closed interval for every value, their mean, or one."""
 
     low: float
     high: float
-    of: str = 'each'            # 'each' or 'mean'
+    of: str = 'each'            # 'each', 'mean' or one value's name
 
     def holds(self, values):
         xs = list(values.values())
         if self.of == 'mean':
             xs = [float(np.mean(xs))] if xs else []
+        elif self.of != 'each':
+            xs = [values[self.of]] if self.of in values else []
         # NaN (an undefined ratio) fails: comparisons with it are false.
         return bool(xs) and all(self.low <= x <= self.high for x in xs)
 
@@ -88,6 +90,8 @@ class Bound:
         interval = '[%g, %g]' % (self.low, self.high)
         if self.of == 'mean':
             return 'mean in ' + interval
+        if self.of != 'each':
+            return '%s in %s' % (self.of, interval)
         return interval if count == 1 else 'each in ' + interval
 
 
@@ -291,7 +295,29 @@ def fig4_sf_gap_at_knee(ctx):
     return Measured(values, detail)
 
 
-# Rows 10-11: four BE VMs (§3.5, Fig. 2b and 7b).
+# Row 10: how the max load scales with pCPUs (§3.3, Fig. 4; Table 2).
+# Memcached's max load under QoS on 2/4/6 pCPUs (Fig. 4's vertical
+# lines, 98k/180k/260k) as % of its max load on 8 (350k).
+PAPER_KNEE_SHARE = {2: 100 * 98 / 350, 4: 100 * 180 / 350,
+                    6: 100 * 260 / 350}
+
+
+def fig4_knee_scaling(ctx):
+    """Memcached's max load on c pCPUs as % of that on 8 (Fig. 4)."""
+    p = profiles.MEMCACHED
+    loads = {}
+    for pcpus in report.PCPUS:
+        def p99(rps, pcpus=pcpus):
+            return over_runs(ctx, lambda seed: scenarios.dedicated(
+                p, pcpus, rps, SECONDS, seed,
+                host_options=ctx.host_options).p99_us)
+        loads[pcpus] = max_load(p, p99)
+    values = {str(c): 100.0 * loads[c] / loads[8] if loads[8] else math.nan
+              for c in PAPER_KNEE_SHARE}
+    return Measured(values, {str(c): load for c, load in loads.items()})
+
+
+# Rows 11-12: four BE VMs (§3.5, Fig. 2b and 7b).
 
 def _be(ctx):
     return scenarios.be_modes(BE_SECONDS, ctx.seed,
@@ -347,6 +373,13 @@ TARGETS = (
            "Fig. 4: Memcached's guest SF difference (SF[c+2] - SF[c]) / "
            "SF[c+2] at c's max load under QoS, c = 2/4/6 pCPUs, %",
            '30 / 29 / 27 %', (Bound(17, 40),), fig4_sf_gap_at_knee),
+    Target('fig4_knee_scaling',
+           "Fig. 4: Memcached's max load under QoS on 2 / 4 / 6 pCPUs "
+           '(host-aware, emulator apart), % of its max load on 8',
+           '28 / 51 / 74 %',
+           tuple(Bound(round(v) - 10, round(v) + 10, str(c))
+                 for c, v in sorted(PAPER_KNEE_SHARE.items())),
+           fig4_knee_scaling),
     Target('be_emulator_share',
            'Fig. 7b: BE emulator-thread CPU in % of vCPU-thread CPU, four '
            'BE VMs, per mode',

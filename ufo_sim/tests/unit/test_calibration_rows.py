@@ -5,8 +5,9 @@ enough for the unit suite (a few seconds of CPU at most) and that the
 model reproduces today, measured as ``python -m ufo_sim.calibration
 check`` measures it. The two Fig. 12 rows (about 40 and 850 s of CPU)
 run only there. Rows the model does not reproduce yet (fig5, the fig2
-host-aware gain, fig3a, fig4) are reported FAIL by ``check`` and listed
-on the calibration page; each joins this list once it is met.
+host-aware gain, fig3a, the two fig4 rows) are reported FAIL by
+``check`` and listed on the calibration page; each joins this list once
+it is met.
 """
 
 import pytest

@@ -48,6 +48,37 @@ def test_mean_bound_and_several_bounds():
     assert targets.Bound(9, 29).text(1) == '[9, 29]'
 
 
+def test_a_bound_of_one_value_checks_that_value_alone():
+    t = _row('x', (targets.Bound(18, 38, '2'), targets.Bound(64, 84, '6')),
+             None)
+    assert t.check({'2': 25.0, '6': 80.0})
+    assert not t.check({'2': 25.0, '6': 86.0})
+    assert not t.check({'2': 25.0})                # '6' not measured
+    assert not t.check({'2': 25.0, '6': math.nan})
+    assert targets.Bound(64, 84, '6').text(3) == '6 in [64, 84]'
+
+
+def test_knee_scaling_is_each_max_load_over_that_on_eight(monkeypatch):
+    # Synthetic host: c pCPUs meet QoS up to 10 c % of max load, 8 up to
+    # 90 %, so the shares are 10 c / 90.
+    def dedicated(profile, pcpus, rps, seconds, seed, host_options=()):
+        load = round(rps / profile.max_rps, 6)
+        knee = 0.9 if pcpus == 8 else 0.1 * pcpus
+        return types.SimpleNamespace(
+            p99_us=(0.5 if load <= knee else 2.0) * profile.qos_p99_us)
+
+    monkeypatch.setattr(scenarios, 'dedicated', dedicated)
+    got = targets.target('fig4_knee_scaling').measure(targets.Context())
+    # The crossing is interpolated half way into the step that misses.
+    step = targets.STEP
+    expect = {c: 0.1 * c + step / 3 for c in (2, 4, 6)}
+    eight = 0.9 + step / 3
+    assert got.values == {str(c): pytest.approx(100 * v / eight)
+                          for c, v in expect.items()}
+    assert targets.target('fig4_knee_scaling').check(
+        {'2': 28.0, '4': 51.0, '6': 74.0})
+
+
 def test_run_averages_seeds_and_passes_the_context():
     seen = []
 
@@ -358,7 +389,7 @@ def test_fig12_heatmap_is_drawn(tmp_path):
 
 def test_every_row_is_named_once_and_fig12_rows_exist():
     ids = [t.id for t in targets.TARGETS]
-    assert len(ids) == len(set(ids)) == 11
+    assert len(ids) == len(set(ids)) == 12
     for row in targets.FIG12_ROWS.values():
         assert targets.target(row).bounds
 
