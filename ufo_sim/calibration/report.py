@@ -191,14 +191,11 @@ def sf_peak_vs_knee(profile, pcpus, seeds, seconds=4.0, host_options=()):
               for s in seeds]
         points.append((load, float(np.mean([w.guest_sf for w in ws])),
                        float(np.mean([w.p99_us for w in ws]))))
-    peak = max(points, key=lambda p: p[1])
-    knee = None
-    for point in points:
-        if point[2] > profile.qos_p99_us:
-            break
-        knee = point
-    return dict(peak=peak[0], knee=knee and knee[0],
-                ratio=knee and knee[1] / peak[1])
+    loads, sf, p99 = zip(*points)
+    peak = int(np.argmax(sf))
+    knee = _last_met(loads, p99, profile.qos_p99_us) or None
+    return dict(peak=loads[peak], knee=knee,
+                ratio=knee and sf[loads.index(knee)] / sf[peak])
 
 
 def isolation_modes(profile, seconds=4.0, loads=LOADS):
