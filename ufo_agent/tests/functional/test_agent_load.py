@@ -121,27 +121,44 @@ def emulator_decisions(agent, since):
     return decisions(agent, 'emulator', since)
 
 
-def test_emulator_pool_grows_with_io_load_and_shrinks_back(guest, tmp_path):
-    # Marks of 10% and 6% of a core stand in for the 80% and 60% a
-    # production host's I/O would cross. The emulator threads of a TCG
-    # test guest, measured here every second: at the high load 10-18% of
-    # a CPU without a core of their own (dips to 6%), 17-29% with one; at
-    # the low load 2-4% either way, with bursts of a few seconds up to 8%
-    # (18% now and then). A low mark of 3% sat on the low load's level: a
-    # slower host kept the pool for minutes. The band alone: on this
-    # small host the grow takes a core the guest committed, and the
-    # full-host mark (95 % of a core) is far above a TCG guest's I/O.
+# Marks of 10% and 6% of a core stand in for the 80% and 60% a
+# production host's I/O would cross. The emulator threads of a TCG test
+# guest, measured here every second: at the high load 10-18% of a CPU
+# without a core of their own (dips to 6%), 17-29% with one; at the low
+# load 2-4% either way, with bursts of a few seconds up to 8% (18% now
+# and then). A low mark of 3% sat on the low load's level: a slower host
+# kept the pool for minutes.
+STAND_IN_BAND = {'controller__emulator_util_high': '0.10',
+                 'controller__emulator_util_low': '0.06'}
+
+
+def start_at_low_load(guest, tmp_path, **options):
+    """The agent with the stand-in band, settled: one core, no pool."""
     uuid = guest.dom.UUIDString()
     set_load(guest, LOW)
-    agent = AgentProcess(tmp_path, controller__emulator_util_high='0.10',
-                         controller__emulator_util_low='0.06',
-                         controller__emulator_util_overload='0',
-                         **SMALL_HOST).start()
+    agent = AgentProcess(tmp_path, **STAND_IN_BAND, **SMALL_HOST,
+                         **options).start()
     try:
         agent.wait(stable(
             lambda s: (vm_status(s, uuid) or {}).get('cores') == 1 and
             s['pools']['emulator_cores'] == 0), timeout=150,
-            what='an empty emulator pool at low load')
+            what='one core and an empty emulator pool at low load')
+    except BaseException:
+        if agent.proc.poll() is None:
+            agent.proc.kill()
+        set_load(guest, 0)
+        raise
+    return agent
+
+
+def test_emulator_pool_grows_with_io_load_and_shrinks_back(guest, tmp_path):
+    # The band alone: on this small host the grow takes a core the guest
+    # committed, and the full-host mark (95 % of a core) is far above a
+    # TCG guest's I/O.
+    uuid = guest.dom.UUIDString()
+    agent = start_at_low_load(guest, tmp_path,
+                              controller__emulator_util_overload='0')
+    try:
         _, _, emulator_pins, _, pools = agreed_view(agent, guest, uuid)
         # No core of their own: the emulator threads use the shared CPUs
         # (the idle core here).
@@ -179,22 +196,15 @@ YIELD_WATCH_S = 20.0
 
 def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
                                                                tmp_path):
-    # The band's stand-in marks of the test above, the full-host mark at
-    # its default (95 % of a core). At the high load the band asks for a
-    # core, and on this two-core host that core is one the guest
-    # committed: under the mark the pool does not take it, or, if it took
-    # it before the guest committed both, gives it back ("yields a core")
-    # and does not take it again while the load stays.
+    # The stand-in band, the full-host mark at its default (95 % of a
+    # core). At the high load the band asks for a core, and on this
+    # two-core host that core is one the guest committed: under the mark
+    # the pool does not take it, or, if it took it before the guest
+    # committed both, gives it back ("yields a core") and does not take
+    # it again while the load stays.
     uuid = guest.dom.UUIDString()
-    set_load(guest, LOW)
-    agent = AgentProcess(tmp_path, controller__emulator_util_high='0.10',
-                         controller__emulator_util_low='0.06',
-                         **SMALL_HOST).start()
+    agent = start_at_low_load(guest, tmp_path)
     try:
-        agent.wait(stable(
-            lambda s: (vm_status(s, uuid) or {}).get('cores') == 1 and
-            s['pools']['emulator_cores'] == 0), timeout=150,
-            what='one core and an empty emulator pool at low load')
         mark = log_mark(agent)
         set_load(guest, HIGH)
 
@@ -224,7 +234,8 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
             assert whole(status), status
             utils.append(status['pools']['emulator_util'])
             time.sleep(0.5)
-        assert max(utils) > 0.10, utils
+        assert max(utils) > float(
+            STAND_IN_BAND['controller__emulator_util_high']), utils
         assert not [d for d in emulator_decisions(agent, watched)
                     if d[0] == 'emulator-grow'], agent.log
         assert agent.signal(signal.SIGTERM) == 0
