@@ -80,6 +80,12 @@ struct params {
 	 * the next balance_tick (nohz idle balance).
 	 */
 	double migration_cost, balance_tick;
+	/*
+	 * The guest kernel's load balancing, the same rules (0: a vCPU
+	 * going idle takes any queued guest thread at once and a
+	 * preempted thread moves to an idle vCPU).
+	 */
+	double g_mig, g_tick;
 };
 
 struct task {			/* host thread */
@@ -127,6 +133,7 @@ struct gthr {
 	int cont;		/* its next query has arrived */
 	double rem, vr;
 	tns start;
+	tns left;		/* last left its vCPU */
 };
 
 struct gvcpu {
@@ -139,6 +146,8 @@ struct gvcpu {
 	double poll_ns;		/* KVM's adaptive halt-poll window */
 	int in_irq;		/* running the virtio-net RX interrupt */
 	struct fifo irq;	/* requests whose interrupt is pending */
+	double avg_idle;	/* mean guest idle period (rq->avg_idle) */
+	tns idle_since;		/* guest idle from (-1: running a thread) */
 };
 
 struct counters {
@@ -169,6 +178,7 @@ struct vm {
 	/* load */
 	double rps;
 	tns next_arr;
+	tns g_pull_at;		/* idle vCPUs balance at this tick (0: none) */
 	uint64_t rng;
 	/* requests */
 	struct req *req;
@@ -1005,6 +1015,8 @@ static void adapt_poll(Host *h, struct gvcpu *g)
 	}
 }
 
+static void g_idle_track(Host *h, struct gvcpu *g, int next);
+
 /* Guest thread th becomes runnable on a vCPU; wake: it was asleep. */
 static void g_place(Host *h, struct vm *m, int th, int wake)
 {
@@ -1025,6 +1037,7 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 		if (g->halted_at >= 0 && h->task[k].state == S_RUNNING)
 			adapt_poll(h, g);
 		g->poll_end = 0;
+		g_idle_track(h, g, th);
 		g->curr = th;
 		t->state = S_RUNNING;
 		g->sw = 1;
@@ -1083,21 +1096,97 @@ static void g_wake(Host *h, struct vm *m, int th)
 	g_place(h, m, th, 1);
 }
 
-static int g_steal(struct vm *m, int v)
+/*
+ * Idle vCPU v takes the first thread queued on the busiest vCPU that
+ * did not run there in the last migration cost (all, if hot_ok).
+ */
+static int g_steal(Host *h, struct vm *m, int v, int hot_ok)
 {
-	int u, bu = -1, bn = 0, th;
+	int u, i, bu = -1, bi = -1, bn = 0, th;
 
-	for (u = 0; u < m->online; u++)
-		if (u != v && m->gv[u].nq > bn) {
-			bn = m->gv[u].nq;
+	for (u = 0; u < m->online; u++) {
+		struct gvcpu *g = &m->gv[u];
+
+		if (u == v || g->nq <= bn)
+			continue;
+		for (i = 0; i < g->nq; i++)
+			if (hot_ok || (double)(h->now - m->gt[g->q[i]].left) >=
+			    h->p.g_mig)
+				break;
+		if (i < g->nq) {
 			bu = u;
+			bi = i;
+			bn = g->nq;
 		}
+	}
 	if (bu < 0)
 		return -1;
-	th = m->gv[bu].q[0];
-	q_del(m->gv[bu].q, &m->gv[bu].nq, 0);
+	th = m->gv[bu].q[bi];
+	q_del(m->gv[bu].q, &m->gv[bu].nq, bi);
 	m->gt[th].vr += m->gv[v].min_vr - m->gv[bu].min_vr;
 	return th;
+}
+
+/* Guest threads wait in some vCPU's queue. */
+static int g_queued(struct vm *m)
+{
+	int u;
+
+	for (u = 0; u < m->online; u++)
+		if (m->gv[u].nq)
+			return 1;
+	return 0;
+}
+
+/* The VM's idle vCPUs balance at the guest's next tick. */
+static void g_arm_pull(Host *h, struct vm *m)
+{
+	tns at;
+
+	if (h->p.g_mig <= 0)
+		return;
+	at = (tns)(ceil((double)(h->now + 1) / h->p.g_tick) * h->p.g_tick);
+	if (!m->g_pull_at || m->g_pull_at > at)
+		m->g_pull_at = at;
+}
+
+/*
+ * vCPU v goes idle (newidle_balance): it pulls a cold thread only if
+ * its idle periods average the migration cost; else what waits
+ * elsewhere waits for the tick.
+ */
+static int g_newidle(Host *h, struct vm *m, int v)
+{
+	int th = -1;
+
+	if (m->gv[v].avg_idle >= h->p.g_mig)
+		th = g_steal(h, m, v, 0);
+	if (th < 0 && g_queued(m))
+		g_arm_pull(h, m);
+	return th;
+}
+
+/* The guest's tick: its idle vCPUs pull what waits (nohz balance). */
+static void g_balance(Host *h, struct vm *m)
+{
+	int v, th;
+
+	m->g_pull_at = 0;
+	for (v = 0; v < m->online; v++) {
+		if (!g_idle(m, v))
+			continue;
+		th = g_steal(h, m, v, 0);
+		if (th < 0)
+			continue;
+		m->gt[th].vcpu = v;
+		m->gt[th].vr -= m->gv[v].min_vr;
+		g_place(h, m, th, 1);
+	}
+	for (v = 0; v < m->online; v++)
+		if (g_idle(m, v) && g_queued(m)) {
+			g_arm_pull(h, m);	/* all hot: next tick */
+			break;
+		}
 }
 
 static int g_pick_min(struct vm *m, struct gvcpu *g)
@@ -1110,10 +1199,29 @@ static int g_pick_min(struct vm *m, struct gvcpu *g)
 	return b;
 }
 
+/* vCPU v's guest runs thread next (-1: goes idle). */
+static void g_idle_track(Host *h, struct gvcpu *g, int next)
+{
+	if (next >= 0 && g->idle_since >= 0) {
+		double d = (double)(h->now - g->idle_since);
+
+		g->avg_idle += (d - g->avg_idle) / 8;
+		if (g->avg_idle > 2 * h->p.g_mig)
+			g->avg_idle = 2 * h->p.g_mig;
+	}
+	if (next >= 0)
+		g->idle_since = -1;
+	else if (g->idle_since < 0)
+		g->idle_since = h->now;
+}
+
 static void g_switch(Host *h, struct vm *m, int v, int next)
 {
 	struct gvcpu *g = &m->gv[v];
 
+	if (g->curr >= 0)
+		m->gt[g->curr].left = h->now;
+	g_idle_track(h, g, next);
 	g->curr = next;
 	g->sw = 1;
 	g->rem = h->p.g_sw;
@@ -1151,7 +1259,7 @@ static void g_resched(Host *h, struct vm *m, int v, int how)
 		q_del(g->q, &g->nq, i);
 	} else {
 		g_update_min_vr(m, g);
-		next = g_steal(m, v);
+		next = g_newidle(h, m, v);
 	}
 	if (prev >= 0 && how == S_SLEEP) {
 		g_update_min_vr(m, g);
@@ -1164,11 +1272,13 @@ static void g_resched(Host *h, struct vm *m, int v, int how)
 		for (u = 0; u < m->online; u++)
 			if (g_idle(m, u))
 				break;
-		if (u < m->online) {
+		if (u < m->online && h->p.g_mig <= 0) {
 			m->gt[prev].vr -= g->min_vr;
 			g_place(h, m, prev, 1);
 		} else {
-			g->q[g->nq++] = prev;
+			g->q[g->nq++] = prev;	/* a preempted thread stays */
+			if (u < m->online)
+				g_arm_pull(h, m);
 		}
 	}
 }
@@ -1491,7 +1601,7 @@ static void on_switched_in(Host *h, int c)
 	if (g->halted_at >= 0)
 		adapt_poll(h, g);	/* woken from sleep: now back on a CPU */
 	if (g->curr < 0 && !g->sw && !g->in_irq) {
-		int th = g_steal(m, t->idx);
+		int th = g_newidle(h, m, t->idx);
 
 		if (th < 0)
 			vcpu_halt(h, c, g);
@@ -1719,11 +1829,16 @@ static int run_until(Host *h, tns until)
 				who = i;
 			}
 		}
-		for (i = 0; i < h->nvm; i++)
+		for (i = 0; i < h->nvm; i++) {
 			if (h->vm[i].next_arr < t) {
 				t = h->vm[i].next_arr;
 				who = h->ncpu + i;
 			}
+			if (h->vm[i].g_pull_at && h->vm[i].g_pull_at < t) {
+				t = h->vm[i].g_pull_at;
+				who = h->ncpu + h->nvm + i;
+			}
+		}
 		if (t > until)
 			break;
 		if (t != h->now) {
@@ -1735,8 +1850,10 @@ static int run_until(Host *h, tns until)
 		h->now = t;
 		if (who < h->ncpu)
 			cpu_event(h, who);
-		else
+		else if (who < h->ncpu + h->nvm)
 			arrival(h, &h->vm[who - h->ncpu]);
+		else
+			g_balance(h, &h->vm[who - h->ncpu - h->nvm]);
 		replan(h);
 	}
 	h->now = until;
@@ -1814,7 +1931,7 @@ static void set_online(Host *h, struct vm *m, int n)
 	/* newly onlined vCPUs pull queued threads */
 	for (v = 0; v < m->online; v++) {
 		if (g_idle(m, v)) {
-			int th = g_steal(m, v);
+			int th = g_steal(h, m, v, 1);
 
 			if (th >= 0) {
 				m->gt[th].vcpu = v;
@@ -1940,7 +2057,7 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(dddddddddddddddidddddddddd)", &sibs,
+	if (!PyArg_ParseTuple(args, "O(dddddddddddddddidddddddddddd)", &sibs,
 			      &p->smt_slow, &p->smt_cross, &p->smt_emu,
 			      &p->smt_poll,
 			      &p->sw_base, &p->sw_vm_in,
@@ -1951,10 +2068,15 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 			      &p->cache_decay, &p->cache_same_group,
 			      &p->cold_slow, &p->emu_footprint, &p->emu_wakeup,
 			      &p->irq_inject, &p->lock_spin,
-			      &p->migration_cost, &p->balance_tick))
+			      &p->migration_cost, &p->balance_tick,
+			      &p->g_mig, &p->g_tick))
 		return -1;
 	if (p->cache_decay <= 0) {
 		PyErr_SetString(PyExc_ValueError, "cache_decay must be > 0");
+		return -1;
+	}
+	if (p->g_mig > 0 && p->g_tick <= 0) {
+		PyErr_SetString(PyExc_ValueError, "guest tick must be > 0");
 		return -1;
 	}
 	if (!PySequence_Check(sibs)) {
@@ -2072,6 +2194,7 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	for (i = 0; i < nvcpu; i++) {
 		m->gv[i].curr = -1;
 		m->gv[i].halted_at = -1;
+		m->gv[i].avg_idle = 2 * h->p.g_mig;
 		m->gv[i].q = PyMem_Calloc(nthr, sizeof(int));
 		if (!m->gv[i].q || fifo_init(&m->gv[i].irq, 64))
 			return PyErr_NoMemory();
@@ -2081,6 +2204,7 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 		m->gt[i].req = -1;
 		m->gt[i].hold = -1;
 		m->gt[i].state = S_SLEEP;
+		m->gt[i].left = h->now - (tns)(1e18);
 	}
 	if (be) {
 		for (i = 0; i < nthr; i++) {

@@ -119,6 +119,11 @@ class HostSpec:
     # CPU take any queued thread at once.
     migration_cost: float = scaled(0.5e-3)
     balance_tick: float = scaled(4e-3)
+    # The guest kernel balances its threads over its vCPUs by the same
+    # rules (its sysctl_sched_migration_cost and HZ=250 tick); 0 makes
+    # an idle vCPU take any queued guest thread at once.
+    guest_migration_cost: float = 0.0
+    guest_balance_tick: float = scaled(4e-3)
     # A hybrid host: the last little_cores cores are little, running work
     # at little_speed times a big core's pace (an E-core's IPC and clock
     # against a P-core's; about 0.6 on Alder Lake for server code).
@@ -148,6 +153,10 @@ class HostSpec:
             raise ValueError('migration_cost must be >= 0')
         if self.balance_tick <= 0:
             raise ValueError('balance_tick must be > 0')
+        if self.guest_migration_cost < 0:
+            raise ValueError('guest_migration_cost must be >= 0')
+        if self.guest_balance_tick <= 0:
+            raise ValueError('guest_balance_tick must be > 0')
         if not 0 <= self.little_cores < self.cores:
             raise ValueError('little_cores must be from 0 to cores - 1')
         if not 0 < self.little_speed <= 1.0:
@@ -195,4 +204,5 @@ class HostSpec:
                 self.cold_slowdown, self.emu_footprint,
                 self.emu_wakeup * ns, self.irq_inject * ns,
                 self.lock_spin * ns, self.migration_cost * ns,
-                self.balance_tick * ns)
+                self.balance_tick * ns, self.guest_migration_cost * ns,
+                self.guest_balance_tick * ns)
