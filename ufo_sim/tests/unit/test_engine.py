@@ -42,6 +42,10 @@ def test_bad_specs_are_refused():
         HostSpec(smt=4)
     with pytest.raises(ValueError):
         HostSpec(cores=64, smt=2)
+    with pytest.raises(ValueError, match='guest_migration_cost'):
+        HostSpec(guest_migration_cost=-1.0)
+    with pytest.raises(ValueError, match='guest_balance_tick'):
+        HostSpec(guest_balance_tick=0.0)
     host = SimHost(HostSpec(cores=2))
     vm = host.add_vm('a', 2, profiles.MEMCACHED)
     with pytest.raises(ValueError):
