@@ -20,7 +20,8 @@ MECHANISMS = {
                     ('smt_poll_slowdown', HostSpec.smt_slowdown)),
     'emulator-costs': (('emu_wakeup', 0.0), ('irq_inject', 0.0)),
     'guest-locks': (('guest_locks', False),),
-    'linux-balancing': (('migration_cost', 0.0),),
+    'linux-balancing': (('migration_cost', 0.0),
+                        ('guest_migration_cost', 0.0)),
 }
 # Fig. 12 DynIso costs minutes per configuration: left to ``check``.
 ROWS = tuple(t.id for t in targets.TARGETS if t.id != 'fig12_dyniso_pct')

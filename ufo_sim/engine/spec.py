@@ -119,11 +119,10 @@ class HostSpec:
     # CPU take any queued thread at once.
     migration_cost: float = scaled(0.5e-3)
     balance_tick: float = scaled(4e-3)
-    # The guest kernel's balancing of its threads over its vCPUs by the
-    # same rules (its sysctl_sched_migration_cost, 0.5 ms, and HZ=250
-    # tick); 0, the default until the evaluation is measured again on
-    # it, makes an idle vCPU take any queued guest thread at once.
-    guest_migration_cost: float = 0.0
+    # The guest kernel balances its threads over its vCPUs by the same
+    # rules (its sysctl_sched_migration_cost, 0.5 ms, and HZ=250 tick);
+    # 0 makes an idle vCPU take any queued guest thread at once.
+    guest_migration_cost: float = scaled(0.5e-3)
     guest_balance_tick: float = scaled(4e-3)
     # A hybrid host: the last little_cores cores are little, running work
     # at little_speed times a big core's pace (an E-core's IPC and clock

@@ -82,6 +82,8 @@ _H9_GROUPS = (
      'emu_wakeup and irq_inject'),
     ('lock_spin', ('lock_spin',), 'lock_spin'),
     ('migration_cost', ('migration_cost',), 'migration_cost'),
+    ('guest_migration_cost', ('guest_migration_cost',),
+     'guest_migration_cost'),
 )
 _H9_FACTORS = (0.7, 1.3)
 

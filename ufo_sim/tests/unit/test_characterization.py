@@ -107,14 +107,17 @@ def test_lc_switches_orders_of_magnitude_more_than_be():
     assert lc.guest_sf > 50 * _mean(be, 'guest_sf')
 
 
-def test_the_30_percent_sf_rule_fires_at_or_before_the_knee():
+@pytest.mark.parametrize('fewer,more', [(2, 4), (4, 6), (6, 8)])
+def test_the_30_percent_sf_rule_fires_at_the_knee(fewer, more):
     # Paper section 4.5: the rule's 30 % difference is where QoS is lost.
-    # On the model it comes a few points earlier (sim-calibration.rst,
-    # Fig. 4), never later: the rule errs on the safe side.
+    # With the guest balancing as Linux does it fires within two points
+    # of the knee (seed 1: 23/46/71 % against 25/45/69 %); with an ideal
+    # guest balancer it fired 5-7 points early (23/48/75 against
+    # 28/53/82 %), and UFO kept a core too many below each knee.
     from ufo_sim.calibration import report
-    found = report.sf_rule_vs_knee(MC, 4, 6, [1], seconds=2.0)
+    found = report.sf_rule_vs_knee(MC, fewer, more, [1], seconds=2.0)
     assert found['fires'] is not None and found['knee'] is not None
-    assert found['fires'] <= found['knee']
+    assert found['fires'] == pytest.approx(found['knee'], abs=0.03)
 
 
 def test_the_slides_sf_fit_peaks_at_two_thirds_of_the_max_load():

@@ -12,7 +12,8 @@ from ufo_sim import profiles
 
 MC = profiles.MEMCACHED
 OFF = dict(cache_refill=0.0, emu_wakeup=0.0, irq_inject=0.0,
-           smt_cross_slowdown=1.5, smt_emu_slowdown=1.5, guest_locks=False)
+           smt_cross_slowdown=1.5, smt_emu_slowdown=1.5, guest_locks=False,
+           guest_migration_cost=0.0)
 
 
 def _spec(cores, smt, **on):

@@ -34,7 +34,7 @@ def test_protocol_holds_the_documented_runs_with_their_values():
     assert len(names) == len(set(names))
     assert grid_set.HELD_OUT[:8] == ('H1', 'H2', 'H3', 'H4', 'H5', 'H6',
                                      'H7', 'H8')
-    assert len([n for n in grid_set.HELD_OUT if n.startswith('H9')]) == 14
+    assert len([n for n in grid_set.HELD_OUT if n.startswith('H9')]) == 16
     assert 'quick' not in grid_set.HELD_OUT
     h8 = grid_set.BY_NAME['H8'].settings()
     assert (h8.cores, h8.smt, h8.budget) == (16, 1, 16)
