@@ -247,7 +247,8 @@ class Controller:
         emu_want, self.emulator_util = self.emulator_pool.decide(
             now, emu_now, self.topology.pcpus(self.emulator_cores),
             emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct,
-            saturated, squeezed=bool(short))
+            saturated, squeezed=bool(short), scarce=self._scarce(),
+            deficit=self._vcpu_deficit(samples))
         yielded_to = None
         if cfg.emulator_util_overload > 0:
             emu_want, yielded_to = self._under_overload(
@@ -589,6 +590,34 @@ class Controller:
             state.denied = None
             return False
         return True
+
+    def _scarce(self):
+        """Whether a pool grow takes the last core a guest could grow into.
+
+        The last idle core, or a guest's when none is idle; a core the
+        idle pool keeps for guests that share it does not count.
+        """
+        shared = any(s.mode != VmMode.ACTIVE for s in self.vms.values())
+        floor = self.config.idle_pool_min_cores if shared else 0
+        return len(self.idle_cores) - floor <= 1
+
+    def _vcpu_deficit(self, samples):
+        """Active VMs at ``pcu_high`` or more, with room to grow.
+
+        Their sample's utilization per CPU of the cores they hold is at
+        Algorithm 3's grow mark, and they hold fewer than their flavor.
+        """
+        found = []
+        for uuid, sample in sorted(samples.items()):
+            state = self.vms.get(uuid)
+            if state is None or state.mode != VmMode.ACTIVE or \
+                    not state.cores or \
+                    len(state.cores) >= state.max_cores:
+                continue
+            if state.predictor.pcu(sample.util, len(state.cores)) >= \
+                    self.config.pcu_high:
+                found.append(uuid)
+        return found
 
     def _short_guests(self):
         """Active VMs placed on fewer cores than they committed."""

@@ -34,6 +34,23 @@ the guests' busy time stays within ``sf_match_tolerance`` of what it
 was then (for ``sample_max_age`` seconds): the threads would wait there
 again.
 
+A grow for saturation alone (utilization under ``emulator_util_high``)
+removes nothing but the threads' run delay: the pool has room, and their
+own work keeps them as busy on a larger one. When that grow would take
+the last core a guest could grow into (the last idle core, or a guest's)
+while some guest runs at ``pcu_high`` or more of the cores it holds, the
+guest's vCPUs are the queue that is short, and the core goes to them:
+the adaptive emulator-thread scheduler balances the emulator threads'
+run delay against the vCPUs', it does not drive the former to zero. The
+pool remembers the size it ceded at, the emulator threads' busy time
+and the guests saturated then, and while that busy time stays within
+``sf_match_tolerance`` (for ``sample_max_age`` seconds) the same
+guests' saturation does not take the core on a later tick either, when
+the guest given the core no longer runs at the mark
+(:meth:`EmulatorPool.cedes`): the saturation was weighed once, and
+trading the core back and forth costs the guest its QoS. The saturation
+of another guest is new evidence.
+
 With ``emulator_util_overload`` set, a full host (some guest holds
 fewer cores than it committed) changes three things. The pool's memories
 learn nothing normalized by guests' busy time on such a tick: a squeeze
@@ -147,6 +164,15 @@ class _Yield:
     guests: frozenset   # the guests short of cores then, who may get it
 
 
+@dataclasses.dataclass(frozen=True)
+class _Ceded:
+    """A size at which a grow for saturation gave way to guests' vCPUs."""
+
+    time: float
+    busy_pct: float     # the emulator threads' busy time then
+    guests: frozenset   # the guests whose threads were saturated then
+
+
 @dataclasses.dataclass
 class _Grow:
     per_guest_before: float     # emulator busy per guest busy
@@ -167,6 +193,8 @@ class EmulatorPool:
         self._measured = {}
         # Size it yielded a core to a guest at -> _Yield.
         self._yielded = {}
+        # Size a grow for saturation gave way to guests' vCPUs at -> _Ceded.
+        self._ceded = {}
         # One bool per recent tick: was some guest saturated? Counted on
         # one pool size (_recent_cores) and kept while a grow waits to be
         # confirmed. No maxlen: settle_time may change at runtime.
@@ -260,15 +288,44 @@ class EmulatorPool:
             return False
         return not k.guests.intersection(saturated)
 
+    def cedes(self, now, size, busy_pct, saturated=(), deficit=()):
+        """True if a grow for saturation at ``size`` gives way to vCPUs.
+
+        Called only when the grow would take the last core a guest could
+        grow into. ``deficit`` names the guests at ``pcu_high`` or more
+        of the cores they hold that could use it; ``saturated`` the guests
+        whose threads are saturated now. Gives way while some guest is in
+        ``deficit`` (and remembers it), or while an earlier cede at this
+        size holds: within ``sample_max_age``, the emulator threads' busy
+        time within ``sf_match_tolerance`` of what it was then, and no
+        guest saturated now that was not then (module docstring).
+        """
+        k = self._ceded.get(size)
+        if k is not None and (
+                now - k.time > self.config.sample_max_age or
+                abs(busy_pct - k.busy_pct) >
+                self.config.sf_match_tolerance * k.busy_pct):
+            del self._ceded[size]
+            k = None
+        if k is not None and k.guests.issuperset(saturated):
+            return True
+        if deficit:
+            self._ceded[size] = _Ceded(now, busy_pct, frozenset(saturated))
+            return True
+        return False
+
     def decide(self, now, current_cores, current_pcpus, busy_pct,
                pcpus_per_core, max_cores, guest_pct, saturated=(),
-               squeezed=False):
+               squeezed=False, scarce=False, deficit=()):
         """(cores wanted, utilization); see :func:`wanted_cores`.
 
         ``guest_pct`` is the guests' busy time over the same tick (the sum
         of the active VMs' utilization, % of one CPU); ``saturated`` names
         the guests whose emulator threads are saturated (:func:`saturated`);
-        ``squeezed`` says some guest held fewer cores than it committed.
+        ``squeezed`` says some guest held fewer cores than it committed;
+        ``scarce`` that a grow would take the last core a guest could grow
+        into, and ``deficit`` names the guests that could use it
+        (:meth:`cedes`).
         """
         busy = max(0.0, float(busy_pct))
         per_guest = busy / guest_pct if guest_pct > 0 else None
@@ -304,7 +361,10 @@ class EmulatorPool:
         self._recent.append(bool(saturated))
         while len(self._recent) > 2 * needed:
             self._recent.popleft()
-        if sum(self._recent) >= needed and current_cores < max_cores:
+        if sum(self._recent) >= needed and current_cores < max_cores and \
+                not (want <= current_cores and scarce and
+                     self.cedes(now, current_cores, busy, saturated,
+                                deficit)):
             want = max(want, current_cores + 1)
             self._saturated[current_cores] = _Kept(now, guest_pct, busy)
         if saturated:
