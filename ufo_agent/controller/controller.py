@@ -597,9 +597,13 @@ class Controller:
         The last idle core, or a guest's when none is idle; a core the
         idle pool keeps for guests that share it does not count.
         """
-        shared = any(s.mode != VmMode.ACTIVE for s in self.vms.values())
-        floor = self.config.idle_pool_min_cores if shared else 0
+        floor = self.config.idle_pool_min_cores \
+            if self._some_vm_shares() else 0
         return len(self.idle_cores) - floor <= 1
+
+    def _some_vm_shares(self):
+        """True if an idle or best-effort VM runs on the idle pool."""
+        return any(s.mode != VmMode.ACTIVE for s in self.vms.values())
 
     def _vcpu_deficit(self, samples):
         """Active VMs at ``pcu_high`` or more, with room to grow.
@@ -683,10 +687,10 @@ class Controller:
                                       if s.last_sample else 0.0,
                                       quiet=s.idle.quiet())
                     for s in active]
-        shared = any(s.mode != VmMode.ACTIVE for s in self.vms.values())
         return active, allocator.allocate_counts(
             len(self.topology), self.config.emulator_min_cores, emu_want,
-            requests, shared, idle_floor=self.config.idle_pool_min_cores,
+            requests, self._some_vm_shares(),
+            idle_floor=self.config.idle_pool_min_cores,
             emulator_fair=emu_fair)
 
     def _committed(self, state):
