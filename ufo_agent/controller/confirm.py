@@ -53,6 +53,14 @@ class Confirmation:
             self._move, self._count = move, 1
         self._last = now
 
+    def grant(self, move, now):
+        """A move confirmed before, held back by the host, may go ahead.
+
+        The next sample calling for ``move`` completes the streak.
+        """
+        self._move, self._last = move, now
+        self._count = self.config.confirm_samples - 1
+
     @property
     def pending(self):
         """Samples so far for the move being confirmed."""

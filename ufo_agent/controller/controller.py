@@ -139,6 +139,8 @@ class Controller:
         # set by each tick's allocation; the next tick's grow check reads
         # the last one.
         self._charged = {}
+        # (VM, its cores, pool size) of a yield to a probe not yet judged.
+        self._probe_yield = None
         # Ticks in a row that asked for an emulator grow taking guests' cores.
         self._squeeze_asks = 0
 
@@ -247,13 +249,20 @@ class Controller:
         emu_want, self.emulator_util = self.emulator_pool.decide(
             now, emu_now, self.topology.pcpus(self.emulator_cores),
             emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct,
-            saturated, squeezed=bool(short), scarce=self._scarce(),
+            saturated, squeezed=bool(short), idle_room=self._idle_room(),
             deficit=self._vcpu_deficit(samples))
+        emu_want = self._take_back_from_probe(emu_now, emu_want)
         yielded_to = None
         if cfg.emulator_util_overload > 0:
             emu_want, yielded_to = self._under_overload(
                 now, emu_now, emu_want, emulator_busy_pct, guest_pct,
                 saturated, short)
+            if emu_want == emu_now and yielded_to is None and \
+                    not saturated:
+                yielded_to = self._yield_to_probe(
+                    now, emu_now, emulator_busy_pct, guest_pct)
+                if yielded_to:
+                    emu_want = emu_now - 1
         if emu_want > emu_now and self._grow_takes_guest_cores(emu_want):
             # Taking guests' cores costs them QoS at once, and a one-second
             # burst of I/O is gone by the next tick: the grow waits for
@@ -273,8 +282,7 @@ class Controller:
                 % (100 * self.emulator_util,
                    '; emulator threads of %s saturated'
                    % ', '.join(saturated) if saturated else '',
-                   '; yields a core: %s runs one core short of its '
-                   'committed cores at PCU %.0f%%' % yielded_to
+                   '; yields a core: %s' % yielded_to
                    if yielded_to else '')))
         # Parked between two ticks (after the emulator's, which comes first).
         decisions += self._pending
@@ -591,15 +599,15 @@ class Controller:
             return False
         return True
 
-    def _scarce(self):
-        """Whether a pool grow takes the last core a guest could grow into.
+    def _idle_room(self):
+        """Idle cores a guest could grow into, beyond the idle floor.
 
-        The last idle core, or a guest's when none is idle; a core the
-        idle pool keeps for guests that share it does not count.
+        A core the idle pool keeps for guests that share it does not
+        count; negative when the floor itself is short of cores.
         """
         floor = self.config.idle_pool_min_cores \
             if self._some_vm_shares() else 0
-        return len(self.idle_cores) - floor <= 1
+        return len(self.idle_cores) - floor
 
     def _some_vm_shares(self):
         """True if an idle or best-effort VM runs on the idle pool."""
@@ -644,6 +652,9 @@ class Controller:
         mark = self.config.emulator_util_overload
         pool = self.emulator_pool
         if emu_want > emu_now:
+            if self.emulator_util < mark and self._idle_room() <= 0 and \
+                    pool.holds_probe_yield(now, emu_now, busy_pct):
+                return emu_now, None
             if not self._grow_takes_guest_cores(emu_want):
                 return emu_want, None
             if self.emulator_util < mark and (
@@ -662,9 +673,75 @@ class Controller:
                                    guest_pct):
                 pool.yielded(now, emu_now - 1, busy_pct,
                              [s.spec.uuid for s in short])
-                return emu_now - 1, (state.spec.uuid, 100.0 *
-                                     state.predictor.pcu(util, count))
+                pcu = 100.0 * state.predictor.pcu(util, count)
+                return emu_now - 1, (
+                    '%s runs one core short of its committed cores at '
+                    'PCU %.0f%%' % (state.spec.uuid, pcu))
         return emu_want, None
+
+    def _yield_to_probe(self, now, emu_now, busy_pct, guest_pct):
+        """Give a pool core to the denied probe with the highest PCU.
+
+        On a full host a probe up takes only idle cores, so a pool inside
+        its utilization band holds the core a guest's probe needs. The
+        pool yields one (returning why, else None) when it projects under
+        ``emulator_util_overload`` one core smaller (its may_yield), to
+        the settled guest whose probe was denied at the load it runs now
+        and whose utilization per CPU is highest: the probe was confirmed
+        before it was denied, so it goes ahead on this tick, and its
+        trial judges the core (_take_back_from_probe). Only when the
+        freed core would be the probe's, not the idle pool's floor.
+        """
+        if self._idle_room() < 0:
+            return None
+        cfg = self.config
+        wanting = []
+        for state in self.vms.values():
+            denied, sample = state.denied, state.last_sample
+            count = len(state.cores)
+            if state.mode != VmMode.ACTIVE or denied is None or \
+                    sample is None or denied.cores != count or \
+                    not state.settled(now, cfg.settle_time) or \
+                    now - denied.time > cfg.sample_max_age or \
+                    abs(sample.util - denied.util) > \
+                    state.model.tolerance(sample.util):
+                continue
+            wanting.append((-state.predictor.pcu(sample.util, count),
+                            state.spec.uuid, state))
+        pool = self.emulator_pool
+        if not wanting or not pool.may_yield(now, emu_now, busy_pct,
+                                             self.ppc, guest_pct):
+            return None
+        pcu, uuid, state = min(wanting)
+        pool.yielded(now, emu_now - 1, busy_pct, (), probe=True)
+        self._probe_yield = (uuid, len(state.cores), emu_now - 1)
+        target, state.denied = state.denied.target, None
+        state.confirm.grant((True, len(state.cores)), now)
+        return '%s was denied a probe to %d cores at PCU %.0f%%' % (
+            uuid, target, -100.0 * pcu)
+
+    def _take_back_from_probe(self, emu_now, emu_want):
+        """Pool size once a probe the pool yielded to has ended.
+
+        A probe that was not kept leaves the yielded core idle: the pool
+        takes it back, to the size it held before the yield. One that was
+        kept leaves the pool at the smaller size (holds_probe_yield).
+        """
+        if self._probe_yield is None:
+            return emu_want
+        uuid, count, size = self._probe_yield
+        state = self.vms.get(uuid)
+        if size == emu_now and state is not None and \
+                state.mode == VmMode.ACTIVE and (
+                    state.trial is not None or len(state.cores) > count):
+            if state.trial is not None:
+                return emu_want     # still probing
+            self._probe_yield = None
+            return emu_want         # kept
+        self._probe_yield = None
+        if size == emu_now and self._idle_room() > 0:
+            return emu_now + 1  # not more: that would take guests' cores
+        return emu_want
 
     def _grow_takes_guest_cores(self, emu_want):
         """Whether the pool at ``emu_want`` takes a VM's committed cores.

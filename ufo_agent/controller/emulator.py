@@ -49,7 +49,8 @@ guests' saturation does not take the core on a later tick either, when
 the guest given the core no longer runs at the mark
 (:meth:`EmulatorPool.cedes`): the saturation was weighed once, and
 trading the core back and forth costs the guest its QoS. The saturation
-of another guest is new evidence.
+of another guest is new evidence, and so is the core left idle: nobody
+took it.
 
 With ``emulator_util_overload`` set, a full host (some guest holds
 fewer cores than it committed) changes three things. The pool's memories
@@ -68,7 +69,11 @@ while the emulator load stays as it was
 (:meth:`EmulatorPool.holds_yield`): taking the core back and yielding it
 again, every other tick, costs the guest its QoS for nothing. The
 saturation of a guest that was short of cores at the yield still does:
-its own I/O queues.
+its own I/O queues. The pool also yields a core to a guest's denied
+probe (the controller picks the guest, and takes the core back if the
+probe's trial does not keep it; :meth:`EmulatorPool.yielded` with
+``probe``), and then holds that size under the mark whatever the
+saturation (:meth:`EmulatorPool.holds_probe_yield`).
 
 A pool may be empty (``emulator_min_cores = 0``, for small hosts): its
 threads then borrow shared CPUs, and its utilization is measured against
@@ -162,6 +167,7 @@ class _Yield:
     time: float
     busy_pct: float     # the emulator threads' busy time then
     guests: frozenset   # the guests short of cores then, who may get it
+    probe: bool = False     # given to a denied probe (holds_probe_yield)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,13 +267,29 @@ class EmulatorPool:
         return self.projected(now, size, busy_pct, pcpus_per_core,
                               guest_pct) < mark
 
-    def yielded(self, now, size, busy_pct, short):
+    def yielded(self, now, size, busy_pct, short, probe=False):
         """The pool gave a core to the guests ``short`` of cores.
 
         It is now ``size`` cores; the allocator decides which of them
-        gets the core.
+        gets the core. With ``probe``, the core went to a guest's denied
+        probe (:meth:`holds_probe_yield`).
         """
-        self._yielded[size] = _Yield(now, busy_pct, frozenset(short))
+        self._yielded[size] = _Yield(now, busy_pct, frozenset(short), probe)
+
+    def holds_probe_yield(self, now, size, busy_pct):
+        """True if a yield to a denied probe at ``size`` holds any grow.
+
+        While the emulator threads' busy time stays within
+        ``sf_match_tolerance`` of what it was at the yield (within
+        ``sample_max_age``), the pool does not grow back under
+        ``emulator_util_overload``, whether or not its threads saturate:
+        the yield weighed a guest's probe against a pool that stays
+        under the overload mark, and the probe's trial kept the core.
+        The controller asks only while no core is idle.
+        """
+        k = self._yielded.get(size)
+        return k is not None and k.probe and \
+            self.holds_yield(now, size, busy_pct)
 
     def holds_yield(self, now, size, busy_pct, saturated=()):
         """True if a yield at ``size`` holds back a grow for ``saturated``.
@@ -288,17 +310,20 @@ class EmulatorPool:
             return False
         return not k.guests.intersection(saturated)
 
-    def cedes(self, now, size, busy_pct, saturated=(), deficit=()):
-        """True if a grow for saturation at ``size`` gives way to vCPUs.
+    def cedes(self, now, size, busy_pct, saturated=(), deficit=(),
+              spare=False):
+        """True if a grow at ``size`` gives way to guests' vCPUs.
 
         Called only when the grow would take the last core a guest could
         grow into. ``deficit`` names the guests at ``pcu_high`` or more
         of the cores they hold that could use it; ``saturated`` the guests
-        whose threads are saturated now. Gives way while some guest is in
-        ``deficit`` (and remembers it), or while an earlier cede at this
-        size holds: within ``sample_max_age``, the emulator threads' busy
-        time within ``sf_match_tolerance`` of what it was then, and no
-        guest saturated now that was not then (module docstring).
+        whose threads are saturated now; ``spare`` says that core is
+        still idle. Gives way while some guest is in ``deficit`` (and
+        remembers it), or while an earlier cede at this size holds: the
+        core went to a guest (not ``spare``), within ``sample_max_age``,
+        the emulator threads' busy time within ``sf_match_tolerance`` of
+        what it was then, and no guest saturated now that was not then
+        (module docstring).
         """
         k = self._ceded.get(size)
         if k is not None and (
@@ -307,7 +332,7 @@ class EmulatorPool:
                 self.config.sf_match_tolerance * k.busy_pct):
             del self._ceded[size]
             k = None
-        if k is not None and k.guests.issuperset(saturated):
+        if k is not None and not spare and k.guests.issuperset(saturated):
             return True
         if deficit:
             self._ceded[size] = _Ceded(now, busy_pct, frozenset(saturated))
@@ -316,17 +341,20 @@ class EmulatorPool:
 
     def decide(self, now, current_cores, current_pcpus, busy_pct,
                pcpus_per_core, max_cores, guest_pct, saturated=(),
-               squeezed=False, scarce=False, deficit=()):
+               squeezed=False, idle_room=None, deficit=()):
         """(cores wanted, utilization); see :func:`wanted_cores`.
 
         ``guest_pct`` is the guests' busy time over the same tick (the sum
         of the active VMs' utilization, % of one CPU); ``saturated`` names
         the guests whose emulator threads are saturated (:func:`saturated`);
         ``squeezed`` says some guest held fewer cores than it committed;
-        ``scarce`` that a grow would take the last core a guest could grow
-        into, and ``deficit`` names the guests that could use it
-        (:meth:`cedes`).
+        ``idle_room`` is how many idle cores guests could grow into (None:
+        not counted), and ``deficit`` names the guests that could use
+        them (:meth:`cedes`).
         """
+        # A grow takes the last core a guest could grow into.
+        scarce = idle_room is not None and idle_room <= 1
+        spare = idle_room is not None and idle_room > 0
         busy = max(0.0, float(busy_pct))
         per_guest = busy / guest_pct if guest_pct > 0 else None
         overload = self.config.emulator_util_overload > 0
@@ -364,7 +392,7 @@ class EmulatorPool:
         if sum(self._recent) >= needed and current_cores < max_cores and \
                 not (want <= current_cores and scarce and
                      self.cedes(now, current_cores, busy, saturated,
-                                deficit)):
+                                deficit, spare)):
             want = max(want, current_cores + 1)
             self._saturated[current_cores] = _Kept(now, guest_pct, busy)
         if saturated:

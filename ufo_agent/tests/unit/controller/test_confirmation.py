@@ -6,6 +6,7 @@ speculative start cores, and an emulator pool sized on projections that
 ignore how much slower its threads run on fewer cores.
 """
 
+from ufo_agent.controller import confirm
 from ufo_agent.controller import Controller
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.controller import emulator
@@ -247,3 +248,13 @@ def test_a_grow_from_start_cores_does_not_wait():
     plan = controller.tick(1.0, {u: VmSample(200.0, 4000.0) for u in 'ab'},
                            190.0)
     assert len(plan.emulator_cores) > 1
+
+
+def test_a_granted_move_needs_one_sample_more():
+    streak = confirm.Confirmation(ControllerConfig(confirm_samples=3))
+    streak.grant((True, 2), 5.0)
+    assert streak.pending == 2
+    assert streak.agree((True, 2), 5.0)
+    # Only for that move: another starts its own streak.
+    streak.grant((True, 2), 6.0)
+    assert not streak.agree((False, 2), 6.0) and streak.pending == 1

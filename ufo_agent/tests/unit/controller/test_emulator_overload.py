@@ -277,3 +277,64 @@ def test_on_by_default_off_at_zero_and_checked():
     assert not _pool(**OFF).may_yield(0.0, 3, 10.0, 2, 100.0)
     with pytest.raises(ValueError, match='emulator_util_overload'):
         ControllerConfig(emulator_util_overload=1.5)
+
+
+def _denied_probe(config, emulator_busy, ticks=30, sf_on_three=10000.0):
+    """7 cores, no SMT: the pool in its band beside two full guests.
+
+    'a' (4 vCPUs, 60 % PCU on two cores) probes for SF at three cores,
+    where its SF is ``sf_on_three``; 'b' (2 vCPUs) holds its flavor. No core is
+    idle, so the probe is denied. Returns (pool, a, b) per tick and the
+    decisions.
+    """
+    controller = Controller(HostTopology.uniform(7, 1),
+                            ControllerConfig(settle_time=1.0, **config))
+    controller.add_vm(VmSpec('a', 4, 'lc'))
+    controller.add_vm(VmSpec('b', 2, 'lc'))
+    history, decisions = [], []
+    for t in range(ticks):
+        held = len(controller.vms['a'].cores)
+        samples = {'a': VmSample(120.0, sf_on_three if held >= 3 else 6000.0),
+                   'b': VmSample(100.0, 3000.0)}
+        plan = controller.tick(float(t), samples, emulator_busy)
+        history.append((len(plan.emulator_cores),
+                        len(plan.vms['a'].cores), len(plan.vms['b'].cores)))
+        decisions.extend(plan.decisions)
+    return history, decisions
+
+
+def test_a_pool_in_its_band_yields_a_core_to_a_denied_probe():
+    # 180 % is 60 % of three cores (inside the band) and 90 % of two.
+    # Before, the probe waited for an idle core for as long as the host
+    # was full (the full Memcached grid's 40 % + 50 % cell: the Oracle's
+    # 2,3 / 3 met QoS, UFO held 2,2 / 4 and missed it).
+    off, _ = _denied_probe(OFF, 180.0)
+    assert off[2:] == [(3, 2, 2)] * 28
+    on, decisions = _denied_probe(ON, 180.0)
+    assert on[:3] == off[:3]
+    assert on[3:] == [(2, 3, 2)] * 27
+    shrink, probe = [d for d in decisions if d.time == 3.0]
+    assert (shrink.vm, shrink.old, shrink.new) == ('emulator', 3, 2)
+    assert 'a was denied a probe to 3 cores at PCU 60%' in shrink.reason
+    assert (probe.vm, probe.action, probe.new) == ('a', 'probe', 3)
+    # The pool runs at 90 % on two, over emulator_util_high, and does not
+    # take the core back: no decision after the probe is accepted.
+    assert [d.action for d in decisions if d.time > 3.0] == ['accept']
+
+
+def test_no_yield_to_a_probe_that_projects_over_the_mark():
+    # 200 % would be 100 % of two cores.
+    on, _ = _denied_probe(ON, 200.0)
+    assert on[-1] == (3, 2, 2)
+
+
+def test_a_probe_yielded_to_and_reverted_gives_the_core_back():
+    # SF on three cores no better than on two: the trial reverts, and the
+    # core it leaves idle goes back to the pool (the held-out SMT-off
+    # grid: without this the pool stayed a core smaller, under its band's
+    # high mark, beside an idle core, and Memcached at 60 % missed QoS).
+    on, decisions = _denied_probe(ON, 180.0, sf_on_three=6000.0)
+    assert on[3] == (2, 3, 2)
+    assert on[-1] == (3, 2, 2)
+    assert [(d.vm, d.action) for d in decisions if d.time > 3.0][:2] == \
+        [('a', 'revert'), ('emulator', 'emulator-grow')]
