@@ -102,8 +102,10 @@ OPTS = [
              'Then the pool grows into their cores only from this mark up '
              '(or for saturated emulator threads), one core at a time, and '
              'gives a core back to a guest one core short that runs at '
-             'this mark of every CPU it has, while the pool one core '
-             'smaller projects under it. 0 turns this off and leaves the '
+             'this mark of every CPU it has, or to the probe of a guest '
+             'denied one for want of an idle core (taken back if the '
+             'probe does not keep it), while the pool one core smaller '
+             'projects under it. 0 turns this off and leaves the '
              'utilization band alone to size the pool.'),
     cfg.BoolOpt(
         'emulator_charge_excess', default=_DEFAULTS.emulator_charge_excess,
