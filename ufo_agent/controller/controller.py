@@ -246,21 +246,23 @@ class Controller:
              if u in self.vms and self.vms[u].mode == VmMode.ACTIVE},
             cfg) if cfg.emulator_saturation > 0 else []
         short = self._short_guests()
+        # Idle cores and VM modes change only in the VM loop below.
+        room = self._idle_room()
         emu_want, self.emulator_util = self.emulator_pool.decide(
             now, emu_now, self.topology.pcpus(self.emulator_cores),
             emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct,
-            saturated, squeezed=bool(short), idle_room=self._idle_room(),
+            saturated, squeezed=bool(short), idle_room=room,
             deficit=self._vcpu_deficit(samples))
-        emu_want = self._take_back_from_probe(emu_now, emu_want)
+        emu_want = self._take_back_from_probe(emu_now, emu_want, room)
         yielded_to = None
         if cfg.emulator_util_overload > 0:
             emu_want, yielded_to = self._under_overload(
                 now, emu_now, emu_want, emulator_busy_pct, guest_pct,
-                saturated, short)
+                saturated, short, room)
             if emu_want == emu_now and yielded_to is None and \
                     not saturated:
                 yielded_to = self._yield_to_probe(
-                    now, emu_now, emulator_busy_pct, guest_pct)
+                    now, emu_now, emulator_busy_pct, guest_pct, room)
                 if yielded_to:
                     emu_want = emu_now - 1
         if emu_want > emu_now and self._grow_takes_guest_cores(emu_want):
@@ -638,7 +640,7 @@ class Controller:
                 len(s.cores) < min(s.committed, s.max_cores)]
 
     def _under_overload(self, now, emu_now, emu_want, busy_pct, guest_pct,
-                        saturated, short):
+                        saturated, short, room):
         """(pool size, (VM, PCU) yielded to, or None) near a full host.
 
         Each core the pool takes from a guest's committed cores is that
@@ -652,7 +654,7 @@ class Controller:
         mark = self.config.emulator_util_overload
         pool = self.emulator_pool
         if emu_want > emu_now:
-            if self.emulator_util < mark and self._idle_room() <= 0 and \
+            if self.emulator_util < mark and room <= 0 and \
                     pool.holds_probe_yield(now, emu_now, busy_pct):
                 return emu_now, None
             if not self._grow_takes_guest_cores(emu_want):
@@ -679,7 +681,7 @@ class Controller:
                     'PCU %.0f%%' % (state.spec.uuid, pcu))
         return emu_want, None
 
-    def _yield_to_probe(self, now, emu_now, busy_pct, guest_pct):
+    def _yield_to_probe(self, now, emu_now, busy_pct, guest_pct, room):
         """Give a pool core to the denied probe with the highest PCU.
 
         On a full host a probe up takes only idle cores, so a pool inside
@@ -692,7 +694,7 @@ class Controller:
         trial judges the core (_take_back_from_probe). Only when the
         freed core would be the probe's, not the idle pool's floor.
         """
-        if self._idle_room() < 0:
+        if room < 0:
             return None
         cfg = self.config
         wanting = []
@@ -720,7 +722,7 @@ class Controller:
         return '%s was denied a probe to %d cores at PCU %.0f%%' % (
             uuid, target, -100.0 * pcu)
 
-    def _take_back_from_probe(self, emu_now, emu_want):
+    def _take_back_from_probe(self, emu_now, emu_want, room):
         """Pool size once a probe the pool yielded to has ended.
 
         A probe that was not kept leaves the yielded core idle: the pool
@@ -739,7 +741,7 @@ class Controller:
             self._probe_yield = None
             return emu_want         # kept
         self._probe_yield = None
-        if size == emu_now and self._idle_room() > 0:
+        if size == emu_now and room > 0:
             return emu_now + 1  # not more: that would take guests' cores
         return emu_want
 
