@@ -105,7 +105,10 @@ OPTS = [
              'this mark of every CPU it has, or to the probe of a guest '
              'denied one for want of an idle core (taken back if the '
              'probe does not keep it), while the pool one core smaller '
-             'projects under it. 0 turns this off and leaves the '
+             'projects under it (or, at a size it has not measured, '
+             'under one full core: it grows back if that size reads at or '
+             'over this mark, and does not try it again under the same '
+             'load). 0 turns this off and leaves the '
              'utilization band alone to size the pool.'),
     cfg.BoolOpt(
         'emulator_charge_excess', default=_DEFAULTS.emulator_charge_excess,

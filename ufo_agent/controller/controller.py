@@ -647,15 +647,17 @@ class Controller:
         guest's QoS: the pool takes them only from the mark up or for
         saturated threads, one at a time. Below the mark it gives one
         back to a guest one core short that runs at the mark of every
-        CPU it has, unless some guest's threads are saturated; after that,
-        another guest's saturation under the mark does not take it back
-        while the load stays (the pool's holds_yield).
+        CPU it has, unless some guest's threads are saturated, possibly
+        as a trial of a size it has not measured (the pool's may_try),
+        which the mark judges; after that, saturation under the mark
+        does not take it back while the load stays (the pool's
+        holds_firm_yield, and holds_yield while a core is idle).
         """
         mark = self.config.emulator_util_overload
         pool = self.emulator_pool
         if emu_want > emu_now:
             if self.emulator_util < mark and room <= 0 and \
-                    pool.holds_probe_yield(now, emu_now, busy_pct):
+                    pool.holds_firm_yield(now, emu_now, busy_pct):
                 return emu_now, None
             if not self._grow_takes_guest_cores(emu_want):
                 return emu_want, None
@@ -663,6 +665,8 @@ class Controller:
                     not saturated or
                     pool.holds_yield(now, emu_now, busy_pct, saturated)):
                 return emu_now, None
+            if self.emulator_util >= mark:
+                pool.grew_back(now, emu_now)
             return emu_now + 1, None
         if emu_want < emu_now or saturated or not short:
             return emu_want, None
@@ -672,9 +676,9 @@ class Controller:
             if min(state.committed, state.max_cores) - count == 1 and \
                     state.predictor.pcu(util, count) >= mark and \
                     pool.may_yield(now, emu_now, busy_pct, self.ppc,
-                                   guest_pct):
+                                   guest_pct, trial=True):
                 pool.yielded(now, emu_now - 1, busy_pct,
-                             [s.spec.uuid for s in short])
+                             [s.spec.uuid for s in short], firm=True)
                 pcu = 100.0 * state.predictor.pcu(util, count)
                 return emu_now - 1, (
                     '%s runs one core short of its committed cores at '
@@ -715,7 +719,7 @@ class Controller:
                                              self.ppc, guest_pct):
             return None
         pcu, uuid, state = min(wanting)
-        pool.yielded(now, emu_now - 1, busy_pct, (), probe=True)
+        pool.yielded(now, emu_now - 1, busy_pct, (), firm=True)
         self._probe_yield = (uuid, len(state.cores), emu_now - 1)
         target, state.denied = state.denied.target, None
         state.confirm.grant((True, len(state.cores)), now)
@@ -727,7 +731,7 @@ class Controller:
 
         A probe that was not kept leaves the yielded core idle: the pool
         takes it back, to the size it held before the yield. One that was
-        kept leaves the pool at the smaller size (holds_probe_yield).
+        kept leaves the pool at the smaller size (holds_firm_yield).
         """
         if self._probe_yield is None:
             return emu_want

@@ -63,17 +63,23 @@ grow made on a full host while some guest is saturated keeps its size.
 And the pool may give a core back to a guest
 (:meth:`EmulatorPool.may_yield`) while its projected utilization one
 core smaller stays under the mark: a guest short of its committed cores
-misses QoS at once, a pool under the mark does not. After such a yield,
-another guest's saturation under the mark does not take the core back
-while the emulator load stays as it was
-(:meth:`EmulatorPool.holds_yield`): taking the core back and yielding it
-again, every other tick, costs the guest its QoS for nothing. The
-saturation of a guest that was short of cores at the yield still does:
-its own I/O queues. The pool also yields a core to a guest's denied
-probe (the controller picks the guest, and takes the core back if the
-probe's trial does not keep it; :meth:`EmulatorPool.yielded` with
-``probe``), and then holds that size under the mark whatever the
-saturation (:meth:`EmulatorPool.holds_probe_yield`).
+misses QoS at once, a pool under the mark does not. A size the pool
+has not measured may be tried while the linear projection there stays
+under one core's worth (:meth:`EmulatorPool.may_try`): on a denser pool
+the threads wake less and spend less per unit of work, so the linear
+projection reads high, and the mark judges the smaller pool once it
+runs there (a grow back at the mark is remembered,
+:meth:`EmulatorPool.grew_back`, and that size is not tried again under
+the same load). While no core is idle, the pool then does not grow back
+under the mark, whatever the saturation and while the emulator load
+stays as it was (:meth:`EmulatorPool.holds_firm_yield`): taking the core
+back and yielding it again, every other tick, costs the guest its QoS
+for nothing. With a core idle, another guest's saturation still does
+not take it back (:meth:`EmulatorPool.holds_yield`), while that of a
+guest that was short of cores at the yield does: its own I/O queues. The
+pool also yields a core to a guest's denied probe (the controller picks
+the guest, and takes the core back if the probe's trial does not keep
+it), and holds that size the same way.
 
 A pool may be empty (``emulator_min_cores = 0``, for small hosts): its
 threads then borrow shared CPUs, and its utilization is measured against
@@ -91,6 +97,10 @@ _MAX_CROWDING = 3.0
 _MIN_BUSY_PCT = 5.0
 # Run delay, as a share of CPU time, that counts as waiting for a CPU.
 _MIN_WAIT_SHARE = 0.02
+# A yield to a guest one core short may try a size the pool has not
+# measured while the linear projection there stays under this: the
+# threads would fit (EmulatorPool.may_yield).
+_TRIAL_BOUND = 1.0
 
 
 def wanted_cores(current_cores, current_pcpus, busy_pct, pcpus_per_core,
@@ -167,7 +177,7 @@ class _Yield:
     time: float
     busy_pct: float     # the emulator threads' busy time then
     guests: frozenset   # the guests short of cores then, who may get it
-    probe: bool = False     # given to a denied probe (holds_probe_yield)
+    firm: bool = False      # held whatever the saturation (holds_firm_yield)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -199,6 +209,9 @@ class EmulatorPool:
         self._measured = {}
         # Size it yielded a core to a guest at -> _Yield.
         self._yielded = {}
+        # Size a yield went to and grew back from at the mark -> (time,
+        # the emulator threads' busy time at the yield).
+        self._failed_yields = {}
         # Size a grow for saturation gave way to guests' vCPUs at -> _Ceded.
         self._ceded = {}
         # One bool per recent tick: was some guest saturated? Counted on
@@ -259,43 +272,73 @@ class EmulatorPool:
         return busy * factor / (100.0 * max(cores, 1) * pcpus_per_core)
 
     def may_yield(self, now, current_cores, busy_pct, pcpus_per_core,
-                  guest_pct):
+                  guest_pct, trial=False):
         """True if the pool may give one core to a squeezed guest.
 
         Only with ``emulator_util_overload`` set, never below
         ``emulator_min_cores`` or to a size kept for saturation, and only
-        while the pool one core smaller projects under that mark.
+        while the pool one core smaller projects under that mark. With
+        ``trial``, a size :meth:`may_try` allows may project up to
+        _TRIAL_BOUND: the linear projection ignores that the threads
+        spend less per unit of work on a denser pool (fewer wake-ups),
+        and the mark judges the smaller pool once it runs there.
         """
         mark = self.config.emulator_util_overload
         size = current_cores - 1
         if mark <= 0 or size < self.config.emulator_min_cores or \
                 size in self.kept(now, guest_pct, busy_pct):
             return False
+        bound = _TRIAL_BOUND if trial and \
+            self.may_try(now, size, busy_pct) else mark
         return self.projected(now, size, busy_pct, pcpus_per_core,
-                              guest_pct) < mark
+                              guest_pct) < bound
 
-    def yielded(self, now, size, busy_pct, short, probe=False):
+    def may_try(self, now, size, busy_pct):
+        """True if a yield may try ``size`` on its linear projection.
+
+        Not where the pool measured its threads within
+        ``sample_max_age`` (that measure holds it back), nor where a
+        yield grew back at the mark under this load: within
+        ``sample_max_age``, and while the emulator threads' busy time
+        stays within ``sf_match_tolerance`` of what it was at that yield.
+        """
+        age = self.config.sample_max_age
+        measured = self._measured.get(size)
+        if measured is not None and now - measured[0] <= age:
+            return False
+        failed = self._failed_yields.get(size)
+        return failed is None or now - failed[0] > age or \
+            abs(busy_pct - failed[1]) > \
+            self.config.sf_match_tolerance * failed[1]
+
+    def grew_back(self, now, size):
+        """The pool grew at the mark from ``size``: a yield there failed."""
+        k = self._yielded.get(size)
+        if k is not None:
+            self._failed_yields[size] = (now, k.busy_pct)
+
+    def yielded(self, now, size, busy_pct, short, firm=False):
         """The pool gave a core to the guests ``short`` of cores.
 
         It is now ``size`` cores; the allocator decides which of them
-        gets the core. With ``probe``, the core went to a guest's denied
-        probe (:meth:`holds_probe_yield`).
+        gets the core. With ``firm``, saturation does not take it back
+        (:meth:`holds_firm_yield`).
         """
-        self._yielded[size] = _Yield(now, busy_pct, frozenset(short), probe)
+        self._yielded[size] = _Yield(now, busy_pct, frozenset(short), firm)
 
-    def holds_probe_yield(self, now, size, busy_pct):
-        """True if a yield to a denied probe at ``size`` holds any grow.
+    def holds_firm_yield(self, now, size, busy_pct):
+        """True if a firm yield at ``size`` holds any grow.
 
         While the emulator threads' busy time stays within
         ``sf_match_tolerance`` of what it was at the yield (within
         ``sample_max_age``), the pool does not grow back under
         ``emulator_util_overload``, whether or not its threads saturate:
-        the yield weighed a guest's probe against a pool that stays
-        under the overload mark, and the probe's trial kept the core.
-        The controller asks only while no core is idle.
+        the yield weighed a guest's cores against a pool that stays
+        under the overload mark. The controller asks only while no core
+        is idle.
         """
         k = self._yielded.get(size)
-        return k is not None and k.probe and \
+        return k is not None and k.firm and \
             self.holds_yield(now, size, busy_pct)
 
     def holds_yield(self, now, size, busy_pct, saturated=()):
