@@ -651,13 +651,13 @@ class Controller:
         as a trial of a size it has not measured (the pool's may_try),
         which the mark judges; after that, saturation under the mark
         does not take it back while the load stays (the pool's
-        holds_firm_yield, and holds_yield while a core is idle).
+        holds_yield, with any saturation while no core is idle).
         """
         mark = self.config.emulator_util_overload
         pool = self.emulator_pool
         if emu_want > emu_now:
             if self.emulator_util < mark and room <= 0 and \
-                    pool.holds_firm_yield(now, emu_now, busy_pct):
+                    pool.holds_yield(now, emu_now, busy_pct):
                 return emu_now, None
             if not self._grow_takes_guest_cores(emu_want):
                 return emu_want, None
@@ -678,7 +678,7 @@ class Controller:
                     pool.may_yield(now, emu_now, busy_pct, self.ppc,
                                    guest_pct, trial=True):
                 pool.yielded(now, emu_now - 1, busy_pct,
-                             [s.spec.uuid for s in short], firm=True)
+                             [s.spec.uuid for s in short])
                 pcu = 100.0 * state.predictor.pcu(util, count)
                 return emu_now - 1, (
                     '%s runs one core short of its committed cores at '
@@ -719,7 +719,7 @@ class Controller:
                                              self.ppc, guest_pct):
             return None
         pcu, uuid, state = min(wanting)
-        pool.yielded(now, emu_now - 1, busy_pct, (), firm=True)
+        pool.yielded(now, emu_now - 1, busy_pct, ())
         self._probe_yield = (uuid, len(state.cores), emu_now - 1)
         target, state.denied = state.denied.target, None
         state.confirm.grant((True, len(state.cores)), now)
@@ -731,7 +731,7 @@ class Controller:
 
         A probe that was not kept leaves the yielded core idle: the pool
         takes it back, to the size it held before the yield. One that was
-        kept leaves the pool at the smaller size (holds_firm_yield).
+        kept leaves the pool at the smaller size (its holds_yield).
         """
         if self._probe_yield is None:
             return emu_want

@@ -72,7 +72,7 @@ runs there (a grow back at the mark is remembered,
 :meth:`EmulatorPool.grew_back`, and that size is not tried again under
 the same load). While no core is idle, the pool then does not grow back
 under the mark, whatever the saturation and while the emulator load
-stays as it was (:meth:`EmulatorPool.holds_firm_yield`): taking the core
+stays as it was (:meth:`EmulatorPool.holds_yield`): taking the core
 back and yielding it again, every other tick, costs the guest its QoS
 for nothing. With a core idle, another guest's saturation still does
 not take it back (:meth:`EmulatorPool.holds_yield`), while that of a
@@ -177,7 +177,6 @@ class _Yield:
     time: float
     busy_pct: float     # the emulator threads' busy time then
     guests: frozenset   # the guests short of cores then, who may get it
-    firm: bool = False      # held whatever the saturation (holds_firm_yield)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -317,34 +316,20 @@ class EmulatorPool:
         if k is not None:
             self._failed_yields[size] = (now, k.busy_pct)
 
-    def yielded(self, now, size, busy_pct, short, firm=False):
+    def yielded(self, now, size, busy_pct, short):
         """The pool gave a core to the guests ``short`` of cores.
 
         It is now ``size`` cores; the allocator decides which of them
-        gets the core. With ``firm``, saturation does not take it back
-        (:meth:`holds_firm_yield`).
+        gets the core (none are named for a denied probe's core).
         """
-        self._yielded[size] = _Yield(now, busy_pct, frozenset(short), firm)
-
-    def holds_firm_yield(self, now, size, busy_pct):
-        """True if a firm yield at ``size`` holds any grow.
-
-        While the emulator threads' busy time stays within
-        ``sf_match_tolerance`` of what it was at the yield (within
-        ``sample_max_age``), the pool does not grow back under
-        ``emulator_util_overload``, whether or not its threads saturate:
-        the yield weighed a guest's cores against a pool that stays
-        under the overload mark. The controller asks only while no core
-        is idle.
-        """
-        k = self._yielded.get(size)
-        return k is not None and k.firm and \
-            self.holds_yield(now, size, busy_pct)
+        self._yielded[size] = _Yield(now, busy_pct, frozenset(short))
 
     def holds_yield(self, now, size, busy_pct, saturated=()):
         """True if a yield at ``size`` holds back a grow for ``saturated``.
 
-        Within ``sample_max_age``, while the emulator threads' busy time
+        The controller asks with no guest ``saturated`` while no core is
+        idle: then any saturation is held back. Within
+        ``sample_max_age``, while the emulator threads' busy time
         stays within ``sf_match_tolerance`` of what it was at the yield
         (theirs, not the guests': the guest given the core does more work
         at once), and unless a guest that was short of cores then is

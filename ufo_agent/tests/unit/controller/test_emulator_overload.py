@@ -102,7 +102,7 @@ def test_a_trial_needs_a_size_neither_measured_nor_failed_at_this_load():
     # A yield to two that grew back at the mark: not at this load (busy
     # time within sf_match_tolerance of the yield's), nor for
     # sample_max_age.
-    pool.yielded(10.0, 2, 390.0, ['a'], firm=True)
+    pool.yielded(10.0, 2, 390.0, ['a'])
     pool.grew_back(12.0, 2)
     assert not pool.may_yield(13.0, 3, 390.0, 2, 600.0, trial=True)
     assert pool.may_yield(13.0, 3, 370.0, 2, 600.0)  # 92.5 %: the mark's
@@ -147,7 +147,7 @@ def test_no_saturation_under_the_mark_undoes_a_yield_on_a_full_host():
     on, controller = _full_host(ON, _three_then(340.0), saturated_at=2,
                                 saturating='b', util=_content_on_three)
     assert on[10:] == [(2, 3, 3)] * 20
-    assert controller.emulator_pool.holds_firm_yield(29.0, 2, 340.0)
+    assert controller.emulator_pool.holds_yield(29.0, 2, 340.0)
     assert not controller.emulator_pool.holds_yield(29.0, 2, 340.0, ['b'])
 
 
