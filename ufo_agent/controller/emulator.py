@@ -306,9 +306,18 @@ class EmulatorPool:
         if measured is not None and now - measured[0] <= age:
             return False
         failed = self._failed_yields.get(size)
-        return failed is None or now - failed[0] > age or \
-            abs(busy_pct - failed[1]) > \
-            self.config.sf_match_tolerance * failed[1]
+        return failed is None or \
+            not self._same_load(now, failed[0], failed[1], busy_pct)
+
+    def _same_load(self, now, then, busy_then, busy_pct):
+        """True if a memory from ``then`` still holds at ``busy_pct``.
+
+        Within ``sample_max_age``, and with the emulator threads' busy
+        time within ``sf_match_tolerance`` of ``busy_then``.
+        """
+        return now - then <= self.config.sample_max_age and \
+            abs(busy_pct - busy_then) <= \
+            self.config.sf_match_tolerance * busy_then
 
     def grew_back(self, now, size):
         """The pool grew at the mark from ``size``: a yield there failed."""
@@ -338,9 +347,7 @@ class EmulatorPool:
         k = self._yielded.get(size)
         if k is None:
             return False
-        tolerance = self.config.sf_match_tolerance
-        if now - k.time > self.config.sample_max_age or \
-                abs(busy_pct - k.busy_pct) > tolerance * k.busy_pct:
+        if not self._same_load(now, k.time, k.busy_pct, busy_pct):
             del self._yielded[size]
             return False
         return not k.guests.intersection(saturated)
@@ -361,10 +368,8 @@ class EmulatorPool:
         (module docstring).
         """
         k = self._ceded.get(size)
-        if k is not None and (
-                now - k.time > self.config.sample_max_age or
-                abs(busy_pct - k.busy_pct) >
-                self.config.sf_match_tolerance * k.busy_pct):
+        if k is not None and \
+                not self._same_load(now, k.time, k.busy_pct, busy_pct):
             del self._ceded[size]
             k = None
         if k is not None and not spare and k.guests.issuperset(saturated):
