@@ -737,14 +737,13 @@ class Controller:
             return emu_want
         uuid, count, size = self._probe_yield
         state = self.vms.get(uuid)
-        if size == emu_now and state is not None and \
-                state.mode == VmMode.ACTIVE and (
-                    state.trial is not None or len(state.cores) > count):
-            if state.trial is not None:
-                return emu_want     # still probing
-            self._probe_yield = None
-            return emu_want         # kept
+        live = size == emu_now and state is not None and \
+            state.mode == VmMode.ACTIVE
+        if live and state.trial is not None:
+            return emu_want         # still probing
         self._probe_yield = None
+        if live and len(state.cores) > count:
+            return emu_want         # kept
         if size == emu_now and room > 0:
             return emu_now + 1  # not more: that would take guests' cores
         return emu_want
