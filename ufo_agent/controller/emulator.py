@@ -72,11 +72,11 @@ runs there (a grow back at the mark is remembered,
 :meth:`EmulatorPool.grew_back`, and that size is not tried again under
 the same load). While no core is idle, the pool then does not grow back
 under the mark, whatever the saturation and while the emulator load
-stays as it was (:meth:`EmulatorPool.holds_yield`): taking the core
-back and yielding it again, every other tick, costs the guest its QoS
-for nothing. With a core idle, another guest's saturation still does
-not take it back (:meth:`EmulatorPool.holds_yield`), while that of a
-guest that was short of cores at the yield does: its own I/O queues. The
+stays as it was: taking the core back and yielding it again, every
+other tick, costs the guest its QoS for nothing. With a core idle,
+another guest's saturation still does not take it back, while that of
+a guest that was short of cores at the yield does: its own I/O queues
+(:meth:`EmulatorPool.holds_yield`, both cases). The
 pool also yields a core to a guest's denied probe (the controller picks
 the guest, and takes the core back if the probe's trial does not keep
 it), and holds that size the same way.
@@ -188,6 +188,22 @@ class _Ceded:
     guests: frozenset   # the guests whose threads were saturated then
 
 
+@dataclasses.dataclass(frozen=True)
+class _Measured:
+    """What the pool measured at a size (emulator_util_overload)."""
+
+    time: float
+    per_guest: float    # emulator busy per guest busy, on a settled tick
+
+
+@dataclasses.dataclass(frozen=True)
+class _FailedYield:
+    """A size a yield went to and grew back from at the mark."""
+
+    time: float
+    busy_pct: float     # the emulator threads' busy time at the yield
+
+
 @dataclasses.dataclass
 class _Grow:
     per_guest_before: float     # emulator busy per guest busy
@@ -203,13 +219,12 @@ class EmulatorPool:
         self._grows = {}    # size it grew from -> _Grow
         # Size it grew from for saturation -> _Kept.
         self._saturated = {}
-        # Size -> (time, emulator busy per guest busy) on the last settled
-        # tick at that size that squeezed nobody (emulator_util_overload).
+        # Size -> _Measured, on the last settled tick at that size that
+        # squeezed nobody.
         self._measured = {}
         # Size it yielded a core to a guest at -> _Yield.
         self._yielded = {}
-        # Size a yield went to and grew back from at the mark -> (time,
-        # the emulator threads' busy time at the yield).
+        # Size a yield went to and grew back from at the mark -> _FailedYield.
         self._failed_yields = {}
         # Size a grow for saturation gave way to guests' vCPUs at -> _Ceded.
         self._ceded = {}
@@ -265,9 +280,10 @@ class EmulatorPool:
         factor = self.crowding(now).get(cores, 1.0)
         measured = self._measured.get(cores)
         if measured is not None and busy > 0 and \
-                now - measured[0] <= self.config.sample_max_age:
+                now - measured.time <= self.config.sample_max_age:
             factor = max(factor, min(
-                _MAX_CROWDING, measured[1] * max(0.0, guest_pct) / busy))
+                _MAX_CROWDING,
+                measured.per_guest * max(0.0, guest_pct) / busy))
         return busy * factor / (100.0 * max(cores, 1) * pcpus_per_core)
 
     def may_yield(self, now, current_cores, busy_pct, pcpus_per_core,
@@ -303,11 +319,11 @@ class EmulatorPool:
         """
         age = self.config.sample_max_age
         measured = self._measured.get(size)
-        if measured is not None and now - measured[0] <= age:
+        if measured is not None and now - measured.time <= age:
             return False
         failed = self._failed_yields.get(size)
         return failed is None or \
-            not self._same_load(now, failed[0], failed[1], busy_pct)
+            not self._same_load(now, failed.time, failed.busy_pct, busy_pct)
 
     def _same_load(self, now, then, busy_then, busy_pct):
         """True if a memory from ``then`` still holds at ``busy_pct``.
@@ -323,7 +339,7 @@ class EmulatorPool:
         """The pool grew at the mark from ``size``: a yield there failed."""
         k = self._yielded.get(size)
         if k is not None:
-            self._failed_yields[size] = (now, k.busy_pct)
+            self._failed_yields[size] = _FailedYield(now, k.busy_pct)
 
     def yielded(self, now, size, busy_pct, short):
         """The pool gave a core to the guests ``short`` of cores.
@@ -404,7 +420,7 @@ class EmulatorPool:
         settled = now - self._size_since + self.config.tick_interval >= \
             self.config.settle_time - 1e-6
         if overload and settled and not squeezed and per_guest is not None:
-            self._measured[current_cores] = (now, per_guest)
+            self._measured[current_cores] = _Measured(now, per_guest)
         for size, grow in list(self._grows.items()):
             if grow.crowding is not None:
                 continue
