@@ -1,11 +1,13 @@
-"""python -m ufo_sim.calibration {figures,maxload,check}.
+"""python -m ufo_sim.calibration {figures,maxload,check,fit,...}.
 
 ``figures`` runs every §3 sweep, writes the PNGs and calibration.json to
 ``--out`` (default doc/source/_static/sim) and prints the numbers the
 calibration page quotes; ``maxload`` re-measures each profile's max_rps;
 ``check`` measures the paper's values (:mod:`ufo_sim.calibration.
 targets`) on the model, writes calibration-check.json (and fig12.png when
-both Fig. 12 rows ran) to ``--out`` and exits 1 if a row misses.
+both Fig. 12 rows ran) to ``--out`` and exits 1 if a row misses;
+``fit`` draws the mechanisms' parameters at random and ranks them by
+those rows (:mod:`ufo_sim.calibration.fitting`).
 """
 
 import argparse
@@ -160,6 +162,47 @@ def ablation(args):
     return 0
 
 
+def fit(args):
+    from ufo_sim.calibration import fitting
+    ranges = dict(fitting.RANGES)
+    ranges.update(dict(args.param or ()))
+    path = args.jsonl
+    with open(path, 'a') as log:
+        def on_outcome(outcome):
+            log.write(json.dumps(outcome.to_json(), sort_keys=True) + '\n')
+            log.flush()
+            sys.stderr.write(fitting.describe(outcome) + '\n')
+
+        ranked = fitting.run(ranges, args.configurations,
+                             args.only or fitting.ROWS, args.seeds,
+                             args.processes, args.draw_seed,
+                             on_outcome=on_outcome)
+    print('best %d of %d (rows met of %d, then distance from the '
+          'accepted intervals):' % (min(args.top, len(ranked)),
+                                    len(ranked),
+                                    len(args.only or fitting.ROWS)))
+    for outcome in ranked[:args.top]:
+        print(fitting.describe(outcome))
+    print('every configuration: %s' % path)
+    return 0
+
+
+def _range(text):
+    from ufo_sim.calibration import fitting
+    try:
+        return fitting.parse_range(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
+def _rows_and_seeds(parser, only_help):
+    parser.add_argument('--only', type=targets.parse_only,
+                        metavar='ID,...', help=only_help)
+    parser.add_argument('--seeds', type=targets.positive_int, default=1,
+                        help='run seeds 1..N; a value is the mean over '
+                             'them')
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m ufo_sim.calibration')
     sub = parser.add_subparsers(dest='cmd', required=True)
@@ -186,18 +229,36 @@ def main(argv=None):
     a.add_argument('--seeds', type=targets.positive_int, default=1)
     a.set_defaults(func=ablation)
     c = sub.add_parser('check', help="the paper's values as checks")
-    c.add_argument('--only', type=targets.parse_only, metavar='ID,...',
-                   help='rows to run (default: all)')
+    _rows_and_seeds(c, 'rows to run (default: all)')
     c.add_argument('--processes', type=targets.positive_int, default=2,
                    help='worker processes for the Fig. 12 grids')
-    c.add_argument('--seeds', type=targets.positive_int, default=1,
-                   help='run seeds 1..N; a value is the mean over them')
     c.add_argument('--host-option', type=targets.parse_host_option,
                    action='append', metavar='NAME=VALUE',
                    help='override a HostSpec field (repeatable; VALUE is '
                         'JSON), e.g. halt_poll=5e-3')
     c.add_argument('--out', default=OUT)
     c.set_defaults(func=check)
+    s = sub.add_parser('fit', help="draw the mechanisms' parameters at "
+                       'random, rank them by the check rows')
+    s.add_argument('--configurations', type=targets.positive_int,
+                   default=50, help='random draws (the defaults are '
+                   'measured too, as the baseline)')
+    s.add_argument('--param', type=_range, action='append',
+                   metavar='NAME=LOW:HIGH',
+                   help='draw this HostSpec field in this range, in '
+                        'its own units (repeatable; adds to or replaces '
+                        'the default ranges)')
+    _rows_and_seeds(s, 'rows to score (default: all but Fig. 12)')
+    s.add_argument('--processes', type=targets.positive_int, default=2,
+                   help='configurations measured at once')
+    s.add_argument('--draw-seed', type=int, default=1,
+                   help='seed of the random draws')
+    s.add_argument('--top', type=targets.positive_int, default=10,
+                   help='configurations to print')
+    s.add_argument('--jsonl', default='calibration-fit.jsonl',
+                   help='file every configuration is appended to, one '
+                        'JSON line each')
+    s.set_defaults(func=fit)
     args = parser.parse_args(argv)
     return args.func(args) or 0
 

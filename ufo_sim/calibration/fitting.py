@@ -1,0 +1,156 @@
+"""How the mechanisms' parameters are set: random draws, ranked by rows.
+
+Each configuration draws every chosen ``HostSpec`` field uniformly from
+its range (physically plausible values; :doc:`sim-calibration` gives each
+one's basis), runs calibration rows of :mod:`ufo_sim.calibration.targets`
+with it, and is scored by how far its values lie outside the rows'
+accepted intervals. Only the paper's characterization rows are looked at,
+never a core manager's results: the controller is judged on the model
+these draws set.
+
+Profiles and their ``max_rps`` stay as they are across the draws, so a
+load means the same offered rate in every configuration; the one chosen
+is then re-measured (``maxload``) and checked whole (``check``).
+"""
+
+import dataclasses
+import math
+import random
+
+from ufo_sim.calibration import targets
+from ufo_sim.engine import spec
+from ufo_sim.experiments import parallel
+
+# Searched fields and their ranges, in HostSpec units (simulated seconds).
+RANGES = {
+    'cache_refill': (spec.scaled(100e-6), spec.scaled(200e-6)),
+    'cache_decay': (spec.scaled(60e-6), spec.scaled(200e-6)),
+    'cold_slowdown': (2.0, 4.0),
+    'cache_same_group': (0.03, 0.3),
+    'emu_footprint': (0.2, 1.0),
+    'emu_wakeup': (spec.scaled(3e-6), spec.scaled(8e-6)),
+    'irq_inject': (spec.scaled(2e-6), spec.scaled(6e-6)),
+    'smt_emu_slowdown': (1.5, 2.2),
+}
+# Every row but Fig. 12's (one to fourteen minutes each): left to check.
+ROWS = tuple(t.id for t in targets.TARGETS
+             if t.id not in targets.FIG12_ROWS.values())
+# A configuration's rows may take this long in one worker.
+TIMEOUT = 900.0
+
+
+def parse_range(text):
+    """``NAME=LOW:HIGH`` of a number field of HostSpec: (name, (low, high))."""
+    name, sep, bounds = text.partition('=')
+    low, colon, high = bounds.partition(':')
+    try:
+        values = (float(low), float(high)) if sep and colon else None
+    except ValueError:
+        values = None
+    fields = [f for f in targets.host_option_fields()
+              if isinstance(getattr(spec.HostSpec, f), float)]
+    if name not in fields or values is None or not \
+            0 <= values[0] <= values[1]:
+        raise ValueError('%r: expected NAME=LOW:HIGH, 0 <= LOW <= HIGH, '
+                         'NAME a number field of HostSpec (%s)'
+                         % (text, ', '.join(sorted(fields))))
+    return name, values
+
+
+def draw(ranges, rng):
+    """One configuration: each field uniform in its range."""
+    return {name: rng.uniform(low, high)
+            for name, (low, high) in sorted(ranges.items())}
+
+
+def distance(values, bounds):
+    """How far ``values`` lie outside ``bounds``, in widths of each bound.
+
+    The sum, over every value a bound checks (or the mean, for a bound on
+    the mean), of its distance from the interval divided by the
+    interval's width; 0 when every value is inside. An undefined value
+    (NaN) counts as one width.
+    """
+    total = 0.0
+    for b in bounds:
+        xs = list(values.values())
+        if b.of == 'mean':
+            xs = [sum(xs) / len(xs)] if xs else []
+        elif b.of != 'each':
+            xs = [values[b.of]] if b.of in values else []
+        width = max(b.high - b.low, 1e-9)
+        for x in xs:
+            if x is None or not math.isfinite(x):
+                total += 1.0
+            else:
+                total += max(0.0, b.low - x, x - b.high) / width
+    return total
+
+
+@dataclasses.dataclass
+class Outcome:
+    """One configuration's rows: values, passes and distance."""
+
+    options: dict
+    values: dict                # row id -> {name: value}
+    passed: tuple               # row ids met
+    distance: float
+
+    def to_json(self):
+        return targets.json_safe(dataclasses.asdict(self))
+
+
+def measure(options, rows, seeds):
+    """The :class:`Outcome` of ``rows`` with HostSpec ``options``."""
+    chosen = [targets.target(r) for r in rows]
+    results = targets.run(chosen, seeds, processes=1,
+                          host_options=tuple(sorted(options.items())))
+    return Outcome(
+        options=dict(options),
+        values={r.target.id: r.values for r in results},
+        passed=tuple(r.target.id for r in results if r.passed),
+        distance=sum(distance(r.values, r.target.bounds)
+                     for r in results))
+
+
+def _measure(task):
+    return measure(*task)
+
+
+def run(ranges=None, configurations=50, rows=ROWS, seeds=1, processes=2,
+        draw_seed=1, include_defaults=True, on_outcome=None):
+    """Measure ``configurations`` random draws; Outcomes, best first.
+
+    The defaults (no option) are measured first when
+    ``include_defaults``, as the baseline. ``on_outcome(outcome)`` is
+    called as each configuration ends; one that fails or overruns is
+    left out.
+    """
+    ranges = RANGES if ranges is None else ranges
+    rng = random.Random(draw_seed)
+    draws = ([{}] if include_defaults else []) + \
+        [draw(ranges, rng) for _ in range(configurations)]
+    tasks = [(options, tuple(rows), seeds) for options in draws]
+    outcomes = []
+
+    def done(index, status, value):
+        if status == parallel.OK:
+            outcomes.append(value)
+            if on_outcome is not None:
+                on_outcome(value)
+
+    parallel.run(_measure, tasks, processes, TIMEOUT, on_result=done)
+    return rank(outcomes)
+
+
+def rank(outcomes):
+    """Most rows met first, then the smallest distance."""
+    return sorted(outcomes, key=lambda o: (-len(o.passed), o.distance))
+
+
+def describe(outcome):
+    """One line: rows met, distance, then each option."""
+    options = ' '.join('%s=%.4g' % (k, v)
+                       for k, v in sorted(outcome.options.items()))
+    return '%2d rows met  distance %.3f  %s' % (
+        len(outcome.passed), outcome.distance, options or '(defaults)')
