@@ -167,7 +167,12 @@ def fit(args):
     ranges = dict(fitting.RANGES)
     ranges.update(dict(args.param or ()))
     path = args.jsonl
-    with open(path, 'a') as log:
+    try:
+        log = open(path, 'a')
+    except OSError as exc:
+        print('--jsonl %s: %s' % (path, exc.strerror), file=sys.stderr)
+        return 2
+    with log:
         def on_outcome(outcome):
             log.write(json.dumps(outcome.to_json(), sort_keys=True) + '\n')
             log.flush()

@@ -121,3 +121,15 @@ def test_fit_ranks_draws_by_the_rows_and_logs_each(monkeypatch, tmp_path,
     assert met == sorted(met, reverse=True)
     assert distances[-1] == pytest.approx(4.0, abs=1e-3)
     assert printed[-1].endswith('(defaults)')
+
+
+def test_an_unwritable_log_fails_before_any_draw(monkeypatch, tmp_path,
+                                                 capsys):
+    from ufo_sim.calibration import __main__ as cli
+
+    monkeypatch.setattr(fitting, 'run', lambda *a, **k: pytest.fail(
+        'measured with nowhere to log'))
+    path = tmp_path / 'missing' / 'fit.jsonl'
+    assert cli.main(['fit', '--jsonl', str(path)]) == 2
+    err = capsys.readouterr().err
+    assert '--jsonl %s' % path in err and 'No such file' in err
