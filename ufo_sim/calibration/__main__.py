@@ -166,6 +166,7 @@ def fit(args):
     from ufo_sim.calibration import fitting
     ranges = dict(fitting.RANGES)
     ranges.update(dict(args.param or ()))
+    rows = args.only or fitting.ROWS
     path = args.jsonl
     try:
         log = open(path, 'a')
@@ -178,14 +179,12 @@ def fit(args):
             log.flush()
             sys.stderr.write(fitting.describe(outcome) + '\n')
 
-        ranked = fitting.run(ranges, args.configurations,
-                             args.only or fitting.ROWS, args.seeds,
-                             args.processes, args.draw_seed,
+        ranked = fitting.run(ranges, args.configurations, rows,
+                             args.seeds, args.processes, args.draw_seed,
                              on_outcome=on_outcome)
     print('best %d of %d (rows met of %d, then distance from the '
           'accepted intervals):' % (min(args.top, len(ranked)),
-                                    len(ranked),
-                                    len(args.only or fitting.ROWS)))
+                                    len(ranked), len(rows)))
     for outcome in ranked[:args.top]:
         print(fitting.describe(outcome))
     print('every configuration: %s' % path)

@@ -14,7 +14,6 @@ is then re-measured (``maxload``) and checked whole (``check``).
 """
 
 import dataclasses
-import math
 import random
 
 from ufo_sim.calibration import targets
@@ -64,27 +63,13 @@ def draw(ranges, rng):
 
 
 def distance(values, bounds):
-    """How far ``values`` lie outside ``bounds``, in widths of each bound.
+    """How far ``values`` lie outside ``bounds``, summed over the bounds.
 
-    The sum, over every value a bound checks (or the mean, for a bound on
-    the mean), of its distance from the interval divided by the
-    interval's width; 0 when every value is inside. An undefined value
-    (NaN) counts as one width.
+    Each bound counts every value it checks (or their mean, or one) by
+    its distance from the interval in widths of the interval
+    (:meth:`targets.Bound.distance`); 0 when every value is inside.
     """
-    total = 0.0
-    for b in bounds:
-        xs = list(values.values())
-        if b.of == 'mean':
-            xs = [sum(xs) / len(xs)] if xs else []
-        elif b.of != 'each':
-            xs = [values[b.of]] if b.of in values else []
-        width = max(b.high - b.low, 1e-9)
-        for x in xs:
-            if x is None or not math.isfinite(x):
-                total += 1.0
-            else:
-                total += max(0.0, b.low - x, x - b.high) / width
-    return total
+    return sum(b.distance(values) for b in bounds)
 
 
 @dataclasses.dataclass

@@ -77,14 +77,30 @@ class Bound:
     high: float
     of: str = 'each'            # 'each', 'mean' or one value's name
 
-    def holds(self, values):
+    def checked(self, values):
+        """The values this bound checks: each, their mean, or one."""
         xs = list(values.values())
         if self.of == 'mean':
-            xs = [float(np.mean(xs))] if xs else []
-        elif self.of != 'each':
-            xs = [values[self.of]] if self.of in values else []
+            return [float(np.mean(xs))] if xs else []
+        if self.of != 'each':
+            return [values[self.of]] if self.of in values else []
+        return xs
+
+    def holds(self, values):
+        xs = self.checked(values)
         # NaN (an undefined ratio) fails: comparisons with it are false.
         return bool(xs) and all(self.low <= x <= self.high for x in xs)
+
+    def distance(self, values):
+        """How far the checked values lie outside, in interval widths.
+
+        0 when all are inside; an undefined value (None or NaN) counts
+        one width.
+        """
+        width = max(self.high - self.low, 1e-9)
+        return sum(1.0 if x is None or not math.isfinite(x) else
+                   max(0.0, self.low - x, x - self.high) / width
+                   for x in self.checked(values))
 
     def text(self, count):
         interval = '[%g, %g]' % (self.low, self.high)
