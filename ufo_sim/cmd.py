@@ -47,6 +47,7 @@ from ufo_sim.engine import spec as spec_mod
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import registry
 from ufo_sim.managers import scenario
+from ufo_sim import profiles as profiles_mod
 
 SMT = {'on': 2, 'off': 1}
 
@@ -80,6 +81,14 @@ def _host_option(text):
     try:
         return spec_mod.parse_option(
             text, {f.name for f in dataclasses.fields(spec_mod.HostSpec)})
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
+def _profile_option(text):
+    """``profile.field=value`` (profiles.parse_option)."""
+    try:
+        return profiles_mod.parse_option(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc))
 
@@ -166,6 +175,8 @@ def _settings(args, **quick):
         if name in host or flag is not None:
             values[name] = host.pop(name) if name in host else flag
     values['host_options'] = tuple(sorted(host.items()))
+    values['profile_options'] = tuple(sorted(dict(
+        getattr(args, 'profile_option', None) or ()).items()))
     sizes = [pair for given in getattr(args, 'vm_vcpus', None) or ()
              for pair in given]
     values['vcpus'] = tuple(dict(sizes).items())
@@ -595,6 +606,14 @@ def parser():
             help='set any HostSpec field (repeatable), value as JSON, '
                  'times in simulated seconds (real x %g), e.g. '
                  'smt_slowdown=1.3' % spec_mod.TIME_SCALE)
+        knobs.add_argument(
+            '--profile-option', type=_profile_option, action='append',
+            metavar='PROFILE.FIELD=VALUE',
+            help='set a field of one profile (repeatable), value as '
+                 'JSON, times in simulated seconds, e.g. '
+                 'nginx.cache_footprint=0.5; fields: %s. A load stays a '
+                 'fraction of the profile\'s max load'
+                 % ', '.join(profiles_mod.OPTION_FIELDS))
 
     g = sub.add_parser('grid', help='co-location grids (Fig. 12/13)')
     common(g)

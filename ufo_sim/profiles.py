@@ -15,6 +15,8 @@ threads on CPUs of their own (paper §5.2), the mean over three seeds;
 """
 
 import dataclasses
+import json
+import math
 
 from ufo_sim.engine.spec import scaled
 
@@ -96,6 +98,61 @@ def BE(threads=8):
     """CPU-bound batch work: ``threads`` busy threads, rare small I/O."""
     return AppProfile(name='be', kind='be', threads=threads,
                       be_chunk=scaled(2e-3), be_io=scaled(8e-6))
+
+
+# What ``PROFILE.FIELD=VALUE`` may set: the workload's shape and costs.
+# Not its name, kind or flavor (``--vcpus``), nor its QoS target and max
+# load, which define the experiment's loads.
+OPTION_FIELDS = ('threads', 'emulator_threads', 'service', 'dist_a',
+                 'dist_b', 'rounds', 'emu_in', 'emu_out', 'irq',
+                 'lock_share', 'cache_footprint')
+# The engine's bounds of the integer fields.
+_MOST = {'threads': 1024, 'emulator_threads': 16, 'rounds': 1 << 20}
+
+
+def parse_option(text):
+    """``PROFILE.FIELD=VALUE`` of an LC profile: ('PROFILE.FIELD', value).
+
+    VALUE is JSON and must fit the field: an integer field (threads up
+    to 1024, emulator threads up to 16, rounds) an integer of at least
+    1, any other a number of at least 0 (durations in simulated
+    seconds), ``service`` above 0 and ``lock_share`` below 1.
+    ValueError says what is wrong.
+    """
+    key, sep, raw = text.partition('=')
+    name, dot, field = key.partition('.')
+    names = [p.name for p in LC_PROFILES]
+    if not sep or not dot or name not in names or \
+            field not in OPTION_FIELDS:
+        raise ValueError('%r: expected PROFILE.FIELD=VALUE with PROFILE one '
+                         'of %s and FIELD one of %s'
+                         % (text, ', '.join(names), ', '.join(OPTION_FIELDS)))
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise ValueError('%r: bad value (not JSON)' % text) from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError('%r: %s takes a number' % (text, field))
+    if field in _MOST:
+        if not isinstance(value, int) or not 1 <= value <= _MOST[field]:
+            raise ValueError('%r: %s takes an integer from 1 to %d'
+                             % (text, field, _MOST[field]))
+        return key, value
+    low_ok = value > 0 if field == 'service' else value >= 0
+    if not math.isfinite(value) or not low_ok or \
+            (field == 'lock_share' and value >= 1):
+        raise ValueError('%r: %s takes a number %s%s'
+                         % (text, field,
+                            'above 0' if field == 'service' else 'from 0',
+                            ' to below 1' if field == 'lock_share' else ''))
+    return key, float(value)
+
+
+def with_options(profile, options):
+    """``profile`` with the ``(PROFILE.FIELD, value)`` pairs naming it."""
+    mine = {key.partition('.')[2]: value for key, value in options
+            if key.partition('.')[0] == profile.name}
+    return dataclasses.replace(profile, **mine) if mine else profile
 
 
 def by_name(name):

@@ -122,15 +122,17 @@ def check(args):
     chosen = [targets.target(i) for i in args.only] if args.only else \
         list(targets.TARGETS)
     options = tuple(args.host_option or ())
+    by_profile = tuple(sorted(dict(args.profile_option or ()).items()))
     started = time.monotonic()
     results = targets.run(chosen, args.seeds, args.processes, options,
-                          progress=sys.stderr)
+                          progress=sys.stderr, profile_options=by_profile)
     print('\n'.join(targets.format_table(results)))
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, 'calibration-check.json')
     with open(path, 'w') as f:
         json.dump(targets.to_json(results, args.seeds, args.processes,
-                                  options), f, indent=1, sort_keys=True)
+                                  options, by_profile),
+                  f, indent=1, sort_keys=True)
     print('wrote', path)
     # The heatmaps show seed 1's grids, whatever --seeds says.
     detail = {r.target.id: r.per_seed[0].detail for r in results}
@@ -240,6 +242,11 @@ def main(argv=None):
                    action='append', metavar='NAME=VALUE',
                    help='override a HostSpec field (repeatable; VALUE is '
                         'JSON), e.g. halt_poll=5e-3')
+    c.add_argument('--profile-option', type=targets.parse_profile_option,
+                   action='append', metavar='PROFILE.FIELD=VALUE',
+                   help='override a field of one LC profile (repeatable; '
+                        'VALUE is JSON), e.g. nginx.cache_footprint=0.5; '
+                        "the profile's max_rps stays")
     c.add_argument('--out', default=OUT)
     c.set_defaults(func=check)
     s = sub.add_parser('fit', help="draw the mechanisms' parameters at "
@@ -249,9 +256,10 @@ def main(argv=None):
                    'measured too, as the baseline)')
     s.add_argument('--param', type=_range, action='append',
                    metavar='NAME=LOW:HIGH',
-                   help='draw this HostSpec field in this range, in '
-                        'its own units (repeatable; adds to or replaces '
-                        'the default ranges)')
+                   help='draw this HostSpec field, or PROFILE.FIELD of '
+                        'an LC profile, in this range, in its own units '
+                        '(repeatable; adds to or replaces the default '
+                        'ranges)')
     _rows_and_seeds(s, 'rows to score (default: all but Fig. 12)')
     s.add_argument('--processes', type=targets.positive_int, default=2,
                    help='configurations measured at once')

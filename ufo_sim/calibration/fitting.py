@@ -8,9 +8,12 @@ accepted intervals. Only the paper's characterization rows are looked at,
 never a core manager's results: the controller is judged on the model
 these draws set.
 
-Profiles and their ``max_rps`` stay as they are across the draws, so a
-load means the same offered rate in every configuration; the one chosen
-is then re-measured (``maxload``) and checked whole (``check``).
+A range may also name a number field of an LC profile as
+``PROFILE.FIELD`` (its working set, its lock, its costs per request:
+:data:`ufo_sim.profiles.OPTION_FIELDS`). Profiles' ``max_rps`` stay as
+they are across the draws, so a load means the same offered rate in
+every configuration; the one chosen is then re-measured (``maxload``)
+and checked whole (``check``).
 """
 
 import dataclasses
@@ -19,6 +22,7 @@ import random
 from ufo_sim.calibration import targets
 from ufo_sim.engine import spec
 from ufo_sim.experiments import parallel
+from ufo_sim import profiles
 
 # Searched fields and their ranges, in HostSpec units (simulated seconds).
 RANGES = {
@@ -38,8 +42,20 @@ ROWS = tuple(t.id for t in targets.TARGETS
 TIMEOUT = 900.0
 
 
+def profile_fields():
+    """``PROFILE.FIELD`` names a range may draw: the float fields."""
+    return ['%s.%s' % (p.name, f) for p in profiles.LC_PROFILES
+            for f in profiles.OPTION_FIELDS
+            if isinstance(getattr(p, f), float)]
+
+
 def parse_range(text):
-    """``NAME=LOW:HIGH`` of a number field of HostSpec: (name, (low, high))."""
+    """``NAME=LOW:HIGH`` of a number field: (name, (low, high)).
+
+    NAME is a float field of HostSpec or ``PROFILE.FIELD``
+    (:func:`profile_fields`); each drawn value must parse as an option
+    of its kind, so both bounds are checked as one.
+    """
     name, sep, bounds = text.partition('=')
     low, colon, high = bounds.partition(':')
     try:
@@ -48,11 +64,19 @@ def parse_range(text):
         values = None
     fields = [f for f in targets.host_option_fields()
               if isinstance(getattr(spec.HostSpec, f), float)]
-    if name not in fields or values is None or not \
+    if name not in fields + profile_fields() or values is None or not \
             0 <= values[0] <= values[1]:
         raise ValueError('%r: expected NAME=LOW:HIGH, 0 <= LOW <= HIGH, '
-                         'NAME a number field of HostSpec (%s)'
-                         % (text, ', '.join(sorted(fields))))
+                         'NAME a number field of HostSpec (%s) or '
+                         'PROFILE.FIELD (%s)'
+                         % (text, ', '.join(sorted(fields)),
+                            ', '.join(profile_fields())))
+    if '.' in name:
+        for value in values:
+            try:
+                profiles.parse_option('%s=%r' % (name, value))
+            except ValueError as exc:
+                raise ValueError('%r: %s' % (text, exc)) from None
     return name, values
 
 
@@ -86,10 +110,16 @@ class Outcome:
 
 
 def measure(options, rows, seeds):
-    """The :class:`Outcome` of ``rows`` with HostSpec ``options``."""
+    """The :class:`Outcome` of ``rows`` with ``options``.
+
+    Names with a dot are profile options, the others HostSpec fields.
+    """
     chosen = [targets.target(r) for r in rows]
+    host = {k: v for k, v in options.items() if '.' not in k}
+    by_profile = {k: v for k, v in options.items() if '.' in k}
     results = targets.run(chosen, seeds, processes=1,
-                          host_options=tuple(sorted(options.items())))
+                          host_options=tuple(sorted(host.items())),
+                          profile_options=tuple(sorted(by_profile.items())))
     return Outcome(
         options=dict(options),
         values={r.target.id: r.values for r in results},

@@ -45,11 +45,26 @@ FIG12_ROWS = {'default': 'fig12_default_pct', 'dyniso': 'fig12_dyniso_pct'}
 
 @dataclasses.dataclass(frozen=True)
 class Context:
-    """How a row is measured: seed, worker processes, HostSpec overrides."""
+    """How a row is measured: seed, workers, HostSpec and profile options.
+
+    ``profile_options`` are ('PROFILE.FIELD', value) pairs
+    (:func:`ufo_sim.profiles.parse_option`).
+    """
 
     seed: int = 1
     processes: int = 2
     host_options: tuple = ()
+    profile_options: tuple = ()
+
+    def lc_profiles(self):
+        """The LC profiles, with this context's profile options."""
+        return tuple(profiles.with_options(p, self.profile_options)
+                     for p in profiles.LC_PROFILES)
+
+    def memcached(self):
+        """Memcached's profile, with this context's profile options."""
+        return profiles.with_options(profiles.MEMCACHED,
+                                     self.profile_options)
 
     def run_seeds(self):
         """The seeds of the paper's three runs of each load."""
@@ -58,7 +73,8 @@ class Context:
     def settings(self):
         """Cell settings of the grids: the paper's 16-pCPU host."""
         return cell_mod.Settings(seed=self.seed,
-                                 host_options=self.host_options)
+                                 host_options=self.host_options,
+                                 profile_options=self.profile_options)
 
 
 @dataclasses.dataclass
@@ -211,7 +227,7 @@ def fig12_dyniso_pct(ctx):
 
 def emulator_share_lc(ctx):
     values = {}
-    for p in profiles.LC_PROFILES:
+    for p in ctx.lc_profiles():
         for load in (0.2, 0.5, 0.8):
             w = scenarios.dedicated(p, 8, p.max_rps * load, SECONDS,
                                     ctx.seed, host_options=ctx.host_options)
@@ -222,7 +238,7 @@ def emulator_share_lc(ctx):
 
 def fig5_isolation_gain(ctx):
     values, detail = {}, {}
-    for p in profiles.LC_PROFILES:
+    for p in ctx.lc_profiles():
         loads = {}
         for name, isolated in (('shared', False), ('isolated', True)):
             def p99(rps, p=p, isolated=isolated):
@@ -246,7 +262,7 @@ def _four_vms(ctx, profile, rps, mode, seed):
 def _mode_gain(ctx, new, old):
     """Per app, max load under QoS of mode ``new`` over mode ``old``."""
     values, detail = {}, {}
-    for p in profiles.LC_PROFILES:
+    for p in ctx.lc_profiles():
         loads = {}
         for mode in (old, new):
             def p99(rps, p=p, mode=mode):
@@ -273,7 +289,7 @@ def _paper_load_cut(ctx, field):
     At each app's Default max load, where the paper measured Fig. 3.
     """
     values, detail = {}, {}
-    for p in profiles.LC_PROFILES:
+    for p in ctx.lc_profiles():
         rps = p.max_rps * report.PAPER_DEFAULT_LOAD[p.name]
         per_vm = {mode: over_runs(ctx, lambda seed, p=p, mode=mode: np.mean(
             [getattr(w, field) for w in _four_vms(ctx, p, rps, mode, seed)]))
@@ -302,7 +318,7 @@ def fig4_sf_gap_at_knee(ctx):
     values, detail = {}, {}
     for low, high in zip(report.PCPUS, report.PCPUS[1:]):
         found = report.sf_rule_vs_knee(
-            profiles.MEMCACHED, low, high, ctx.run_seeds(), SECONDS,
+            ctx.memcached(), low, high, ctx.run_seeds(), SECONDS,
             host_options=ctx.host_options)
         gap = found['gap_at_knee']
         values['%d->%d' % (low, high)] = (
@@ -320,7 +336,7 @@ PAPER_KNEE_SHARE = {2: 100 * 98 / 350, 4: 100 * 180 / 350,
 
 def fig4_knee_scaling(ctx):
     """Memcached's max load on c pCPUs as % of that on 8 (Fig. 4)."""
-    p = profiles.MEMCACHED
+    p = ctx.memcached()
     loads = {}
     for pcpus in report.PCPUS:
         def p99(rps, pcpus=pcpus):
@@ -437,6 +453,14 @@ def parse_host_option(text):
     return name, value
 
 
+def parse_profile_option(text):
+    """``PROFILE.FIELD=VALUE`` (:func:`ufo_sim.profiles.parse_option`)."""
+    try:
+        return profiles.parse_option(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+
+
 def positive_int(text):
     try:
         value = int(text)
@@ -482,7 +506,8 @@ class Result:
         return self.target.check(self.values)
 
 
-def run(chosen, seeds=1, processes=2, host_options=(), progress=None):
+def run(chosen, seeds=1, processes=2, host_options=(), progress=None,
+        profile_options=()):
     """Measure each target on seeds 1..``seeds``; a :class:`Result` each.
 
     ``progress`` is a stream for one line per finished row.
@@ -490,7 +515,8 @@ def run(chosen, seeds=1, processes=2, host_options=(), progress=None):
     results = []
     for t in chosen:
         cpu, wall = _cpu_seconds(), time.monotonic()
-        measured = [t.measure(Context(seed, processes, tuple(host_options)))
+        measured = [t.measure(Context(seed, processes, tuple(host_options),
+                                      tuple(profile_options)))
                     for seed in range(1, seeds + 1)]
         values = {k: float(np.mean([m.values[k] for m in measured]))
                   for k in measured[0].values}
@@ -553,7 +579,7 @@ def json_safe(value):
     return value
 
 
-def to_json(results, seeds, processes, host_options):
+def to_json(results, seeds, processes, host_options, profile_options=()):
     rows = [{'id': r.target.id, 'what': r.target.what,
              'paper': r.target.paper,
              'accept': [dataclasses.asdict(b) for b in r.target.bounds],
@@ -565,5 +591,6 @@ def to_json(results, seeds, processes, host_options):
             for r in results]
     return json_safe({'seeds': seeds, 'processes': processes,
                       'host_options': dict(host_options),
+                      'profile_options': dict(profile_options),
                       'passed': all(r.passed for r in results),
                       'rows': rows})

@@ -49,7 +49,7 @@ EMULATOR_SIGNALS = (('util', True), ('wait', True),
 def settings_of(grid_json):
     """The :class:`~ufo_sim.managers.cell.Settings` a grid run used."""
     values = dict(grid_json['settings'])
-    for name in ('ufo_config', 'vcpus', 'host_options'):
+    for name in ('ufo_config', 'vcpus', 'host_options', 'profile_options'):
         values[name] = tuple(tuple(pair) for pair in values.get(name, ()))
     return cell_mod.Settings(**values)
 

@@ -167,11 +167,14 @@ def identity(settings, loads, mixes):
     """What makes a grid, as JSON gives it back.
 
     Its settings apart from UFO's options, its loads and its mixes by name.
+    A setting a saved grid predates counts as its default.
     """
-    plain = json.loads(json.dumps(dataclasses.asdict(settings)
-                                  if dataclasses.is_dataclass(settings)
-                                  else settings))
-    return (dict(plain, ufo_config=[]), json.loads(json.dumps(loads)),
+    def plain(value):
+        return json.loads(json.dumps(dataclasses.asdict(value)
+                                     if dataclasses.is_dataclass(value)
+                                     else value))
+    given = dict(plain(cell_mod.Settings()), **plain(settings))
+    return (dict(given, ufo_config=[]), json.loads(json.dumps(loads)),
             [m if isinstance(m, str) else mix_name(m) for m in mixes])
 
 

@@ -76,7 +76,10 @@ class Settings:
     profile without a pair of its own. ``host_options`` sets other
     :class:`~ufo_sim.engine.HostSpec` fields, as (name, value) pairs;
     the host's size is ``cores`` and ``smt`` only, so that the budget
-    always follows it.
+    always follows it. ``profile_options`` sets fields of the profiles
+    the VMs run, as ('PROFILE.FIELD', value) pairs
+    (:func:`ufo_sim.profiles.parse_option`); a load stays a fraction of
+    the profile's ``max_rps``.
     """
 
     cores: int = 8
@@ -90,6 +93,8 @@ class Settings:
     ufo_config: tuple = ()      # (name, value) ControllerConfig overrides
     vcpus: tuple = ()           # (profile or '*', vCPUs)
     host_options: tuple = ()    # (name, value) HostSpec fields
+    # ('PROFILE.FIELD', value) profile fields (profiles.parse_option)
+    profile_options: tuple = ()
 
     def __post_init__(self):
         for name, _ in self.host_options:
@@ -118,6 +123,7 @@ class Settings:
             words.append('vcpus=profile')
         for group, pairs in (('vcpus', self.vcpus),
                              ('host_option', self.host_options),
+                             ('profile_option', self.profile_options),
                              ('ufo_option', self.ufo_config)):
             words += ['%s.%s=%s' % (group, k, v) for k, v in pairs]
         return ' '.join(words)

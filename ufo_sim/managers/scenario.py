@@ -21,8 +21,12 @@ PROFILES = {
 }
 
 
-def profile(name):
-    return PROFILES[name]
+def profile(name, settings=None):
+    """The profile called ``name``, with ``settings``' profile options."""
+    found = PROFILES[name]
+    if settings is None:
+        return found
+    return profiles.with_options(found, settings.profile_options)
 
 
 @dataclasses.dataclass
@@ -85,7 +89,7 @@ def build(cell, settings, seed, cores=None, vcpus=None):
     host = engine.SimHost(host_spec(settings, cores), seed=seed)
     scene = Scene(host, [], [], [], [])
     for i, vm_load in enumerate(cell.vms):
-        prof = profile(vm_load.profile)
+        prof = profile(vm_load.profile, settings)
         n = vcpus or settings.vcpus_of(prof.name, prof.vcpus)
         rps = vm_load.load * prof.max_rps
         vm = host.add_vm('vm%d-%s' % (i + 1, vm_load.profile), vcpus=n,

@@ -77,6 +77,29 @@ def test_a_range_in_the_fields_own_units():
         ('lock_spin', (0.0005, 0.003))
 
 
+def test_a_range_may_name_a_profile_field():
+    assert fitting.parse_range('nginx.cache_footprint=0.3:1') == (
+        'nginx.cache_footprint', (0.3, 1.0))
+    assert 'mysql.lock_share' in fitting.profile_fields()
+    # Integer fields are not drawn uniformly; a bound must parse.
+    assert 'mysql.rounds' not in fitting.profile_fields()
+    with pytest.raises(ValueError, match='below 1'):
+        fitting.parse_range('nginx.lock_share=0.1:1')
+
+
+def test_a_draw_splits_host_and_profile_options(monkeypatch):
+    seen = {}
+
+    def run(chosen, seeds, processes, host_options, profile_options):
+        seen.update(host=host_options, profile=profile_options)
+        return []
+    monkeypatch.setattr(targets, 'run', run)
+    fitting.measure({'cache_decay': 0.01, 'nginx.cache_footprint': 0.5},
+                    [fitting.ROWS[0]], 1)
+    assert seen == {'host': (('cache_decay', 0.01),),
+                    'profile': (('nginx.cache_footprint', 0.5),)}
+
+
 def test_the_rows_scored_leave_out_fig12():
     assert 'fig12_default_pct' not in fitting.ROWS
     assert 'fig12_dyniso_pct' not in fitting.ROWS

@@ -232,20 +232,28 @@ def test_json_has_no_nan(synthetic, monkeypatch, tmp_path):
     assert json.loads(text)['rows'][0]['values'] == {'x': None}
 
 
-def test_host_option_reaches_the_rows(synthetic, monkeypatch, tmp_path):
+def _check_with(monkeypatch, tmp_path, *argv):
+    """Run check with ``argv`` on one row: (its Context, the JSON)."""
     seen = []
 
     def measure(ctx):
-        seen.append(ctx.host_options)
+        seen.append(ctx)
         return targets.Measured({'x': 0.0})
 
     monkeypatch.setattr(targets, 'TARGETS',
                         (_row('opt', (targets.Bound(0, 1),), measure),))
-    assert cli.main(['check', '--host-option', 'smt_slowdown=1.2',
-                     '--host-option', 'max_outstanding=100',
-                     '--out', str(tmp_path)]) == 0
-    assert seen == [(('smt_slowdown', 1.2), ('max_outstanding', 100))]
-    data = json.loads((tmp_path / 'calibration-check.json').read_text())
+    assert cli.main(['check', '--out', str(tmp_path)] + list(argv)) == 0
+    ctx, = seen
+    return ctx, json.loads(
+        (tmp_path / 'calibration-check.json').read_text())
+
+
+def test_host_option_reaches_the_rows(monkeypatch, tmp_path):
+    ctx, data = _check_with(monkeypatch, tmp_path,
+                            '--host-option', 'smt_slowdown=1.2',
+                            '--host-option', 'max_outstanding=100')
+    assert ctx.host_options == (('smt_slowdown', 1.2),
+                                ('max_outstanding', 100))
     assert data['host_options'] == {'smt_slowdown': 1.2,
                                     'max_outstanding': 100}
 
@@ -312,6 +320,73 @@ def test_manager_scenes_get_the_options():
     scene = scenario.build(cell, settings, seed=1)
     assert scene.host.spec.smt_slowdown == 1.25
     assert scene.host.spec.cpus == 16
+
+
+def test_profile_option_reaches_the_rows_and_the_json(monkeypatch,
+                                                      tmp_path):
+    ctx, data = _check_with(monkeypatch, tmp_path,
+                            '--profile-option', 'nginx.lock_share=0',
+                            '--profile-option',
+                            'memcached.cache_footprint=0.5')
+    assert ctx.profile_options == (('memcached.cache_footprint', 0.5),
+                                   ('nginx.lock_share', 0.0))
+    nginx = [p for p in ctx.lc_profiles() if p.name == 'nginx'][0]
+    assert nginx.lock_share == 0.0
+    assert ctx.memcached().cache_footprint == 0.5
+    assert ctx.memcached().max_rps == profiles.MEMCACHED.max_rps
+    assert ctx.settings().profile_options == ctx.profile_options
+    assert data['profile_options'] == {'memcached.cache_footprint': 0.5,
+                                       'nginx.lock_share': 0.0}
+
+
+@pytest.mark.parametrize('text,why', [
+    ('nginx.cache_footprint', 'PROFILE.FIELD=VALUE'),
+    ('be.threads=2', 'PROFILE.FIELD=VALUE'),
+    ('nginx.max_rps=10', 'PROFILE.FIELD=VALUE'),
+    ('nginx.cache_footprint=-0.1', 'from 0'),
+    ('nginx.lock_share=1', 'below 1'),
+    ('nginx.service=0', 'above 0'),
+    ('mysql.rounds=2.5', 'integer from 1'),
+    ('mysql.threads=2000', 'integer from 1 to 1024'),
+    ('mysql.irq=true', 'takes a number'),
+])
+def test_bad_profile_options_are_usage_errors(text, why, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(['check', '--profile-option', text])
+    assert exc.value.code == 2
+    assert why in capsys.readouterr().err
+
+
+def test_manager_scenes_run_the_profile_options():
+    cell = cell_mod.Cell((cell_mod.VmLoad('nginx', 0.5),
+                          cell_mod.VmLoad('mysql', 0.5)))
+    settings = cell_mod.Settings(
+        profile_options=(('nginx.cache_footprint', 0.5),))
+    scene = scenario.build(cell, settings, seed=1)
+    assert scene.profiles[0].cache_footprint == 0.5
+    assert scene.profiles[1] == profiles.MYSQL
+    # The load stays a fraction of the profile's max load.
+    assert scene.rps[0] == 0.5 * profiles.NGINX.max_rps
+    assert 'profile_option.nginx.cache_footprint=0.5' in \
+        settings.describe()
+
+
+def test_a_profile_option_changes_what_the_engine_runs():
+    # A smaller lock: less time spinning, less guest busy per request.
+    def busy(settings):
+        cell = cell_mod.Cell((cell_mod.VmLoad('mysql', 0.5),))
+        scene = scenario.build(cell, settings, seed=3)
+        vm = scene.vms[0]
+        scene.host.pin_vcpus(vm, range(4))
+        scene.host.pin_emulator(vm, [8, 9])
+        scene.host.set_online(vm, 4)
+        scene.host.advance(4.0)
+        c = scene.host.counters(scene.vms[0])
+        return c.guest_busy_ns / c.requests_done
+    plain = busy(cell_mod.Settings())
+    hot = busy(cell_mod.Settings(
+        profile_options=(('mysql.lock_share', 0.5),)))
+    assert hot > 1.2 * plain
 
 
 def test_max_load_is_where_the_p99_crosses_qos():

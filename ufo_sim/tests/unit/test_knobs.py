@@ -56,6 +56,28 @@ def test_host_knobs_reach_the_settings():
     assert (s.cores, s.smt, s.vcpus, s.host_options) == (8, 2, (), ())
 
 
+def test_profile_options_reach_the_settings(capsys):
+    s = cmd._settings(_parse('--profile-option', 'nginx.lock_share=0',
+                             '--profile-option', 'mysql.rounds=6'))
+    assert s.profile_options == (('mysql.rounds', 6),
+                                 ('nginx.lock_share', 0.0))
+    assert cmd._settings(_parse()).profile_options == ()
+    err = _refused(capsys, '--profile-option', 'nginx.qos_p99_us=1')
+    assert 'PROFILE.FIELD=VALUE' in err and 'cache_footprint' in err
+
+
+def test_a_grid_saved_before_a_setting_existed_is_the_same_grid():
+    settings = cell_mod.Settings(seed=3)
+    saved = dataclasses.asdict(settings)
+    del saved['profile_options']
+    assert grid_mod.identity(settings, [0.5], ['nginx+mysql']) == \
+        grid_mod.identity(saved, [0.5], ['nginx+mysql'])
+    other = dataclasses.replace(
+        settings, profile_options=(('nginx.lock_share', 0.0),))
+    assert grid_mod.identity(other, [0.5], ['nginx+mysql']) != \
+        grid_mod.identity(saved, [0.5], ['nginx+mysql'])
+
+
 def test_host_size_options_set_the_budget():
     s = cmd._settings(_parse('--host-option', 'cores=6',
                              '--host-option', 'smt=1'))
