@@ -258,18 +258,27 @@ def test_host_option_reaches_the_rows(monkeypatch, tmp_path):
                                     'max_outstanding': 100}
 
 
-@pytest.mark.parametrize('text,why', [
-    ('nosuch=1', 'NAME one of'),
-    ('cores=4', 'NAME one of'),             # the scenarios set the shape
-    ('halt_poll', 'NAME one of'),
-    ('halt_poll=fast', 'not JSON'),
-    ('max_outstanding=1.5', 'takes an integer'),
-    ('smt_slowdown=true', 'takes a number'),
-    ('smt_slowdown=0.5', 'smt_slowdown must be >= 1'),
+@pytest.mark.parametrize('flag,text,why', [
+    ('--host-option', 'nosuch=1', 'NAME one of'),
+    ('--host-option', 'cores=4', 'NAME one of'),    # scenarios set shape
+    ('--host-option', 'halt_poll', 'NAME one of'),
+    ('--host-option', 'halt_poll=fast', 'not JSON'),
+    ('--host-option', 'max_outstanding=1.5', 'takes an integer'),
+    ('--host-option', 'smt_slowdown=true', 'takes a number'),
+    ('--host-option', 'smt_slowdown=0.5', 'smt_slowdown must be >= 1'),
+    ('--profile-option', 'nginx.cache_footprint', 'PROFILE.FIELD=VALUE'),
+    ('--profile-option', 'be.threads=2', 'PROFILE.FIELD=VALUE'),
+    ('--profile-option', 'nginx.max_rps=10', 'PROFILE.FIELD=VALUE'),
+    ('--profile-option', 'nginx.cache_footprint=-0.1', 'from 0'),
+    ('--profile-option', 'nginx.lock_share=1', 'below 1'),
+    ('--profile-option', 'nginx.service=0', 'above 0'),
+    ('--profile-option', 'mysql.rounds=2.5', 'integer from 1'),
+    ('--profile-option', 'mysql.threads=2000', 'integer from 1 to 1024'),
+    ('--profile-option', 'mysql.irq=true', 'takes a number'),
 ])
-def test_bad_host_options_are_usage_errors(text, why, capsys):
+def test_bad_options_are_usage_errors(flag, text, why, capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main(['check', '--host-option', text])
+        cli.main(['check', flag, text])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert why in err
@@ -337,24 +346,6 @@ def test_profile_option_reaches_the_rows_and_the_json(monkeypatch,
     assert ctx.settings().profile_options == ctx.profile_options
     assert data['profile_options'] == {'memcached.cache_footprint': 0.5,
                                        'nginx.lock_share': 0.0}
-
-
-@pytest.mark.parametrize('text,why', [
-    ('nginx.cache_footprint', 'PROFILE.FIELD=VALUE'),
-    ('be.threads=2', 'PROFILE.FIELD=VALUE'),
-    ('nginx.max_rps=10', 'PROFILE.FIELD=VALUE'),
-    ('nginx.cache_footprint=-0.1', 'from 0'),
-    ('nginx.lock_share=1', 'below 1'),
-    ('nginx.service=0', 'above 0'),
-    ('mysql.rounds=2.5', 'integer from 1'),
-    ('mysql.threads=2000', 'integer from 1 to 1024'),
-    ('mysql.irq=true', 'takes a number'),
-])
-def test_bad_profile_options_are_usage_errors(text, why, capsys):
-    with pytest.raises(SystemExit) as exc:
-        cli.main(['check', '--profile-option', text])
-    assert exc.value.code == 2
-    assert why in capsys.readouterr().err
 
 
 def test_manager_scenes_run_the_profile_options():
