@@ -61,9 +61,9 @@ class Context:
         return tuple(profiles.with_options(p, self.profile_options)
                      for p in profiles.LC_PROFILES)
 
-    def memcached(self):
-        """Memcached's profile, with this context's profile options."""
-        return profiles.with_options(profiles.MEMCACHED,
+    def profile(self, name):
+        """The LC profile ``name``, with this context's profile options."""
+        return profiles.with_options(profiles.by_name(name),
                                      self.profile_options)
 
     def run_seeds(self):
@@ -318,7 +318,7 @@ def fig4_sf_gap_at_knee(ctx):
     values, detail = {}, {}
     for low, high in zip(report.PCPUS, report.PCPUS[1:]):
         found = report.sf_rule_vs_knee(
-            ctx.memcached(), low, high, ctx.run_seeds(), SECONDS,
+            ctx.profile('memcached'), low, high, ctx.run_seeds(), SECONDS,
             host_options=ctx.host_options)
         gap = found['gap_at_knee']
         values['%d->%d' % (low, high)] = (
@@ -336,7 +336,7 @@ PAPER_KNEE_SHARE = {2: 100 * 98 / 350, 4: 100 * 180 / 350,
 
 def fig4_knee_scaling(ctx):
     """Memcached's max load on c pCPUs as % of that on 8 (Fig. 4)."""
-    p = ctx.memcached()
+    p = ctx.profile('memcached')
     loads = {}
     for pcpus in report.PCPUS:
         def p99(rps, pcpus=pcpus):

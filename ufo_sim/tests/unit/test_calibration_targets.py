@@ -341,8 +341,8 @@ def test_profile_option_reaches_the_rows_and_the_json(monkeypatch,
                                    ('nginx.lock_share', 0.0))
     nginx = [p for p in ctx.lc_profiles() if p.name == 'nginx'][0]
     assert nginx.lock_share == 0.0
-    assert ctx.memcached().cache_footprint == 0.5
-    assert ctx.memcached().max_rps == profiles.MEMCACHED.max_rps
+    assert ctx.profile('memcached').cache_footprint == 0.5
+    assert ctx.profile('memcached').max_rps == profiles.MEMCACHED.max_rps
     assert ctx.settings().profile_options == ctx.profile_options
     assert data['profile_options'] == {'memcached.cache_footprint': 0.5,
                                        'nginx.lock_share': 0.0}
