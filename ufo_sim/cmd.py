@@ -611,7 +611,7 @@ def parser():
             metavar='PROFILE.FIELD=VALUE',
             help='set a field of one profile (repeatable), value as '
                  'JSON, times in simulated seconds, e.g. '
-                 'nginx.cache_footprint=0.5; fields: %s. A load stays a '
+                 'mysql.lock_share=0.2; fields: %s. A load stays a '
                  'fraction of the profile\'s max load'
                  % ', '.join(profiles_mod.OPTION_FIELDS))
 

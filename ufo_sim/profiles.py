@@ -80,7 +80,7 @@ NGINX = AppProfile(
     qos_p99_us=scaled(2000.0), max_rps=1894.0,
     service=scaled(45e-6), dist=LOGNORMAL, dist_a=1.0,
     emu_in=scaled(3e-6), emu_out=scaled(8e-6), irq=scaled(2e-6),
-    lock_share=0.07)
+    lock_share=0.07, cache_footprint=0.5)
 
 # OLTP transactions: 4 round trips of ~30 us, one query in ten ten times
 # longer (updates, scans); 32 client connections. QoS 15 ms.

@@ -245,7 +245,7 @@ def main(argv=None):
     c.add_argument('--profile-option', type=targets.parse_profile_option,
                    action='append', metavar='PROFILE.FIELD=VALUE',
                    help='override a field of one LC profile (repeatable; '
-                        'VALUE is JSON), e.g. nginx.cache_footprint=0.5; '
+                        'VALUE is JSON), e.g. mysql.lock_share=0.2; '
                         "the profile's max_rps stays")
     c.add_argument('--out', default=OUT)
     c.set_defaults(func=check)

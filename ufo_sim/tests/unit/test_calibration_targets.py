@@ -352,13 +352,13 @@ def test_manager_scenes_run_the_profile_options():
     cell = cell_mod.Cell((cell_mod.VmLoad('nginx', 0.5),
                           cell_mod.VmLoad('mysql', 0.5)))
     settings = cell_mod.Settings(
-        profile_options=(('nginx.cache_footprint', 0.5),))
+        profile_options=(('nginx.cache_footprint', 0.8),))
     scene = scenario.build(cell, settings, seed=1)
-    assert scene.profiles[0].cache_footprint == 0.5
+    assert scene.profiles[0].cache_footprint == 0.8
     assert scene.profiles[1] == profiles.MYSQL
     # The load stays a fraction of the profile's max load.
     assert scene.rps[0] == 0.5 * profiles.NGINX.max_rps
-    assert 'profile_option.nginx.cache_footprint=0.5' in \
+    assert 'profile_option.nginx.cache_footprint=0.8' in \
         settings.describe()
 
 
