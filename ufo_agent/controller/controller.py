@@ -778,7 +778,7 @@ class Controller:
             if low is None or high is None:
                 continue
             candidates.append(core_loan.Candidate(
-                state.spec.uuid, count, low / max(high, _EPS), sample.util))
+                state.spec.uuid, count, low / max(high, _EPS)))
         chosen = core_loan.lender_of(candidates)
         if chosen is None:
             return
@@ -793,7 +793,7 @@ class Controller:
         borrower.borrowed = (count, borrower.last_sample.util, now)
         borrower.confirm.grant((True, count), now)
         self._loan = core_loan.Loan(uuid, chosen.uuid, count, chosen.cores,
-                                    chosen.ratio, chosen.util, now)
+                                    chosen.ratio)
 
     def _borrowed_here(self, state, now):
         """True if the VM had a loan at this count and load already.

@@ -7,8 +7,8 @@ the probe on a core of another VM, the lender, whose SF one core smaller
 is already known from data near its load. When the probe ends the two
 drops are compared: the core stays with the VM whose SF falls more
 without it (the paper's SF rule, applied between two VMs where it
-applies within one); the lender then does not commit that core again
-while both loads stay. This module holds the choice and the verdict;
+applies within one); the other does not commit that core again while
+both loads stay. This module holds the choice and the verdict;
 :class:`~ufo_agent.controller.controller.Controller` applies them.
 """
 
@@ -26,8 +26,6 @@ class Loan:
     borrower_cores: int     # the borrower's cores before the loan
     lender_cores: int       # the lender's cores before the loan
     lender_ratio: float     # the lender's SF(c - 1) / SF(c), from data
-    lender_util: float      # the lender's utilization then
-    started: float
     trial: object = None    # the borrower's Trial, once its probe runs
 
 
@@ -54,7 +52,6 @@ class Candidate:
     uuid: str
     cores: int
     ratio: float
-    util: float
 
 
 def lender_of(candidates):
