@@ -236,15 +236,6 @@ OPTS = [
              'idle cores enough to run the work its step left queued, and '
              'take them back on the next tick. Only idle cores are used; '
              'no other VM\'s cores are taken.'),
-    cfg.BoolOpt(
-        'probe_loan', default=_DEFAULTS.probe_loan,
-        mutable=True,
-        help='On a full host, lend a denied probe a core of another guest '
-             'whose scheduling frequency one core smaller is known from '
-             'data near its load; when the probe ends the core stays with '
-             'the guest whose frequency falls more without it, and the '
-             'other commits no more cores than it then holds while both '
-             'loads stay (sample_max_age at most).'),
     cfg.StrOpt(
         'be_policy', default=_DEFAULTS.be_policy,
         choices=[('idle-pool', 'Best-effort guests share the idle pool '

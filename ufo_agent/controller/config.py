@@ -49,7 +49,6 @@ class ControllerConfig:
     drain_hold_max: float = 5.0
     grow_to_traffic_demand: bool = True
     drain_on_grow: bool = True
-    probe_loan: bool = False
     be_policy: str = 'idle-pool'
 
     def __post_init__(self):

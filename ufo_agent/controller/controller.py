@@ -23,7 +23,6 @@ from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import confirm
 from ufo_agent.controller import emulator as emulator_pool
 from ufo_agent.controller import hostonly
-from ufo_agent.controller import loan as core_loan
 from ufo_agent.controller import plan as plans
 from ufo_agent.controller import predictor as core_predictor
 from ufo_agent.controller import sfmodel
@@ -99,8 +98,6 @@ class VmState:
         self.plan = None        # (fields, VmPlan) of the last tick
         self.drain_need = None  # demand plus this tick's unanswered work
         self.drain_back = None  # cores to go back to after a drain tick
-        self.ceded = None       # loan.Ceded: lost a core to another VM
-        self.borrowed = None    # (cores, util, time) of its last loan
 
     def settled(self, now, settle_time):
         return now - self.changed_at >= settle_time - _EPS
@@ -144,7 +141,6 @@ class Controller:
         self._charged = {}
         # (VM, its cores, pool size) of a yield to a probe not yet judged.
         self._probe_yield = None
-        self._loan = None         # loan.Loan not yet judged
         # Ticks in a row that asked for an emulator grow taking guests' cores.
         self._squeeze_asks = 0
 
@@ -241,7 +237,6 @@ class Controller:
         """
         cfg = self.config
         decisions = []
-        self._expire_ceded(now)
         emu_now = len(self.emulator_cores)
         guest_pct = sum(s.util for u, s in samples.items()
                         if u in self.vms and
@@ -270,9 +265,6 @@ class Controller:
                     now, emu_now, emulator_busy_pct, guest_pct, room)
                 if yielded_to:
                     emu_want = emu_now - 1
-        if cfg.probe_loan and self._loan is None and yielded_to is None \
-                and emu_want == emu_now and room >= 0:
-            self._lend_to_probe(now)
         if emu_want > emu_now and self._grow_takes_guest_cores(emu_want):
             # Taking guests' cores costs them QoS at once, and a one-second
             # burst of I/O is gone by the next tick: the grow waits for
@@ -312,8 +304,6 @@ class Controller:
             if state.drain_back is not None:
                 self._end_drain(state)
                 continue
-            if self._loan is not None and uuid == self._loan.lender:
-                continue    # at its lent size until the probe is judged
             if not state.settled(now, cfg.settle_time):
                 state.hold()
                 continue
@@ -324,10 +314,6 @@ class Controller:
                 state.hold()
                 continue
             self._predict(state, sample, now)
-        if self._loan is not None and self._loan.trial is None:
-            borrower = self.vms.get(self._loan.borrower)
-            self._loan.trial = borrower.trial if borrower else None
-        self._settle_loan(now, decisions)
 
         offloaded = {u: s.emulator for u, s in samples.items()
                      if u in self.vms}
@@ -524,9 +510,6 @@ class Controller:
         state.trial = pred.trial
         state.want = pred.cores
         state.committed = pred.committed
-        if state.ceded is not None:
-            # What it asks beyond that is speculative: idle cores only.
-            state.committed = min(state.committed, state.ceded.cores)
         if fresh and pred.cores > count:
             self._add_drain_cores(state, pred)
         if fresh and pred.cores < count:
@@ -717,21 +700,6 @@ class Controller:
         """
         if room < 0:
             return None
-        wanting = self._denied_probes(now)
-        pool = self.emulator_pool
-        if not wanting or not pool.may_yield(now, emu_now, busy_pct,
-                                             self.ppc, guest_pct):
-            return None
-        pcu, uuid, state = min(wanting)
-        pool.yielded(now, emu_now - 1, busy_pct, ())
-        self._probe_yield = (uuid, len(state.cores), emu_now - 1)
-        target, state.denied = state.denied.target, None
-        state.confirm.grant((True, len(state.cores)), now)
-        return '%s was denied a probe to %d cores at PCU %.0f%%' % (
-            uuid, target, -100.0 * pcu)
-
-    def _denied_probes(self, now):
-        """(-PCU, uuid, state) of settled VMs denied a probe at this load."""
         cfg = self.config
         wanting = []
         for state in self.vms.values():
@@ -746,155 +714,17 @@ class Controller:
                 continue
             wanting.append((-state.predictor.pcu(sample.util, count),
                             state.spec.uuid, state))
-        return wanting
-
-    def _lend_to_probe(self, now):
-        """Lend a committed core to the denied probe with the highest PCU.
-
-        The lender is the settled VM, holding only committed cores, whose
-        SF one core smaller is known from data near its load and falls
-        least (:mod:`loan`); it shrinks by one core on this tick and the
-        probe takes that core. _settle_loan judges it.
-        """
-        wanting = [w for w in self._denied_probes(now)
-                   if not w[2].last_sample.host_only and
-                   not self._borrowed_here(w[2], now)]
-        if not wanting:
-            return
-        _, uuid, borrower = min(wanting)
-        candidates = []
-        for state in self.vms.values():
-            sample, count = state.last_sample, len(state.cores)
-            if state is borrower or state.mode != VmMode.ACTIVE or \
-                    sample is None or count < 2 or \
-                    state.trial is not None or \
-                    state.drain_back is not None or \
-                    state.ceded is not None or \
-                    count > min(state.committed, state.max_cores) or \
-                    not state.settled(now, self.config.settle_time):
-                continue
-            low = state.model.sf_evidence(count - 1, sample.util)
-            high = state.model.sf_evidence(count, sample.util)
-            if low is None or high is None:
-                continue
-            candidates.append(core_loan.Candidate(
-                state.spec.uuid, count, low / max(high, _EPS)))
-        chosen = core_loan.lender_of(candidates)
-        if chosen is None:
-            return
-        lender = self.vms[chosen.uuid]
-        lender.want = lender.committed = chosen.cores - 1
-        lender.confirm.reset()
-        lender.last_action = (
-            Action.SHRINK, 'lends a core to the probe of %s: SF(%d)/SF(%d) '
-            '= %.2f' % (uuid, chosen.cores - 1, chosen.cores, chosen.ratio))
-        count = len(borrower.cores)
-        borrower.denied = None
-        borrower.borrowed = (count, borrower.last_sample.util, now)
-        borrower.confirm.grant((True, count), now)
-        self._loan = core_loan.Loan(uuid, chosen.uuid, count, chosen.cores,
-                                    chosen.ratio)
-
-    def _borrowed_here(self, state, now):
-        """True if the VM had a loan at this count and load already.
-
-        Whatever its verdict, a second loan would measure the same SF; a
-        probe the loan could not place (the idle floor took the core)
-        would be lent again every tick.
-        """
-        if state.borrowed is None:
-            return False
-        cores, util, at = state.borrowed
-        if cores != len(state.cores) or \
-                now - at > self.config.sample_max_age or \
-                abs(state.last_sample.util - util) > \
-                state.model.tolerance(util):
-            state.borrowed = None
-            return False
-        return True
-
-    def _settle_loan(self, now, decisions):
-        """Once the borrower's probe has ended, give the core its owner.
-
-        The borrower keeps it only if its probe kept it and its SF falls
-        more without it than the lender's does; the VM that loses commits
-        no more than it then holds while both loads stay (_expire_ceded).
-        """
-        held = self._loan
-        if held is None:
-            return
-        borrower = self.vms.get(held.borrower)
-        lender = self.vms.get(held.lender)
-        live = all(s is not None and s.mode == VmMode.ACTIVE
-                   for s in (borrower, lender))
-        if live and held.trial is not None and borrower.trial is held.trial:
-            return      # still probing
-        self._loan = None
-        kept = live and held.trial is not None and \
-            len(borrower.cores) > held.borrower_cores and \
-            borrower.committed > held.borrower_cores
-        ratio = self._probe_ratio(borrower, held) if kept else None
-        if kept and core_loan.borrower_keeps(held, ratio):
-            lender.ceded = core_loan.Ceded(
-                held.lender_cores - 1, lender.last_sample.util,
-                held.borrower, len(borrower.cores), now)
-            decisions.append(Decision(
-                now, held.lender, Action.STAY, len(lender.cores),
-                len(lender.cores), 'the core lent to %s stays there: its '
-                'SF(%d)/SF(%d) = %.2f against %.2f here' % (
-                    held.borrower, held.borrower_cores,
-                    held.borrower_cores + 1, ratio, held.lender_ratio)))
-            return
-        if lender is not None and lender.mode == VmMode.ACTIVE:
-            lender.want = lender.committed = max(lender.committed,
-                                                 held.lender_cores)
-            lender.last_action = (Action.GROW, 'the core lent to %s comes '
-                                  'back' % held.borrower)
-        if kept:
-            borrower.trial = None
-            borrower.want = borrower.committed = held.borrower_cores
-            borrower.ceded = core_loan.Ceded(
-                held.borrower_cores, held.trial.origin_util, held.lender,
-                held.lender_cores, now)
-            borrower.last_action = (
-                Action.REVERT, 'gives back the core lent by %s: SF(%d)/'
-                'SF(%d) = %s against %.2f there' % (
-                    held.lender, held.borrower_cores,
-                    held.borrower_cores + 1,
-                    'unknown' if ratio is None else '%.2f' % ratio,
-                    held.lender_ratio))
-
-    @staticmethod
-    def _probe_ratio(borrower, held):
-        """The borrower's SF(c) / SF(c + 1) at its probe's load, or None."""
-        trial = held.trial
-        high = trial.sf.get(held.borrower_cores + 1)
-        low = trial.sf.get(held.borrower_cores)
-        if low is None:
-            low = borrower.model.sf_evidence(held.borrower_cores,
-                                             trial.origin_util)
-        if low is None or high is None:
+        pool = self.emulator_pool
+        if not wanting or not pool.may_yield(now, emu_now, busy_pct,
+                                             self.ppc, guest_pct):
             return None
-        return low / max(high, _EPS)
-
-    def _expire_ceded(self, now):
-        """Forget a lost loan's cap once it no longer holds.
-
-        That is once the winner no longer holds the core, the loser's load
-        has moved past the SF tolerance, or ``sample_max_age`` has passed.
-        """
-        for state in self.vms.values():
-            ceded, sample = state.ceded, state.last_sample
-            if ceded is None:
-                continue
-            winner = self.vms.get(ceded.winner)
-            if state.mode != VmMode.ACTIVE or winner is None or \
-                    winner.mode != VmMode.ACTIVE or \
-                    len(winner.cores) < ceded.winner_cores or \
-                    now - ceded.time > self.config.sample_max_age or \
-                    sample is None or abs(sample.util - ceded.util) > \
-                    state.model.tolerance(ceded.util):
-                state.ceded = None
+        pcu, uuid, state = min(wanting)
+        pool.yielded(now, emu_now - 1, busy_pct, ())
+        self._probe_yield = (uuid, len(state.cores), emu_now - 1)
+        target, state.denied = state.denied.target, None
+        state.confirm.grant((True, len(state.cores)), now)
+        return '%s was denied a probe to %d cores at PCU %.0f%%' % (
+            uuid, target, -100.0 * pcu)
 
     def _take_back_from_probe(self, emu_now, emu_want, room):
         """Pool size once a probe the pool yielded to has ended.

@@ -38,7 +38,6 @@ configs = st.builds(
     emulator_min_cores=st.integers(0, 2),
     idle_pool_min_cores=st.integers(0, 1),
     detect_flat_sf=st.booleans(),
-    probe_loan=st.booleans(),
     be_policy=st.sampled_from(['idle-pool', 'soak']))
 
 
