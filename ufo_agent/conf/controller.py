@@ -162,7 +162,9 @@ OPTS = [
              '(at least one and a half util_resolution buckets). The same '
              'load shows 7-15 % more utilization on one core fewer, so a '
              'fixed width makes the controller probe the same core count '
-             'again.'),
+             'again. On an overloaded host, the fraction by which another '
+             'VM\'s utilization per core must exceed a holder\'s before a '
+             'core it holds changes hands.'),
     cfg.FloatOpt(
         'sample_max_age', default=_DEFAULTS.sample_max_age, min=1.0,
         mutable=True,

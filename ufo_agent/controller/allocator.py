@@ -11,8 +11,9 @@ Two steps, both deterministic:
    pool's growth up to ``emulator_fair`` (the part of its demand that is
    each guest's offloaded I/O within that guest's fair share); then
    committed demand, one core at a time to the VM with the highest
-   utilization per core it has so far (max-min on core counts when no
-   utilization is known); the rest of the emulator pool's growth (I/O
+   utilization per core it has so far, a core it already holds counting
+   ``incumbent`` more (max-min on core counts when no utilization is
+   known); the rest of the emulator pool's growth (I/O
    beyond some guest's fair share); then speculative demand (probes, new
    VMs' flavor-size starts) from what is left, max-min. Whatever
    committed demand was not met is the shortfall.
@@ -54,11 +55,14 @@ class Counts:
 
 
 def allocate_counts(total, emulator_min, emulator_want, requests,
-                    shared_vms, idle_floor=1, emulator_fair=None):
+                    shared_vms, idle_floor=1, emulator_fair=None,
+                    incumbent=0.0):
     """Apply the overload rule; see the module docstring.
 
     ``emulator_fair`` (default: all of ``emulator_want``) is how large
     the emulator pool may grow ahead of committed vCPU demand.
+    ``incumbent`` is the fraction by which another VM's utilization per
+    core must exceed a holder's before a core it holds changes hands.
     """
     if emulator_fair is None:
         emulator_fair = emulator_want
@@ -67,11 +71,12 @@ def allocate_counts(total, emulator_min, emulator_want, requests,
     # parked, or there are more busy VMs than cores.
     keep_floor = shared_vms or sum(not r.quiet for r in requests) > left
     counts = _fill(total, emulator_min, emulator_want, emulator_fair,
-                   requests, min(idle_floor, left) if keep_floor else 0)
+                   requests, min(idle_floor, left) if keep_floor else 0,
+                   incumbent)
     if counts.starved and not keep_floor and idle_floor:
         # Quiet VMs were left without a core: they share the idle pool.
         counts = _fill(total, emulator_min, emulator_want, emulator_fair,
-                       requests, min(idle_floor, left))
+                       requests, min(idle_floor, left), incumbent)
     return counts
 
 
@@ -124,7 +129,7 @@ def charge_excess(excess, offloaded, entitled):
 
 
 def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
-          floor):
+          floor, incumbent):
     left = total
     emulator = min(emulator_min, left)
     left -= emulator + floor
@@ -139,11 +144,17 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
     def committed_cores(group):
         # One core at a time to the VM whose utilization per core is
         # highest (the largest deficit), then the one with the fewest
-        # cores, the most unmet, the uuid.
+        # cores, the most unmet, the uuid. Utilization was measured on the
+        # cores a VM holds and moves with its count, so a core it holds
+        # changes hands only on a clearly larger deficit: else the split
+        # flips every tick.
         nonlocal left
 
         def entry(req):
-            return (-max(0.0, req.util) / given[req.key], given[req.key],
+            per_core = max(0.0, req.util) / given[req.key]
+            if given[req.key] < req.holding:
+                per_core *= 1.0 + incumbent
+            return (-per_core, given[req.key],
                     -(req.committed - given[req.key]), req.key, req)
 
         heap = [entry(req) for req in group

@@ -773,7 +773,8 @@ class Controller:
             len(self.topology), self.config.emulator_min_cores, emu_want,
             requests, self._some_vm_shares(),
             idle_floor=self.config.idle_pool_min_cores,
-            emulator_fair=emu_fair)
+            emulator_fair=emu_fair,
+            incumbent=self.config.sf_match_tolerance)
 
     def _committed(self, state):
         """Committed cores the allocator serves: less any I/O charge."""
