@@ -43,6 +43,7 @@ import os
 import sys
 import time
 
+from ufo_sim import arguments
 from ufo_sim.engine import spec as spec_mod
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import registry
@@ -81,14 +82,6 @@ def _host_option(text):
     try:
         return spec_mod.parse_option(
             text, {f.name for f in dataclasses.fields(spec_mod.HostSpec)})
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc))
-
-
-def _profile_option(text):
-    """``profile.field=value`` (profiles.parse_option)."""
-    try:
-        return profiles_mod.parse_option(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc))
 
@@ -607,7 +600,7 @@ def parser():
                  'times in simulated seconds (real x %g), e.g. '
                  'smt_slowdown=1.3' % spec_mod.TIME_SCALE)
         knobs.add_argument(
-            '--profile-option', type=_profile_option, action='append',
+            '--profile-option', type=arguments.profile_option, action='append',
             metavar='PROFILE.FIELD=VALUE',
             help='set a field of one profile (repeatable), value as '
                  'JSON, times in simulated seconds, e.g. '

@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from ufo_sim import arguments
 from ufo_sim.calibration import report
 from ufo_sim.calibration import scenarios
 from ufo_sim.calibration import targets
@@ -242,7 +243,7 @@ def main(argv=None):
                    action='append', metavar='NAME=VALUE',
                    help='override a HostSpec field (repeatable; VALUE is '
                         'JSON), e.g. halt_poll=5e-3')
-    c.add_argument('--profile-option', type=targets.parse_profile_option,
+    c.add_argument('--profile-option', type=arguments.profile_option,
                    action='append', metavar='PROFILE.FIELD=VALUE',
                    help='override a field of one LC profile (repeatable; '
                         'VALUE is JSON), e.g. mysql.lock_share=0.2; '

@@ -453,14 +453,6 @@ def parse_host_option(text):
     return name, value
 
 
-def parse_profile_option(text):
-    """``PROFILE.FIELD=VALUE`` (:func:`ufo_sim.profiles.parse_option`)."""
-    try:
-        return profiles.parse_option(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc))
-
-
 def positive_int(text):
     try:
         value = int(text)
