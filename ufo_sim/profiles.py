@@ -51,6 +51,10 @@ class AppProfile:
     # Its vCPUs' cache working set, as a share of a full refill
     # (HostSpec.cache_refill).
     cache_footprint: float = 1.0
+    # How much an emulator thread on the SMT sibling slows its vCPUs:
+    # work runs 1 + (HostSpec.smt_emu_slowdown - 1) x this slower. How
+    # much a co-runner hurts is the victim's own property.
+    smt_emu_sensitivity: float = 1.0
 
     @property
     def is_lc(self):
@@ -89,7 +93,7 @@ MYSQL = AppProfile(
     qos_p99_us=scaled(15000.0), max_rps=703.0,
     service=scaled(30e-6), dist=BIMODAL, dist_a=0.1, dist_b=10.0,
     rounds=4, emu_in=scaled(4e-6), emu_out=scaled(4e-6),
-    irq=scaled(2e-6), lock_share=0.1)
+    irq=scaled(2e-6), lock_share=0.1, smt_emu_sensitivity=3.0)
 
 LC_PROFILES = (MEMCACHED, NGINX, MYSQL)
 
@@ -105,7 +109,7 @@ def BE(threads=8):
 # load, which define the experiment's loads.
 OPTION_FIELDS = ('threads', 'emulator_threads', 'service', 'dist_a',
                  'dist_b', 'rounds', 'emu_in', 'emu_out', 'irq',
-                 'lock_share', 'cache_footprint')
+                 'lock_share', 'cache_footprint', 'smt_emu_sensitivity')
 # The engine's bounds of the integer fields.
 _MOST = {'threads': 1024, 'emulator_threads': 16, 'rounds': 1 << 20}
 

@@ -2,15 +2,18 @@
 
 The model runs with none of the five mechanisms (the schedulers only),
 with each one alone, and with all of them (the defaults); every
-configuration is a set of ``HostSpec`` overrides, so any of them can be
-reproduced with ``check --host-option``. Profiles (and their max_rps)
-stay as they are, so a load means the same offered rate everywhere.
+configuration is a set of ``HostSpec`` overrides and, where a mechanism
+has a per-profile field, profile overrides, so any of them can be
+reproduced with ``check --host-option`` and ``--profile-option``. The
+profiles' max_rps stay as they are, so a load means the same offered
+rate everywhere.
 """
 
 import dataclasses
 
 from ufo_sim.calibration import targets
 from ufo_sim.engine import HostSpec
+from ufo_sim import profiles
 
 # What switches each mechanism off.
 MECHANISMS = {
@@ -23,20 +26,27 @@ MECHANISMS = {
     'linux-balancing': (('migration_cost', 0.0),
                         ('guest_migration_cost', 0.0)),
 }
+# ... and its per-profile fields, as (PROFILE.FIELD, value).
+PROFILE_OFF = {
+    'smt-by-type': tuple(('%s.smt_emu_sensitivity' % p.name, 1.0)
+                         for p in profiles.LC_PROFILES),
+}
 # Fig. 12 DynIso costs minutes per configuration: left to ``check``.
 ROWS = tuple(t.id for t in targets.TARGETS if t.id != 'fig12_dyniso_pct')
 
 
 def configurations():
-    """(name, host options): none, each mechanism alone, all."""
+    """(name, host options, profile options): none, each alone, all."""
     def off(names):
-        return tuple(o for n in names for o in MECHANISMS[n])
+        names = list(names)
+        return (tuple(o for n in names for o in MECHANISMS[n]),
+                tuple(o for n in names for o in PROFILE_OFF.get(n, ())))
 
-    out = [('none', off(MECHANISMS))]
+    out = [('none',) + off(MECHANISMS)]
     for name in MECHANISMS:
-        out.append(('only ' + name,
-                    off(n for n in MECHANISMS if n != name)))
-    out.append(('all', ()))
+        out.append(('only ' + name,)
+                   + off(n for n in MECHANISMS if n != name))
+    out.append(('all', (), ()))
     return out
 
 
@@ -55,11 +65,12 @@ class Ablation:
 def run(rows=ROWS, seeds=1, processes=2, progress=None):
     chosen = [targets.target(r) for r in rows]
     results = {}
-    for name, options in configurations():
+    for name, host_options, profile_options in configurations():
         if progress is not None:
             progress.write('configuration: %s\n' % name)
-        results[name] = targets.run(chosen, seeds, processes, options,
-                                    progress=progress)
+        results[name] = targets.run(chosen, seeds, processes, host_options,
+                                    progress=progress,
+                                    profile_options=profile_options)
     return Ablation(results)
 
 

@@ -174,6 +174,7 @@ struct vm {
 	double lock_share;
 	int lock_owner;
 	double footprint;	/* vCPU working set, share of a full refill */
+	double emu_sens;	/* its vCPUs' share of smt_emu's excess */
 	struct fifo lockq;
 	/* load */
 	double rps;
@@ -491,7 +492,9 @@ static double smt_factor(Host *h, int k, int s)
 	if (b->kind == K_VCPU && h->vm[b->vm].gv[b->idx].poll_end)
 		return h->p.smt_poll;
 	if (a->kind != b->kind)
-		return h->p.smt_emu;
+		return a->kind == K_VCPU ?
+			1.0 + (h->p.smt_emu - 1.0) * h->vm[a->vm].emu_sens :
+			h->p.smt_emu;
 	return a->vm != b->vm ? h->p.smt_cross : h->p.smt_slow;
 }
 
@@ -2112,17 +2115,19 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 static PyObject *Host_add_vm(Host *h, PyObject *args)
 {
 	int nvcpu, nthr, nemu, be, kind, rounds, i, cap;
-	double mean, a, b, ein, eout, chunk, io, irq, lock, fp;
+	double mean, a, b, ein, eout, chunk, io, irq, lock, fp, sens;
 	unsigned long long seed;
 	struct vm *m, *nv;
 	struct task *nt;
 
-	if (!PyArg_ParseTuple(args, "iiiiidddidddddddK", &nvcpu, &nthr,
+	if (!PyArg_ParseTuple(args, "iiiiidddiddddddddK", &nvcpu, &nthr,
 			      &nemu, &be, &kind, &mean, &a, &b, &rounds, &ein,
-			      &eout, &chunk, &io, &irq, &lock, &fp, &seed))
+			      &eout, &chunk, &io, &irq, &lock, &fp, &sens,
+			      &seed))
 		return NULL;
 	if (nvcpu < 1 || nvcpu > 64 || nthr < 1 || nthr > 1024 || nemu < 1 ||
-	    nemu > 16 || rounds < 1 || lock < 0 || lock >= 1 || fp < 0) {
+	    nemu > 16 || rounds < 1 || lock < 0 || lock >= 1 || fp < 0 ||
+	    sens < 0) {
 		PyErr_SetString(PyExc_ValueError, "bad VM shape");
 		return NULL;
 	}
@@ -2156,6 +2161,7 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	m->lock_share = lock;
 	m->lock_owner = -1;
 	m->footprint = fp;
+	m->emu_sens = sens;
 	m->rng = seed;
 	m->next_arr = T_INF;
 	m->t_vcpu0 = h->ntask;
@@ -2474,7 +2480,8 @@ static PyObject *Host_get_now(Host *h, void *closure)
 static PyMethodDef Host_methods[] = {
 	{"add_vm", (PyCFunction)Host_add_vm, METH_VARARGS,
 	 "add_vm(vcpus, threads, emu_threads, be, svc_kind, svc_mean, a, b, "
-	 "rounds, emu_in_ns, emu_out_ns, be_chunk_ns, be_io_ns, irq_ns, seed)"
+	 "rounds, emu_in_ns, emu_out_ns, be_chunk_ns, be_io_ns, irq_ns, "
+	 "lock_share, cache_footprint, smt_emu_sensitivity, seed)"
 	 " -> id"},
 	{"set_rps", (PyCFunction)Host_set_rps, METH_VARARGS,
 	 "set_rps(vm, rps)"},

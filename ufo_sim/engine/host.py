@@ -85,7 +85,7 @@ class SimHost:
             p.dist, p.service * ns, p.dist_a, p.dist_b, p.rounds,
             p.emu_in * ns, p.emu_out * ns, p.be_chunk * ns, p.be_io * ns,
             p.irq * ns, p.lock_share if self.spec.guest_locks else 0.0,
-            p.cache_footprint,
+            p.cache_footprint, p.smt_emu_sensitivity,
             seed & 0xFFFFFFFFFFFFFFFF)
         self._ids[name] = idx
         self._profiles[name] = p

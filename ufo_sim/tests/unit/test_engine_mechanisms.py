@@ -76,9 +76,10 @@ def test_emulator_wakeup_and_interrupt_injection_cost_emulator_time():
     assert extra < (HostSpec().emu_wakeup + HostSpec().irq_inject) * 2e9
 
 
-def _be_chunks(spec, same_vm, emulator_sibling=False):
+def _be_chunks(spec, same_vm, emulator_sibling=False, emu_sensitivity=1.0):
     host = SimHost(spec, seed=5)
-    a = host.add_vm('a', 1, profiles.BE(1))
+    a = host.add_vm('a', 1, dataclasses.replace(
+        profiles.BE(1), smt_emu_sensitivity=emu_sensitivity))
     host.pin_vcpus(a, [0])
     host.pin_emulator(a, [2, 3])
     if emulator_sibling:
@@ -102,6 +103,19 @@ def test_smt_slowdown_depends_on_what_runs_on_the_sibling():
                      same_vm=False, emulator_sibling=True)
     emu_base = _be_chunks(_spec(2, 2), same_vm=False, emulator_sibling=True)
     assert emu < emu_base              # an emulator thread on the sibling
+
+
+def test_an_emulator_sibling_slows_a_sensitive_guest_more():
+    spec = _spec(2, 2)
+    plain = _be_chunks(spec, same_vm=False, emulator_sibling=True)
+    sensitive = _be_chunks(spec, same_vm=False, emulator_sibling=True,
+                           emu_sensitivity=3.0)
+    # 1 + 0.5 x 3 = 2.5 times slower beside it, not 1.5, while it runs.
+    assert sensitive < 0.9 * plain
+    # Only an emulator thread on the sibling: another guest's vCPU slows
+    # it as much as anyone.
+    assert (_be_chunks(spec, same_vm=False, emu_sensitivity=3.0) ==
+            _be_chunks(spec, same_vm=False))
 
 
 def _mysql_p99(spec, cpus):
