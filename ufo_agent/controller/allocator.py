@@ -13,10 +13,13 @@ Two steps, both deterministic:
    committed demand, one core at a time to the VM with the highest
    utilization per core it has so far, a core it already holds counting
    ``incumbent`` more (max-min on core counts when no utilization is
-   known); the rest of the emulator pool's growth (I/O
-   beyond some guest's fair share); then speculative demand (probes, new
-   VMs' flavor-size starts) from what is left, max-min. Whatever
-   committed demand was not met is the shortfall.
+   known), except that a core the emulator pool yielded for some VMs
+   on this tick (``yielded_to``) is set aside and goes, after the rest
+   is split, to the one of them with the largest deficit; the rest of
+   the emulator pool's growth (I/O beyond some guest's fair share);
+   then speculative demand (probes, new VMs' flavor-size starts) from
+   what is left, max-min. Whatever committed demand was not met is the
+   shortfall.
 2. :func:`assign_cores` picks the core ids: owners keep the cores they
    have, shrink from their smallest NUMA share and highest ids, and grow
    from the NUMA node where they already have most cores.
@@ -56,13 +59,18 @@ class Counts:
 
 def allocate_counts(total, emulator_min, emulator_want, requests,
                     shared_vms, idle_floor=1, emulator_fair=None,
-                    incumbent=0.0):
+                    incumbent=0.0, yielded_to=None):
     """Apply the overload rule; see the module docstring.
 
     ``emulator_fair`` (default: all of ``emulator_want``) is how large
     the emulator pool may grow ahead of committed vCPU demand.
     ``incumbent`` is the fraction by which another VM's utilization per
     core must exceed a holder's before a core it holds changes hands.
+    ``yielded_to`` holds the keys of the VMs the emulator pool gave a
+    core to on this tick: the split of committed demand cannot hand that
+    core to another VM (on the simulator's quick grid it went to MySQL on
+    a 0.1 % difference of utilization per core, and Nginx, the one it was
+    yielded for, stayed one core short and missed QoS).
     """
     if emulator_fair is None:
         emulator_fair = emulator_want
@@ -72,11 +80,12 @@ def allocate_counts(total, emulator_min, emulator_want, requests,
     keep_floor = shared_vms or sum(not r.quiet for r in requests) > left
     counts = _fill(total, emulator_min, emulator_want, emulator_fair,
                    requests, min(idle_floor, left) if keep_floor else 0,
-                   incumbent)
+                   incumbent, yielded_to)
     if counts.starved and not keep_floor and idle_floor:
         # Quiet VMs were left without a core: they share the idle pool.
         counts = _fill(total, emulator_min, emulator_want, emulator_fair,
-                       requests, min(idle_floor, left), incumbent)
+                       requests, min(idle_floor, left), incumbent,
+                       yielded_to)
     return counts
 
 
@@ -129,7 +138,7 @@ def charge_excess(excess, offloaded, entitled):
 
 
 def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
-          floor, incumbent):
+          floor, incumbent, yielded_to=None):
     left = total
     emulator = min(emulator_min, left)
     left -= emulator + floor
@@ -141,23 +150,23 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
             given[req.key] = 1 if left > 0 else 0
             left -= given[req.key]
 
+    def deficit(req):
+        # The VM whose utilization per core is highest (the largest
+        # deficit) first, then the one with the fewest cores, the most
+        # unmet, the uuid. Utilization was measured on the cores a VM
+        # holds and moves with its count, so a core it holds changes
+        # hands only on a clearly larger deficit: else the split flips
+        # every tick.
+        per_core = max(0.0, req.util) / given[req.key]
+        if given[req.key] < req.holding:
+            per_core *= 1.0 + incumbent
+        return (-per_core, given[req.key],
+                -(req.committed - given[req.key]), req.key, req)
+
     def committed_cores(group):
-        # One core at a time to the VM whose utilization per core is
-        # highest (the largest deficit), then the one with the fewest
-        # cores, the most unmet, the uuid. Utilization was measured on the
-        # cores a VM holds and moves with its count, so a core it holds
-        # changes hands only on a clearly larger deficit: else the split
-        # flips every tick.
+        # One core at a time, by deficit.
         nonlocal left
-
-        def entry(req):
-            per_core = max(0.0, req.util) / given[req.key]
-            if given[req.key] < req.holding:
-                per_core *= 1.0 + incumbent
-            return (-per_core, given[req.key],
-                    -(req.committed - given[req.key]), req.key, req)
-
-        heap = [entry(req) for req in group
+        heap = [deficit(req) for req in group
                 if 0 < given[req.key] < req.committed]
         heapq.heapify(heap)
         while heap and left > 0:
@@ -165,7 +174,7 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
             given[req.key] += 1
             left -= 1
             if given[req.key] < req.committed:
-                heapq.heappush(heap, entry(req))
+                heapq.heappush(heap, deficit(req))
 
     def grow_emulator(to):
         nonlocal left, emulator
@@ -177,7 +186,17 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
     quiet = [req for req in requests if req.quiet]
     first_cores(busy)
     grow_emulator(emulator_fair)
+    named = [req for req in busy if req.key in (yielded_to or ()) and
+             0 < given[req.key] < req.committed]
+    set_aside = 1 if named and left > 0 else 0
+    left -= set_aside
     committed_cores(busy)
+    left += set_aside
+    named = [deficit(req) for req in named
+             if given[req.key] < req.committed]
+    if set_aside and named:
+        given[min(named)[4].key] += 1
+        left -= 1
     first_cores(quiet)
     committed_cores(quiet)
     grow_emulator(emulator_want)

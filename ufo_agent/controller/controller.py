@@ -254,16 +254,16 @@ class Controller:
             saturated, squeezed=bool(short), idle_room=room,
             deficit=self._vcpu_deficit(samples))
         emu_want = self._take_back_from_probe(emu_now, emu_want, room)
-        yielded_to = None
+        yield_why = yielded_to = None
         if cfg.emulator_util_overload > 0:
-            emu_want, yielded_to = self._under_overload(
+            emu_want, yield_why, yielded_to = self._under_overload(
                 now, emu_now, emu_want, emulator_busy_pct, guest_pct,
                 saturated, short, room)
-            if emu_want == emu_now and yielded_to is None and \
+            if emu_want == emu_now and yield_why is None and \
                     not saturated:
-                yielded_to = self._yield_to_probe(
+                yield_why = self._yield_to_probe(
                     now, emu_now, emulator_busy_pct, guest_pct, room)
-                if yielded_to:
+                if yield_why:
                     emu_want = emu_now - 1
         if emu_want > emu_now and self._grow_takes_guest_cores(emu_want):
             # Taking guests' cores costs them QoS at once, and a one-second
@@ -284,8 +284,8 @@ class Controller:
                 % (100 * self.emulator_util,
                    '; emulator threads of %s saturated'
                    % ', '.join(saturated) if saturated else '',
-                   '; yields a core: %s' % yielded_to
-                   if yielded_to else '')))
+                   '; yields a core: %s' % yield_why
+                   if yield_why else '')))
         # Parked between two ticks (after the emulator's, which comes first).
         decisions += self._pending
         self._pending = []
@@ -325,7 +325,7 @@ class Controller:
                                                     offloaded, entitled)
             if self._charged:
                 fair = emu_want
-        plan = self._allocate(now, emu_want, decisions, fair)
+        plan = self._allocate(now, emu_want, decisions, fair, yielded_to)
         self.last_plan = plan
         return plan
 
@@ -641,7 +641,11 @@ class Controller:
 
     def _under_overload(self, now, emu_now, emu_want, busy_pct, guest_pct,
                         saturated, short, room):
-        """(pool size, (VM, PCU) yielded to, or None) near a full host.
+        """(pool size, why it yielded, VMs yielded to) near a full host.
+
+        The last two are None when the pool does not yield; the VMs are
+        those one core short at the mark, of which the allocator gives
+        the core to the one with the largest deficit.
 
         Each core the pool takes from a guest's committed cores is that
         guest's QoS: the pool takes them only from the mark up or for
@@ -658,32 +662,36 @@ class Controller:
         if emu_want > emu_now:
             if self.emulator_util < mark and room <= 0 and \
                     pool.holds_yield(now, emu_now, busy_pct):
-                return emu_now, None
+                return emu_now, None, None
             if not self._grow_takes_guest_cores(emu_want):
-                return emu_want, None
+                return emu_want, None, None
             if self.emulator_util < mark and (
                     not saturated or
                     pool.holds_yield(now, emu_now, busy_pct, saturated)):
-                return emu_now, None
+                return emu_now, None, None
             if self.emulator_util >= mark:
                 pool.grew_back(now, emu_now)
-            return emu_now + 1, None
+            return emu_now + 1, None, None
         if emu_want < emu_now or saturated or not short:
-            return emu_want, None
+            return emu_want, None, None
+        eligible = []
         for state in sorted(short, key=lambda s: s.spec.uuid):
             count = len(state.cores)
             util = state.last_sample.util if state.last_sample else 0.0
             if min(state.committed, state.max_cores) - count == 1 and \
-                    state.predictor.pcu(util, count) >= mark and \
-                    pool.may_yield(now, emu_now, busy_pct, self.ppc,
-                                   guest_pct, trial=True):
-                pool.yielded(now, emu_now - 1, busy_pct,
-                             [s.spec.uuid for s in short])
-                pcu = 100.0 * state.predictor.pcu(util, count)
-                return emu_now - 1, (
-                    '%s runs one core short of its committed cores at '
-                    'PCU %.0f%%' % (state.spec.uuid, pcu))
-        return emu_want, None
+                    state.predictor.pcu(util, count) >= mark:
+                eligible.append((state, 100.0 * state.predictor.pcu(
+                    util, count)))
+        if not eligible or not pool.may_yield(now, emu_now, busy_pct,
+                                              self.ppc, guest_pct,
+                                              trial=True):
+            return emu_want, None, None
+        pool.yielded(now, emu_now - 1, busy_pct,
+                     [s.spec.uuid for s in short])
+        return emu_now - 1, '; '.join(
+            '%s runs one core short of its committed cores at PCU %.0f%%'
+            % (state.spec.uuid, pcu) for state, pcu in eligible), \
+            frozenset(state.spec.uuid for state, _ in eligible)
 
     def _yield_to_probe(self, now, emu_now, busy_pct, guest_pct, room):
         """Give a pool core to the denied probe with the highest PCU.
@@ -759,8 +767,11 @@ class Controller:
             counts.vms.get(s.spec.uuid, 0) < min(len(s.cores), s.committed)
             for s in active)
 
-    def _counts(self, emu_want, emu_fair=None):
-        """(active VMs, allocator.Counts) for an emulator pool of emu_want."""
+    def _counts(self, emu_want, emu_fair=None, yielded_to=None):
+        """(active VMs, allocator.Counts) for an emulator pool of emu_want.
+
+        ``yielded_to``: the VMs the pool yields a core to on this tick.
+        """
         active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
         requests = [allocator.Request(s.spec.uuid, len(s.cores),
                                       self._committed(s),
@@ -774,7 +785,7 @@ class Controller:
             requests, self._some_vm_shares(),
             idle_floor=self.config.idle_pool_min_cores,
             emulator_fair=emu_fair,
-            incumbent=self.config.sf_match_tolerance)
+            incumbent=self.config.sf_match_tolerance, yielded_to=yielded_to)
 
     def _committed(self, state):
         """Committed cores the allocator serves: less any I/O charge."""
@@ -782,8 +793,9 @@ class Controller:
         charge = self._charged.get(state.spec.uuid)
         return max(1, committed - charge) if charge else committed
 
-    def _allocate(self, now, emu_want, decisions, emu_fair=None):
-        active, counts = self._counts(emu_want, emu_fair)
+    def _allocate(self, now, emu_want, decisions, emu_fair=None,
+                  yielded_to=None):
+        active, counts = self._counts(emu_want, emu_fair, yielded_to)
         emu_cores, vm_cores, idle = allocator.assign_cores(
             self.topology, self.emulator_cores, counts.emulator,
             {s.spec.uuid: s.cores for s in active}, counts.vms)
