@@ -678,10 +678,10 @@ class Controller:
         for state in sorted(short, key=lambda s: s.spec.uuid):
             count = len(state.cores)
             util = state.last_sample.util if state.last_sample else 0.0
+            pcu = state.predictor.pcu(util, count)
             if min(state.committed, state.max_cores) - count == 1 and \
-                    state.predictor.pcu(util, count) >= mark:
-                eligible.append((state, 100.0 * state.predictor.pcu(
-                    util, count)))
+                    pcu >= mark:
+                eligible.append((state, 100.0 * pcu))
         if not eligible or not pool.may_yield(now, emu_now, busy_pct,
                                               self.ppc, guest_pct,
                                               trial=True):
