@@ -25,6 +25,7 @@
 #define UFO_GUEST_FLAG_HOST_VALID 0x1U
 #define UFO_GUEST_FLAG_WATCHDOG 0x2U
 #define UFO_GUEST_FLAG_APPLYING 0x4U
+#define UFO_GUEST_FLAG_SCHED_IN 0x8U
 
 struct ufo_host_area {
 	/* HOST_MAGIC once the host set up the page */
@@ -89,8 +90,12 @@ struct ufo_guest_area {
 	__le32 host_errors;
 	/* times the stale-heartbeat watchdog onlined every vCPU */
 	__le32 watchdog_fires;
-	/* zero, room to grow */
-	__le64 reserved;
+	/*
+	 * switches into a thread other than the idle task, per second,
+	 * without the module's own (with GUEST_FLAG_SCHED_IN; zero without
+	 * it)
+	 */
+	__le64 sched_in_per_sec;
 };
 
 struct ufo_channel_page {

@@ -4,8 +4,11 @@
  *
  * Binds to an ivshmem-plain PCI device whose shared page carries the UFO
  * host magic. A kernel thread publishes the guest's CPU utilization and
- * context-switch rate into the page every second and keeps as many vCPUs
+ * context-switch rates into the page every second and keeps as many vCPUs
  * online as the host asks for. Everything the host writes is untrusted.
+ * The scheduling frequency UFO reads is the rate of switches into a
+ * thread: a switch into the idle task schedules no work, and counting it
+ * makes threads that hand work over on a busy vCPU look half as busy.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -63,6 +66,7 @@ struct ufo_pub {
 	u32 steal;
 	u64 ctxsw;
 	u64 own_ctxsw;
+	u64 sched_in;
 	u64 mask[UFO_MASK_WORDS];
 	u32 host_errors;
 	u32 watchdog_fires;
@@ -101,6 +105,7 @@ static struct dentry *ufo_debugfs;
 
 static DEFINE_PER_CPU(u64, ufo_switches);
 static DEFINE_PER_CPU(u64, ufo_own_switches);
+static DEFINE_PER_CPU(u64, ufo_sched_ins);
 static DEFINE_PER_CPU(u64, ufo_prev_busy);
 static DEFINE_PER_CPU(u64, ufo_prev_steal);
 
@@ -112,10 +117,13 @@ static void ufo_probe_switch(void *data, bool preempt,
 	struct task_struct *self = READ_ONCE(ufo_task);
 
 	/* Our own polling must not look like guest scheduling activity. */
-	if (prev == self || next == self)
+	if (prev == self || next == self) {
 		this_cpu_inc(ufo_own_switches);
-	else
-		this_cpu_inc(ufo_switches);
+		return;
+	}
+	this_cpu_inc(ufo_switches);
+	if (!is_idle_task(next))
+		this_cpu_inc(ufo_sched_ins);
 }
 
 static void ufo_find_tp(struct tracepoint *tp, void *priv)
@@ -136,15 +144,17 @@ static void ufo_cpu_times(int cpu, u64 *busy, u64 *steal)
 	*steal = t[CPUTIME_STEAL];
 }
 
-static void ufo_sum_switches(u64 *other, u64 *own)
+static void ufo_sum_switches(u64 *other, u64 *own, u64 *in)
 {
 	int cpu;
 
 	*other = 0;
 	*own = 0;
+	*in = 0;
 	for_each_possible_cpu(cpu) {
 		*other += per_cpu(ufo_switches, cpu);
 		*own += per_cpu(ufo_own_switches, cpu);
+		*in += per_cpu(ufo_sched_ins, cpu);
 	}
 }
 
@@ -186,11 +196,11 @@ static void ufo_publish_locked(void)
 	WRITE_ONCE(g->steal, cpu_to_le32(p->steal));
 	WRITE_ONCE(g->ctxsw_per_sec, cpu_to_le64(p->ctxsw));
 	WRITE_ONCE(g->own_ctxsw_per_sec, cpu_to_le64(p->own_ctxsw));
+	WRITE_ONCE(g->sched_in_per_sec, cpu_to_le64(p->sched_in));
 	for (i = 0; i < UFO_MASK_WORDS; i++)
 		WRITE_ONCE(g->online_mask[i], cpu_to_le64(p->mask[i]));
 	WRITE_ONCE(g->host_errors, cpu_to_le32(p->host_errors));
 	WRITE_ONCE(g->watchdog_fires, cpu_to_le32(p->watchdog_fires));
-	WRITE_ONCE(g->reserved, 0);
 	/* Fields visible before the even sequence. */
 	smp_wmb();
 	ufo.guest_seq++;
@@ -299,6 +309,7 @@ struct ufo_run {
 	u64 last_sample_ns;
 	u64 prev_switches;
 	u64 prev_own;
+	u64 prev_in;
 };
 
 static void ufo_stats_reset(struct ufo_run *r, u64 now)
@@ -311,13 +322,13 @@ static void ufo_stats_reset(struct ufo_run *r, u64 now)
 		per_cpu(ufo_prev_busy, cpu) = busy;
 		per_cpu(ufo_prev_steal, cpu) = steal;
 	}
-	ufo_sum_switches(&r->prev_switches, &r->prev_own);
+	ufo_sum_switches(&r->prev_switches, &r->prev_own, &r->prev_in);
 	r->last_sample_ns = now;
 }
 
 static void ufo_sample(struct ufo_run *r, u64 now)
 {
-	u64 busy_sum = 0, steal_sum = 0, busy, steal, sw, own, dt, cap;
+	u64 busy_sum = 0, steal_sum = 0, busy, steal, sw, own, in, dt, cap;
 	int cpu;
 
 	for_each_possible_cpu(cpu) {
@@ -329,7 +340,7 @@ static void ufo_sample(struct ufo_run *r, u64 now)
 		per_cpu(ufo_prev_busy, cpu) = busy;
 		per_cpu(ufo_prev_steal, cpu) = steal;
 	}
-	ufo_sum_switches(&sw, &own);
+	ufo_sum_switches(&sw, &own, &in);
 	dt = max_t(u64, now - r->last_sample_ns, 1);
 	cap = 10000ULL * num_online_cpus();
 
@@ -340,11 +351,16 @@ static void ufo_sample(struct ufo_run *r, u64 now)
 	ufo.pub.steal = min(div64_u64(steal_sum * 10000, dt), cap);
 	ufo.pub.ctxsw = div64_u64((sw - r->prev_switches) * NSEC_PER_SEC, dt);
 	ufo.pub.own_ctxsw = div64_u64((own - r->prev_own) * NSEC_PER_SEC, dt);
+	/* A subset of the switches above: never more, as the host checks. */
+	ufo.pub.sched_in = min(div64_u64((in - r->prev_in) * NSEC_PER_SEC, dt),
+			       ufo.pub.ctxsw);
+	ufo_set_flag(UFO_GUEST_FLAG_SCHED_IN, true);
 	ufo.pub.sample_count++;
 	mutex_unlock(&ufo.lock);
 
 	r->prev_switches = sw;
 	r->prev_own = own;
+	r->prev_in = in;
 	r->last_sample_ns = now;
 	ufo_publish();
 }
@@ -512,6 +528,7 @@ static int ufo_state_show(struct seq_file *m, void *v)
 	seq_printf(m, "steal %u\n", p->steal);
 	seq_printf(m, "ctxsw_per_sec %llu\n", p->ctxsw);
 	seq_printf(m, "own_ctxsw_per_sec %llu\n", p->own_ctxsw);
+	seq_printf(m, "sched_in_per_sec %llu\n", p->sched_in);
 	seq_printf(m, "host_errors %u\n", p->host_errors);
 	seq_printf(m, "watchdog_fires %u\n", p->watchdog_fires);
 	seq_puts(m, "online_mask");

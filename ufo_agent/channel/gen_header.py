@@ -61,6 +61,7 @@ def render():
         '#define UFO_GUEST_FLAG_HOST_VALID 0x%xU' % L.GUEST_FLAG_HOST_VALID,
         '#define UFO_GUEST_FLAG_WATCHDOG 0x%xU' % L.GUEST_FLAG_WATCHDOG,
         '#define UFO_GUEST_FLAG_APPLYING 0x%xU' % L.GUEST_FLAG_APPLYING,
+        '#define UFO_GUEST_FLAG_SCHED_IN 0x%xU' % L.GUEST_FLAG_SCHED_IN,
         '',
     ]
     out += _struct('ufo_host_area', L.HOST_FIELDS)

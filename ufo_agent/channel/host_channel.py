@@ -454,7 +454,9 @@ class HostChannel(object):
             ctxsw_per_sec=g['ctxsw_per_sec'],
             own_ctxsw_per_sec=g['own_ctxsw_per_sec'],
             host_errors=g['host_errors'],
-            watchdog_fires=g['watchdog_fires'])
+            watchdog_fires=g['watchdog_fires'],
+            sched_in_per_sec=g['sched_in_per_sec']
+            if g['flags'] & layout.GUEST_FLAG_SCHED_IN else None)
         return report.GuestReport(report.STATUS_OK, '', sample)
 
     def _validate(self, g):
@@ -465,11 +467,12 @@ class HostChannel(object):
         if g['abi_version'] != layout.ABI_VERSION:
             return 'unsupported guest ABI version %d' % g['abi_version']
         known = (layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_WATCHDOG |
-                 layout.GUEST_FLAG_APPLYING)
+                 layout.GUEST_FLAG_APPLYING | layout.GUEST_FLAG_SCHED_IN)
         if g['flags'] & ~known:
             return 'unknown guest flags 0x%x' % g['flags']
-        if g['reserved']:
-            return 'reserved guest field is not zero'
+        if not g['flags'] & layout.GUEST_FLAG_SCHED_IN and \
+                g['sched_in_per_sec']:
+            return 'switch-in rate without its flag'
         online, present = g['online_vcpus'], g['present_vcpus']
         if not 1 <= present <= nmax:
             return 'present vCPUs %d not in 1..%d' % (present, nmax)
@@ -504,6 +507,10 @@ class HostChannel(object):
         if g['own_ctxsw_per_sec'] > MAX_CTXSW_PER_SEC:
             return 'own context switch rate %d is implausible' % (
                 g['own_ctxsw_per_sec'])
+        # Each switch into a thread is one of the context switches.
+        if g['sched_in_per_sec'] > g['ctxsw_per_sec']:
+            return 'switch-in rate %d above the context switch rate %d' % (
+                g['sched_in_per_sec'], g['ctxsw_per_sec'])
         if g['sample_count'] and not 0 < g['interval_ns'] <= MAX_INTERVAL_NS:
             return 'sample interval %d ns out of range' % g['interval_ns']
         return self._validate_history(g)

@@ -33,6 +33,7 @@ MASK_WORDS = MASK_CPUS // 64
 GUEST_FLAG_HOST_VALID = 1 << 0      # host area passed the last check
 GUEST_FLAG_WATCHDOG = 1 << 1        # heartbeat stale: every vCPU online
 GUEST_FLAG_APPLYING = 1 << 2        # a target is being applied
+GUEST_FLAG_SCHED_IN = 1 << 3        # sched_in_per_sec is published
 
 # Host flags (host area "flags"); none defined yet, reserved for growth.
 HOST_FLAGS_KNOWN = 0
@@ -98,7 +99,10 @@ GUEST_FIELDS = (
           'host-area values the guest rejected or clamped'),
     Field('watchdog_fires', 'u32', 116, 1,
           'times the stale-heartbeat watchdog onlined every vCPU'),
-    Field('reserved', 'u64', 120, 1, 'zero, room to grow'),
+    Field('sched_in_per_sec', 'u64', 120, 1,
+          'switches into a thread other than the idle task, per second, '
+          'without the module\'s own (with GUEST_FLAG_SCHED_IN; zero '
+          'without it)'),
 )
 
 

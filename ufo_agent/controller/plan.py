@@ -74,11 +74,13 @@ class VmSample:
     """One second of a guest, as validated by the agent.
 
     ``util`` is CPU utilization in percent summed over the online vCPUs
-    (0 to 100 x online vCPUs); ``sf`` is the guest scheduling frequency in
-    context switches per second. ``steal`` is set only for a host-only
-    sample (no guest module, or one the agent does not trust): the share
-    of its vCPU threads' runnable time spent waiting for a host CPU, from
-    0 to 1. The controller then judges the VM by ``steal``, not ``sf``.
+    (0 to 100 x online vCPUs); ``sf`` is the guest scheduling frequency:
+    switches into a thread (not the idle task) per second, or every
+    context switch from a guest module that predates that count.
+    ``steal`` is set only for a host-only sample (no guest module, or one
+    the agent does not trust): the share of its vCPU threads' runnable
+    time spent waiting for a host CPU, from 0 to 1. The controller then
+    judges the VM by ``steal``, not ``sf``.
     ``emulator`` is the host CPU its emulator, I/O and vhost threads ran,
     in percent of one CPU: its offloaded I/O, charged to it when the
     emulator pool grows on a full host.

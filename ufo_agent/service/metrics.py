@@ -91,8 +91,9 @@ _VM_GAUGES = (
      'Guest CPU utilization summed over its vCPUs, in vCPUs (1 = one '
      'vCPU busy all the time).', 'util', _ratio),
     ('ufo_vm_scheduling_frequency_hertz',
-     'Scheduling frequency the controller uses: context switches per '
-     'second in the guest (host-only: vCPU thread switch-ins).', 'sf',
+     'Scheduling frequency the controller uses: switches into a thread '
+     'per second in the guest (all context switches from a guest module '
+     'that predates that count; host-only: vCPU thread switch-ins).', 'sf',
      None),
     ('ufo_vm_model_r2',
      'R^2 of the fitted SF model at the current cores (1: a perfect '

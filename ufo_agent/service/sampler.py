@@ -111,7 +111,8 @@ class Sampler:
                               online)
         if not reason:
             sample = report.sample
-            vm_sample = VmSample(sample.util, float(sample.ctxsw_per_sec),
+            vm_sample = VmSample(sample.util,
+                                 float(sample.scheduling_frequency),
                                  **emu)
             hist.held = (vm_sample, sample.online_vcpus)
             return GuestRates(vm_sample, MODE_GUEST, '', vcpu_pct, emu_pct,

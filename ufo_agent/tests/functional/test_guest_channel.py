@@ -98,9 +98,10 @@ def test_binds_and_publishes(guest):
 
 
 def _stat_series(lines):
-    """(uptime, busy seconds, ctxt) from UFO-STAT console lines."""
+    """(uptime, busy seconds, ctxt, pcount) from UFO-STAT console lines."""
     out = []
-    rx = re.compile(r'UFO-STAT ([\d.]+) cpu ((?:\d+ ?)+) ctxt (\d+)')
+    rx = re.compile(r'UFO-STAT ([\d.]+) cpu ((?:\d+ ?)+) ctxt (\d+) '
+                    r'pcount (\d+)')
     for line in lines:
         m = rx.search(line)
         if not m:
@@ -108,7 +109,8 @@ def _stat_series(lines):
         f = [int(x) for x in m.group(2).split()]
         # user nice system idle iowait irq softirq ...: USER_HZ = 100
         busy = (f[0] + f[1] + f[2] + f[5] + f[6]) / 100.0
-        out.append((float(m.group(1)), busy, int(m.group(3))))
+        out.append((float(m.group(1)), busy, int(m.group(3)),
+                    int(m.group(4))))
     return out
 
 
@@ -146,19 +148,31 @@ def test_stats_agree_with_proc_stat(guest):
     ctx = sum(s.ctxsw_per_sec * s.interval_ns for s in chosen) / 1e9 / span
     own = sum(s.own_ctxsw_per_sec * s.interval_ns
               for s in chosen) / 1e9 / span
+    sched_in = sum(s.sched_in_per_sec * s.interval_ns
+                   for s in chosen) / 1e9 / span
     proc_util = 100.0 * (_interp(series, t_end, 0) -
                          _interp(series, t_start, 0)) / (t_end - t_start)
     proc_ctx = (_interp(series, t_end, 1) -
                 _interp(series, t_start, 1)) / (t_end - t_start)
+    proc_in = (_interp(series, t_end, 2) -
+               _interp(series, t_start, 2)) / (t_end - t_start)
     print('util module %.1f%% /proc/stat %.1f%%; ctxsw/s module %.0f '
-          '(+%.0f own) /proc/stat %.0f; window %.1fs'
-          % (util, proc_util, ctx, own, proc_ctx, t_end - t_start))
+          '(+%.0f own) /proc/stat %.0f; switched in/s module %.0f '
+          '/proc/schedstat %.0f; window %.1fs'
+          % (util, proc_util, ctx, own, proc_ctx, sched_in, proc_in,
+             t_end - t_start))
     assert proc_util > 5, 'the workload does not load the guest'
     assert abs(util - proc_util) <= 0.10 * proc_util
     # The module's own switches are left out of ctxsw_per_sec.
     assert own > 0
     assert abs(ctx - (proc_ctx - own)) <= 0.10 * (proc_ctx - own)
     assert abs((ctx + own) - proc_ctx) <= 0.10 * proc_ctx
+    # Switches into a thread: the tasks /proc/schedstat saw arrive, less
+    # the module's own arrivals (half its switches), and fewer than all
+    # switches on a guest that idles.
+    assert all(s.sched_in_per_sec is not None for s in chosen)
+    assert abs(sched_in - (proc_in - own / 2)) <= 0.10 * sched_in
+    assert sched_in < 0.9 * ctx
 
 
 def _vcpu_observer(guest):

@@ -41,7 +41,7 @@ class MuteModule(threading.Thread):
             own_ctxsw_per_sec=0,
             online_mask=[(1 << self.vcpus) - 1] + [0] * (
                 layout.MASK_WORDS - 1),
-            host_errors=0, watchdog_fires=0, reserved=0)
+            host_errors=0, watchdog_fires=0, sched_in_per_sec=0)
         return layout.pack(layout.GUEST_FIELDS, layout.GUEST_STRUCT, values)
 
     def run(self):

@@ -110,6 +110,21 @@ def test_valid_guest(chan):
     assert report.ok and dt < 1
 
 
+def test_scheduling_frequency_is_the_switch_in_rate(chan):
+    write_guest(chan, flags=layout.GUEST_FLAG_SCHED_IN,
+                sched_in_per_sec=600)
+    s = chan.read_guest().sample
+    assert (s.sched_in_per_sec, s.scheduling_frequency) == (600, 600)
+
+
+def test_a_module_without_the_switch_in_rate_reports_all_switches(chan):
+    # A module that predates the field: its SF is every switch, as before.
+    write_guest(chan)
+    s = chan.read_guest().sample
+    assert s.sched_in_per_sec is None
+    assert s.scheduling_frequency == 1000
+
+
 def test_wait_ack_times_out(chan):
     seq = chan.set_target(2)
     write_guest(chan)
@@ -121,7 +136,9 @@ def test_wait_ack_times_out(chan):
     (dict(magic=0x12345678), 'magic'),
     (dict(abi_version=2), 'ABI'),
     (dict(flags=0x100), 'flags'),
-    (dict(reserved=1), 'reserved'),
+    (dict(sched_in_per_sec=1), 'without its flag'),
+    (dict(flags=layout.GUEST_FLAG_SCHED_IN, sched_in_per_sec=1001),
+     'above the context switch rate'),
     (dict(present_vcpus=0), 'present'),
     (dict(present_vcpus=5), 'present'),
     (dict(online_vcpus=0), 'online vCPUs'),

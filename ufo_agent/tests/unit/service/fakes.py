@@ -5,29 +5,22 @@ belongs to two exclusive pools. It is a test double for one class at a
 time; the functional tests drive real libvirt guests.
 """
 
+from ufo_agent.channel import layout
+from ufo_agent.channel import report
 from ufo_agent.driver import base
 
 
-class FakeGuestReport:
-    def __init__(self, util, ctxsw, online, count):
-        self.status = 'ok'
-        self.reason = ''
-        self.sample = FakeSample(util, ctxsw, online, count)
-
-    @property
-    def ok(self):
-        return True
-
-
-class FakeSample:
-    def __init__(self, util, ctxsw, online, count):
-        self.util = util
-        self.ctxsw_per_sec = ctxsw
-        self.own_ctxsw_per_sec = 0
-        self.online_vcpus = online
-        self.present_vcpus = online
-        self.sample_count = count
-        self.interval_ns = 10 ** 9
+def fake_guest_report(util, ctxsw, online, count):
+    """A valid report from a module that publishes its switch-in rate."""
+    sample = report.GuestSample(
+        flags=layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_SCHED_IN,
+        ack_target_seq=0, applied_target=0, online_vcpus=online,
+        present_vcpus=online, online_cpus=tuple(range(online)),
+        sample_count=count, timestamp_ns=count * 10 ** 9,
+        interval_ns=10 ** 9, util=util, steal=0.0, ctxsw_per_sec=ctxsw,
+        own_ctxsw_per_sec=0, host_errors=0, watchdog_fires=0,
+        sched_in_per_sec=ctxsw)
+    return report.GuestReport(report.STATUS_OK, '', sample)
 
 
 class FakeGuest:
@@ -88,7 +81,7 @@ class FakeDriver(base.HypervisorDriver):
         report = None
         if guest.info.has_channel:
             claimed = util * (5 if guest.lie else 1)
-            report = FakeGuestReport(claimed, guest.sf, online, guest.count)
+            report = fake_guest_report(claimed, guest.sf, online, guest.count)
         return base.Observation(self.clock, guest.cpu_ns, 0, guest.slices,
                                 guest.emu_ns, report,
                                 emulator_wait_ns=guest.emu_ns // 4)

@@ -28,6 +28,9 @@ class Guest:
         self.own = own
         self.lie_util = 1.0
         self.lie_switches = 1.0
+        # Switches into threads per switch, when the module publishes
+        # them (None: a module that predates the field).
+        self.sched_in_share = None
         self.busy_reads = 0
         self._cum = [0.0]
 
@@ -47,15 +50,20 @@ class Guest:
         util = 100.0 * busy * self.lie_util
         switches = (busy * self.switches_per_cpu_s + self.wakeups) * \
             self.lie_switches
+        flags = layout.GUEST_FLAG_HOST_VALID
+        sched_in = None
+        if self.sched_in_share is not None:
+            flags |= layout.GUEST_FLAG_SCHED_IN
+            sched_in = int(switches * self.sched_in_share)
         return report.GuestSample(
-            flags=layout.GUEST_FLAG_HOST_VALID, ack_target_seq=0,
+            flags=flags, ack_target_seq=0,
             applied_target=0, online_vcpus=self.vcpus,
             present_vcpus=self.vcpus,
             online_cpus=tuple(range(self.vcpus)), sample_count=k,
             timestamp_ns=int(end * 1e9), interval_ns=10 ** 9,
             util=min(util, 100.0 * self.vcpus), steal=0.0,
             ctxsw_per_sec=int(switches), own_ctxsw_per_sec=int(self.own),
-            host_errors=0, watchdog_fires=0)
+            host_errors=0, watchdog_fires=0, sched_in_per_sec=sched_in)
 
     def observe(self, t):
         if self.busy_reads:
@@ -86,6 +94,20 @@ def test_an_honest_guest_is_in_guest_mode():
     _, out = run(Guest(steady(0.6)), 15)
     assert {r.mode for r in out} == {sampler_mod.MODE_GUEST}
     assert out[-1].sample.util == pytest.approx(60.0, abs=0.5)
+
+
+def test_the_controller_reads_the_switch_in_rate_as_sf():
+    guest = Guest(steady(0.6))
+    guest.sched_in_share = 0.6
+    _, out = run(guest, 5)
+    all_switches = 0.6 * 2000.0 + 50.0
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+    assert out[-1].sample.sf == pytest.approx(0.6 * all_switches, abs=1)
+
+
+def test_an_old_module_s_sf_is_every_switch():
+    _, out = run(Guest(steady(0.6)), 5)
+    assert out[-1].sample.sf == pytest.approx(0.6 * 2000.0 + 50.0, abs=1)
 
 
 def test_an_idle_guest_claiming_ten_percent_is_host_only():
