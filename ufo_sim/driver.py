@@ -49,6 +49,7 @@ class _SimGuest:
     last_time: float = None
     last_busy_ns: int = 0
     last_ctxsw: int = 0
+    last_sched_in: int = 0
     report: object = None
     vcpus_idle: bool = False
 
@@ -126,7 +127,7 @@ class SimDriver(base.HypervisorDriver):
         if g.last_time is not None and now <= g.last_time:
             return g.report
         online = max(1, min(g.guest.vcpus, int(c.online_vcpus)))
-        util = ctxsw = 0
+        util = ctxsw = sched_in = 0
         interval_ns = 0
         if g.last_time is not None:
             span = now - g.last_time
@@ -137,18 +138,21 @@ class SimDriver(base.HypervisorDriver):
             # the online vCPUs can run (the channel rejects more).
             util = min(int(busy / span / 1e5), 10000 * online)
             ctxsw = int(max(0, c.guest_ctxsw - g.last_ctxsw) / span)
+            sched_in = min(ctxsw, int(
+                max(0, c.guest_sched_in - g.last_sched_in) / span))
             g.sample_count += 1
         g.last_time = now
         g.last_busy_ns, g.last_ctxsw = c.guest_busy_ns, c.guest_ctxsw
+        g.last_sched_in = c.guest_sched_in
         sample = channel_report.GuestSample(
-            flags=layout.GUEST_FLAG_HOST_VALID,
+            flags=layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_SCHED_IN,
             ack_target_seq=g.seq, applied_target=online if g.seq else 0,
             online_vcpus=online, present_vcpus=g.guest.vcpus,
             online_cpus=tuple(range(online)),
             sample_count=g.sample_count, timestamp_ns=int(now * 1e9),
             interval_ns=interval_ns, util=util / 100.0, steal=0.0,
             ctxsw_per_sec=ctxsw, own_ctxsw_per_sec=0, host_errors=0,
-            watchdog_fires=0)
+            watchdog_fires=0, sched_in_per_sec=sched_in)
         g.report = channel_report.GuestReport(channel_report.STATUS_OK,
                                               '', sample)
         return g.report

@@ -36,7 +36,7 @@ def sf_vs_load(res, out_dir):
         row[0].axhline(1.0, color='k', ls='--', lw=0.8)
         row[0].set_ylim(0, 3)
         row[0].set_ylabel('%s\np99 / QoS' % p.name)
-        row[1].set_ylabel('guest context switches / s')
+        row[1].set_ylabel('guest switches into a thread / s')
         row[2].set_ylabel('runtime per schedule (us)')
         row[2].set_yscale('log')
         row[0].legend(fontsize=8)

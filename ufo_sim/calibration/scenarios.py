@@ -35,7 +35,7 @@ class Window:
 
     p50_us: float
     p99_us: float
-    guest_sf: float          # guest context switches per second
+    guest_sf: float          # guest switches into a thread per second
     guest_util: float        # busy guest CPUs (1.0 = one vCPU)
     vcpu_util: float         # vCPU threads' host CPU (polling included)
     emulator_util: float
@@ -47,7 +47,7 @@ class Window:
 
     @property
     def runtime_per_schedule_us(self):
-        """Guest busy time per guest context switch (Fig. 4, right)."""
+        """Guest busy time per switch into a thread (Fig. 4, right)."""
         return self.guest_util * 1e6 / self.guest_sf if self.guest_sf else 0
 
 
@@ -69,7 +69,7 @@ def measure(host, vms, seconds, warmup=WARMUP):
         out[vm] = Window(
             p50_us=float(np.percentile(lat, 50)) if len(lat) else np.inf,
             p99_us=float(np.percentile(lat, 99)) if len(lat) else np.inf,
-            guest_sf=rate('guest_ctxsw'),
+            guest_sf=rate('guest_sched_in'),
             guest_util=rate('guest_busy_ns') / 1e9,
             vcpu_util=rate('vcpu_cpu_ns') / 1e9,
             emulator_util=rate('emulator_cpu_ns') / 1e9,

@@ -153,6 +153,7 @@ struct gvcpu {
 struct counters {
 	tns vcpu_cpu, vcpu_wait, emu_cpu, emu_wait, guest_busy;
 	long long vcpu_slices, host_ctxsw, guest_ctxsw, done, dropped, arrived;
+	long long guest_sched_in;	/* switches into a thread, not idle */
 };
 
 struct vm {
@@ -1047,6 +1048,7 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 		g->rem = h->p.g_sw;
 		g->sl_start = h->now;
 		m->c.guest_ctxsw++;
+		m->c.guest_sched_in++;
 		if (h->task[k].state == S_SLEEP)
 			host_wake(h, k);	/* IPI to a halted vCPU */
 		return;
@@ -1233,6 +1235,7 @@ static void g_switch(Host *h, struct vm *m, int v, int next)
 	g->poll_end = 0;
 	m->c.guest_ctxsw++;
 	if (next >= 0) {
+		m->c.guest_sched_in++;
 		m->gt[next].state = S_RUNNING;
 		m->gt[next].vcpu = v;
 	}
@@ -2355,12 +2358,12 @@ static PyObject *Host_counters(Host *h, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "i", &i) || !(m = get_vm(h, i)))
 		return NULL;
-	return Py_BuildValue("(LLLLLLLLiLLLL)", m->c.vcpu_cpu, m->c.vcpu_wait,
+	return Py_BuildValue("(LLLLLLLLiLLLLL)", m->c.vcpu_cpu, m->c.vcpu_wait,
 			     m->c.vcpu_slices, m->c.host_ctxsw,
 			     m->c.emu_cpu, m->c.guest_busy, m->c.guest_ctxsw,
 			     m->c.done, m->online, m->c.dropped,
 			     m->c.emu_wait, (long long)m->outstanding,
-			     m->c.arrived);
+			     m->c.arrived, m->c.guest_sched_in);
 }
 
 static PyObject *Host_take_latencies(Host *h, PyObject *args)

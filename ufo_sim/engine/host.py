@@ -18,13 +18,16 @@ class VmCounters:
     host_ctxsw: int         # host switches involving the VM's threads
     emulator_cpu_ns: int    # CPU time of the emulator threads
     guest_busy_ns: int      # non-idle time summed over online vCPUs
-    guest_ctxsw: int        # guest scheduler context switches
+    guest_ctxsw: int        # guest context switches, to or from idle
     requests_done: int      # LC: requests; BE: work chunks
     online_vcpus: int
     requests_dropped: int   # LC arrivals refused: too many in flight
     emulator_wait_ns: int   # host run delay of the emulator threads
     requests_in_flight: int
     requests_arrived: int   # LC arrivals, served or dropped
+    # Guest switches into a thread (not into idle): the guest module's SF,
+    # /proc/schedstat's "timeslices" (pcount).
+    guest_sched_in: int
 
 
 def _mask(cpus):

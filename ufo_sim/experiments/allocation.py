@@ -78,7 +78,8 @@ def measure(cell, settings, counts, emulator):
         vms.append(VmResult(
             profile=vm_load.profile, load=vm_load.load, cores=counts[i],
             util_pct=util, pcu=util / (100.0 * cpus),
-            sf=(end[i].guest_ctxsw - start[i].guest_ctxsw) / real_seconds,
+            sf=(end[i].guest_sched_in - start[i].guest_sched_in) /
+            real_seconds,
             p99_us=window.p99_us[i],
             qos_p99_us=scene.profiles[i].qos_p99_us,
             qos_met=window.ok[i],

@@ -455,7 +455,7 @@ def test_fig12_heatmap_is_drawn(tmp_path):
 
 def test_every_row_is_named_once_and_fig12_rows_exist():
     ids = [t.id for t in targets.TARGETS]
-    assert len(ids) == len(set(ids)) == 12
+    assert len(ids) == len(set(ids)) == 13
     for row in targets.FIG12_ROWS.values():
         assert targets.target(row).bounds
 
@@ -466,3 +466,17 @@ def test_a_flag_host_option_takes_true_or_false():
         'guest_locks', False)
     with pytest.raises(argparse.ArgumentTypeError, match='true or false'):
         targets.parse_host_option('guest_locks=0')
+
+
+def test_the_figures_summary_prints_a_rule_that_never_fires():
+    # MySQL's SF differs too little on neighbouring counts for the 30 %
+    # rule to fire anywhere in a sweep (Appendix A.3); the summary of
+    # ``figures`` printed it by multiplying None.
+    curves = {6: dict(loads=[0.7, 0.8], guest_sf=[100.0, 98.0], knee=0.8),
+              8: dict(loads=[0.7, 0.8], guest_sf=[100.0, 100.0],
+                      knee=None)}
+    gap, = report.sf_gaps(curves)
+    assert gap['first_load'] is None
+    assert cli._gap_line('mysql', gap) == (
+        'mysql     sf  6->8 pCPUs: gap > 30% from load -, knee 80%, gap at '
+        'knee 2%')

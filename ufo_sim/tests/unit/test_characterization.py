@@ -108,16 +108,27 @@ def test_lc_switches_orders_of_magnitude_more_than_be():
 
 
 @pytest.mark.parametrize('fewer,more', [(2, 4), (4, 6), (6, 8)])
-def test_the_30_percent_sf_rule_fires_at_the_knee(fewer, more):
+def test_the_30_percent_sf_rule_fires_at_or_just_past_the_knee(fewer, more):
     # Paper section 4.5: the rule's 30 % difference is where QoS is lost.
-    # With the guest balancing as Linux does it fires within two points
-    # of the knee (seed 1: 23/46/71 % against 25/45/69 %); with an ideal
-    # guest balancer it fired 5-7 points early (23/48/75 against
-    # 28/53/82 %), and UFO kept a core too many below each knee.
+    # SF counts switches into threads (the guest module's count): the
+    # rule fires at the knee or up to five points of load after it (seed
+    # 1: 27/50/74 % against 25/45/69 %). Counting switches into the idle
+    # task as well, it fired up to two points before it (23/46/71 %).
     from ufo_sim.calibration import report
     found = report.sf_rule_vs_knee(MC, fewer, more, [1], seconds=2.0)
     assert found['fires'] is not None and found['knee'] is not None
-    assert found['fires'] == pytest.approx(found['knee'], abs=0.03)
+    assert 0.0 <= found['fires'] - found['knee'] <= 0.05 + 1e-9
+
+
+def test_mysql_sf_barely_differs_between_core_counts():
+    # Paper appendix A.3: a MySQL request takes X switches whatever the
+    # load, so SF is X x R on any count and the 30 % rule is too relaxed
+    # for MySQL. Counting switches into the idle task too, a busy vCPU's
+    # direct handoffs halved it, and the gap at the 4-CPU knee was 52-55 %.
+    from ufo_sim.calibration import report
+    found = report.sf_rule_vs_knee(profiles.MYSQL, 4, 6, [1], seconds=2.0)
+    assert found['knee'] is not None
+    assert found['gap_at_knee'] < 0.3
 
 
 def test_the_slides_sf_fit_peaks_at_two_thirds_of_the_max_load():

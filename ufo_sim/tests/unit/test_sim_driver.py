@@ -102,6 +102,11 @@ def test_observations_are_in_real_world_units():
     assert report.sample.online_vcpus == 4
     assert 0 < report.sample.util <= 400
     assert report.sample.ctxsw_per_sec > 0
+    # SF is the switches into a thread, as the guest module publishes it:
+    # fewer than all switches, which include those into idle.
+    assert 0 < report.sample.sched_in_per_sec < report.sample.ctxsw_per_sec
+    assert report.sample.scheduling_frequency == \
+        report.sample.sched_in_per_sec
     # The same instant read again is the same sample, as on the page.
     assert d.observe(vm).guest is report
 
