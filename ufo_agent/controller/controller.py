@@ -74,6 +74,9 @@ class VmState:
         self.failed_shrink = None   # host-only: the last probe that stole
         self.isolated_steal = 0.0   # host-only: steal with a CPU per vCPU
         self.judged_host_only = False   # which rule its samples last met
+        # Whether the SF learned so far counts switches into idle (None:
+        # nothing learned yet).
+        self.sf_counts_idle = None
         self.idle = classifier.IdleDetector(config)
         self.confirm = confirm.Confirmation(config)
         self.vm_class = classifier.ClassInference(config, spec.vm_class)
@@ -161,6 +164,9 @@ class Controller:
                     raise ValueError('flavor or host changed')
                 state.model.restore(learned['model'], now)
                 state.flat_sf = bool(learned.get('flat_sf', False))
+                # Learned before guests reported switch-ins: every switch.
+                state.sf_counts_idle = bool(
+                    learned.get('sf_counts_idle', True))
             except (ValueError, KeyError, TypeError, AttributeError):
                 state.model = sfmodel.SchedFreqModel(self.config,
                                                      state.max_cores,
@@ -174,6 +180,7 @@ class Controller:
         state = self.vms[uuid]
         return {'vcpus': state.spec.vcpus, 'threads_per_core': self.ppc,
                 'flat_sf': state.flat_sf,
+                'sf_counts_idle': state.sf_counts_idle,
                 'model': state.model.export(now)}
 
     # Options that size the pools or shape what was learned: fixed for the
@@ -297,6 +304,7 @@ class Controller:
                 state.hold()
                 continue
             state.last_sample = sample
+            self._note_sf_scale(state, sample)
             self._observe(state, sample, now, decisions)
             if state.mode != VmMode.ACTIVE:
                 state.drain_back = None
@@ -328,6 +336,26 @@ class Controller:
         plan = self._allocate(now, emu_want, decisions, fair, yielded_to)
         self.last_plan = plan
         return plan
+
+    def _note_sf_scale(self, state, sample):
+        """Forget what was learned when the guest's SF changes its count.
+
+        A guest module that counts switches into idle reports up to twice
+        the SF of one that does not (an upgrade of the module): SF from
+        the two, compared across core counts, would read as a fall or a
+        rise that no load caused.
+        """
+        if sample.host_only:
+            return
+        if state.sf_counts_idle is not None and \
+                state.sf_counts_idle != sample.sf_counts_idle:
+            state.model = sfmodel.SchedFreqModel(self.config,
+                                                 state.max_cores, self.ppc)
+            state.flat_sf = False
+            state.probe_cache = {}
+            state.trial = None
+            state.confirm.reset()
+        state.sf_counts_idle = sample.sf_counts_idle
 
     def _observe(self, state, sample, now, decisions):
         """Class, idle and wake transitions from one raw sample."""

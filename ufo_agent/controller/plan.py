@@ -76,7 +76,9 @@ class VmSample:
     ``util`` is CPU utilization in percent summed over the online vCPUs
     (0 to 100 x online vCPUs); ``sf`` is the guest scheduling frequency:
     switches into a thread (not the idle task) per second, or every
-    context switch from a guest module that predates that count.
+    context switch from a guest module that predates that count
+    (``sf_counts_idle``: another scale, so what was learned on one is not
+    read with the other).
     ``steal`` is set only for a host-only sample (no guest module, or one
     the agent does not trust): the share of its vCPU threads' runnable
     time spent waiting for a host CPU, from 0 to 1. The controller then
@@ -97,6 +99,8 @@ class VmSample:
     packets_out: float = None
     bytes_in: float = None
     bytes_out: float = None
+    # SF counts switches into the idle task too (an older guest module).
+    sf_counts_idle: bool = False
 
     @property
     def host_only(self):

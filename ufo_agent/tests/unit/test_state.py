@@ -1,10 +1,12 @@
 """Persisted learned models: round trip, versioning, corruption, pruning."""
 
+import dataclasses
 import json
 import os
 
 from ufo_agent.controller import Controller
 from ufo_agent.controller import HostTopology
+from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
 from ufo_agent import state
 from ufo_agent.tests.unit.controller import synthetic as syn
@@ -53,6 +55,45 @@ def test_mismatched_or_corrupt_state_is_dropped(tmp_path):
     fourth = Controller(HostTopology.uniform(16, 2))
     fourth.add_vm(VmSpec('nginx', 8, 'lc'), hostile)
     assert not fourth.vms['nginx'].model.samples
+
+
+def _learned_since(model, now):
+    """True if every SF sample the model holds was recorded at ``now``."""
+    return all(r.time >= now for store in model.samples.values()
+               for r in store.values())
+
+
+def _next_sample(controller, now, sf_counts_idle):
+    state_ = controller.vms['nginx']
+    sample = dataclasses.replace(state_.last_sample,
+                                 sf_counts_idle=sf_counts_idle)
+    controller.tick(now, {'nginx': sample}, 30.0)
+
+
+def test_a_guest_whose_sf_changes_its_count_is_learned_again():
+    # The guest module was upgraded: SF no longer counts switches into
+    # idle, up to half the old values; old and new must not be compared.
+    controller = _learned_controller()
+    state_ = controller.vms['nginx']
+    assert state_.sf_counts_idle is False and state_.model.samples
+    _next_sample(controller, 120.0, sf_counts_idle=False)
+    assert not _learned_since(state_.model, 120.0)  # same count: kept
+    _next_sample(controller, 121.0, sf_counts_idle=True)
+    assert _learned_since(state_.model, 121.0) and not state_.probe_cache
+    assert state_.sf_counts_idle is True
+
+
+def test_state_learned_before_switch_ins_is_read_as_every_switch():
+    learned = _learned_controller().export_learned('nginx', now=119.0)
+    assert learned['sf_counts_idle'] is False
+    learned.pop('sf_counts_idle')               # a checkpoint from before
+    after = Controller(HostTopology.uniform(16, 2))
+    after.add_vm(VmSpec('nginx', 8, 'lc'), learned, now=5000.0)
+    state_ = after.vms['nginx']
+    assert state_.sf_counts_idle is True and state_.model.samples
+    sample = VmSample(250.0, 5000.0, sf_counts_idle=False)
+    after.tick(5001.0, {'nginx': sample}, 30.0)
+    assert _learned_since(state_.model, 5001.0)
 
 
 def test_store_is_atomic_versioned_and_prunes(tmp_path):

@@ -103,11 +103,14 @@ def test_the_controller_reads_the_switch_in_rate_as_sf():
     all_switches = 0.6 * 2000.0 + 50.0
     assert out[-1].mode == sampler_mod.MODE_GUEST
     assert out[-1].sample.sf == pytest.approx(0.6 * all_switches, abs=1)
+    assert out[-1].sample.sf_counts_idle is False
 
 
 def test_an_old_module_s_sf_is_every_switch():
     _, out = run(Guest(steady(0.6)), 5)
     assert out[-1].sample.sf == pytest.approx(0.6 * 2000.0 + 50.0, abs=1)
+    # Another scale: the controller does not mix it with switch-ins.
+    assert out[-1].sample.sf_counts_idle is True
 
 
 def test_an_idle_guest_claiming_ten_percent_is_host_only():
