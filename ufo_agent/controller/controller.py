@@ -65,8 +65,6 @@ class VmState:
     def __init__(self, spec, config, pcpus_per_core):
         self.spec = spec
         self.max_cores = max(1, math.ceil(spec.vcpus / pcpus_per_core))
-        self.model = sfmodel.SchedFreqModel(config, self.max_cores,
-                                            pcpus_per_core)
         self.predictor = core_predictor.Predictor(config, self.max_cores,
                                                   pcpus_per_core)
         self.host_only = hostonly.HostOnlyPredictor(
@@ -74,9 +72,6 @@ class VmState:
         self.failed_shrink = None   # host-only: the last probe that stole
         self.isolated_steal = 0.0   # host-only: steal with a CPU per vCPU
         self.judged_host_only = False   # which rule its samples last met
-        # Whether the SF learned so far counts switches into idle (None:
-        # nothing learned yet).
-        self.sf_counts_idle = None
         self.idle = classifier.IdleDetector(config)
         self.confirm = confirm.Confirmation(config)
         self.vm_class = classifier.ClassInference(config, spec.vm_class)
@@ -84,15 +79,12 @@ class VmState:
                      else VmMode.ACTIVE)
         self.cores = frozenset()
         self.changed_at = -math.inf
-        self.trial = None
         # A new VM starts at its flavor size if idle cores allow (paper
         # section 6.2), with one core guaranteed.
         self.committed = 1
         self.want = self.max_cores
         self.last_action = (Action.START, 'new VM starts at its flavor size')
         self.cores_before_idle = 0
-        self.flat_sf = False
-        self.probe_cache = {}
         self.last_sample = None
         self.denied = None      # the last probe the host had no core for
         self.backlog = backlog.BacklogDetector(config)
@@ -101,6 +93,19 @@ class VmState:
         self.plan = None        # (fields, VmPlan) of the last tick
         self.drain_need = None  # demand plus this tick's unanswered work
         self.drain_back = None  # cores to go back to after a drain tick
+        self.forget_sf(config, pcpus_per_core)
+
+    def forget_sf(self, config, pcpus_per_core):
+        """Start learning SF anew: no model, probe record, trial or count."""
+        self.model = sfmodel.SchedFreqModel(config, self.max_cores,
+                                            pcpus_per_core)
+        self.flat_sf = False
+        self.probe_cache = {}
+        self.trial = None
+        self.confirm.reset()
+        # Whether the SF learned so far counts switches into idle (None:
+        # nothing learned yet).
+        self.sf_counts_idle = None
 
     def settled(self, now, settle_time):
         return now - self.changed_at >= settle_time - _EPS
@@ -168,10 +173,7 @@ class Controller:
                 state.sf_counts_idle = bool(
                     learned.get('sf_counts_idle', True))
             except (ValueError, KeyError, TypeError, AttributeError):
-                state.model = sfmodel.SchedFreqModel(self.config,
-                                                     state.max_cores,
-                                                     self.ppc)
-                state.flat_sf = False
+                state.forget_sf(self.config, self.ppc)
         self.vms[spec.uuid] = state
         return state
 
@@ -349,12 +351,7 @@ class Controller:
             return
         if state.sf_counts_idle is not None and \
                 state.sf_counts_idle != sample.sf_counts_idle:
-            state.model = sfmodel.SchedFreqModel(self.config,
-                                                 state.max_cores, self.ppc)
-            state.flat_sf = False
-            state.probe_cache = {}
-            state.trial = None
-            state.confirm.reset()
+            state.forget_sf(self.config, self.ppc)
         state.sf_counts_idle = sample.sf_counts_idle
 
     def _observe(self, state, sample, now, decisions):

@@ -96,6 +96,29 @@ def test_state_learned_before_switch_ins_is_read_as_every_switch():
     assert _learned_since(state_.model, 5001.0)
 
 
+def test_a_checkpoint_that_does_not_restore_leaves_nothing_learned():
+    learned = _learned_controller().export_learned('nginx', now=119.0)
+    learned['flat_sf'] = True
+    learned['model']['samples'] = {'999': [[1, 2, 3]]}
+    after = Controller(HostTopology.uniform(16, 2))
+    after.add_vm(VmSpec('nginx', 8, 'lc'), learned, now=5000.0)
+    state_ = after.vms['nginx']
+    assert not state_.model.samples and not state_.flat_sf
+    assert state_.sf_counts_idle is None
+    assert state_.model.threshold == after.config.sf_threshold
+
+
+def test_forgetting_sf_drops_the_model_probe_record_and_trial():
+    controller = _learned_controller()
+    state_ = controller.vms['nginx']
+    state_.flat_sf, state_.trial = True, object()
+    state_.probe_cache[(2, 40)] = object()
+    state_.forget_sf(controller.config, controller.ppc)
+    assert not state_.model.samples and not state_.model.fitted()
+    assert (state_.flat_sf, state_.trial, state_.probe_cache,
+            state_.sf_counts_idle) == (False, None, {}, None)
+
+
 def test_store_is_atomic_versioned_and_prunes(tmp_path):
     store = state.StateStore(str(tmp_path))
     store.save('a', {'x': 1})
