@@ -23,8 +23,9 @@ Subcommands (``ufo-sim <command> --help`` for options):
 * ``edge GRID.json``: the Oracle's allocations of a saved grid run and
   their one-core neighbours, read with the controller's rules: which
   rule holds a pool above the Oracle's size, which lets it step down
-  onto a QoS miss, and whether any threshold on a signal separates the
-  two;
+  onto a QoS miss, whether any threshold on a signal separates the
+  two, and UFO's CPUs against the Oracle's plus a core for each pool a
+  rule grows there (a ``RESULT`` line);
 * ``be-soak [--quick]``: LC pairs plus one BE VM under UFO, BE guests in
   the idle pool against BE soak mode (SCHED_IDLE on every core), with a
   closing ``RESULT`` line.

@@ -23,6 +23,15 @@ neighbours that miss, and the fewest errors any single threshold on that
 signal makes between the two: a signal no threshold separates cannot
 tell a controller where the edge is, whatever its threshold.
 
+Last, UFO's CPUs in the grid against a floor under the Oracle's: its
+CPUs plus the cores the rules add to the pools they grow at its size,
+each by the rule's own step, what the rules ask for at the Oracle's
+allocation. UFO above the floor holds more
+than its rules ask for there; the floor over the Oracle is what the
+rules cost. (It is no bound on every allocation that keeps to the
+rules: another allocation as small as the Oracle's might; the search
+does not look for one.)
+
 Signals of a pool of ``s`` cores, each against the same pool with one
 core more (``s + 1``): for a VM, PCU and ``sf_ratio`` = SF(s)/SF(s+1);
 for the emulator pool, its utilization, its threads' run delay per
@@ -225,6 +234,67 @@ def summarize(cells):
     return summary
 
 
+def rule_step(row, config):
+    """Cores the rule that grows ``row``'s pool adds (0: none grows it).
+
+    As the controller steps: the PCU band to the fewest cores at or
+    under ``pcu_high``, the emulator pool to the fewest under
+    ``emulator_util_low`` (Algorithm 1), the SF rule one core. Busy time
+    is projected over more cores as the controller projects it.
+    """
+    cores, rule = row['cores'], row['grown_by']
+    if rule == 'pcu':
+        busy, mark, under = row['signals']['pcu'] * cores, \
+            config.pcu_high, lambda v, m: v <= m
+    elif rule == 'util':
+        busy, mark, under = row['signals']['util'] * cores, \
+            config.emulator_util_low, lambda v, m: v < m
+    else:
+        return 1 if rule else 0
+    target = cores + 1
+    while not under(busy / target, mark):
+        target += 1
+    return target - cores
+
+
+def rule_floor(grid_json, cells):
+    """UFO's CPUs against the floor the rules put under the Oracle's.
+
+    A cell's floor is the Oracle's CPUs plus the cores the controller's
+    rules add to its pools at the Oracle's size (:func:`rule_step`).
+    Over the cells UFO and the Oracle both meet and this run read (a
+    mirror reads as the cell the grid simulated): the mean of UFO's CPUs
+    over the floor, and the cells where UFO holds more than its floor.
+    """
+    settings = settings_of(grid_json)
+    config, smt = controller_of(settings), settings.smt
+    grown = {cell['cell']: sum(rule_step(row, config)
+                               for row in cell['rows'] if row['at'] ==
+                               'oracle')
+             for cell in cells}
+    by_cell = {}
+    for result in grid_json['results']:
+        by_cell.setdefault(result['cell'], {})[result['manager']] = result
+    ratios, above, unread = [], [], []
+    for key, found in sorted(by_cell.items()):
+        ufo, oracle = found.get('ufo'), found.get('oracle')
+        if not (ufo and oracle and ufo['qos_met'] and oracle['qos_met']):
+            continue
+        read_as = (oracle.get('detail') or {}).get('mirror_of', key)
+        if read_as not in grown:
+            unread.append(key)
+            continue
+        floor = oracle['cpus_mean'] + smt * grown[read_as]
+        ratios.append(ufo['cpus_mean'] / floor)
+        if ufo['cpus_mean'] > floor:
+            above.append({'cell': key, 'ufo': ufo['cpus_mean'],
+                          'oracle': oracle['cpus_mean'], 'floor': floor})
+    return {'cells': len(ratios),
+            'ufo_over_floor': (sum(ratios) / len(ratios) if ratios
+                               else None),
+            'above_floor': above, 'unread': unread}
+
+
 def _spread(values):
     if not values:
         return None
@@ -260,7 +330,8 @@ def run(grid_json, processes=2, timeout=600.0):
             'controller': dataclasses.asdict(controller_of(settings)),
             'cells': cells, 'lost': lost,
             'oracle_missed_when_remeasured': remeasured_miss,
-            'summary': summarize(cells)}
+            'summary': summarize(cells),
+            'rule_floor': rule_floor(grid_json, cells)}
 
 
 def table(out):
@@ -291,6 +362,21 @@ def table(out):
                 'none' if cut['threshold'] is None else
                 '%.3f: %d errors of %d' % (cut['threshold'], cut['errors'],
                                            cut['of'])))
+    floor = out['rule_floor']
+    if floor['cells']:
+        above = ''.join('; %s %g > %g' % (a['cell'], a['ufo'], a['floor'])
+                        for a in floor['above_floor'])
+        unread = (' (%d more not read)' % len(floor['unread'])
+                  if floor['unread'] else '')
+        lines.append("UFO against the Oracle's CPUs plus what the rules "
+                     'add there, over %d cells both meet: '
+                     'above it in %d%s%s'
+                     % (floor['cells'], len(floor['above_floor']), above,
+                        unread))
+        lines.append('RESULT edge_ufo_over_rule_floor_ratio=%.3f '
+                     'edge_cells_above_rule_floor=%d edge_floor_cells=%d'
+                     % (floor['ufo_over_floor'], len(floor['above_floor']),
+                        floor['cells']))
     return '\n'.join(lines)
 
 

@@ -103,10 +103,85 @@ def test_rules_read_at_the_oracles_size_and_one_core_smaller():
 def _grid_json(settings, cell, vm_cores, emulator):
     return {'settings': dataclasses.asdict(settings), 'results': [
         {'manager': 'oracle', 'cell': cell, 'qos_met': True,
+         'cpus_mean': 2.0 * (sum(vm_cores) + emulator),
          'detail': {'vm_cores': vm_cores, 'emulator_cores': emulator,
                     'emulator_home': []}},
-        {'manager': 'ufo', 'cell': cell, 'qos_met': True,
+        {'manager': 'ufo', 'cell': cell, 'qos_met': True, 'cpus_mean': 22.0,
          'detail': {'vm_cores': [4, 4], 'emulator_cores': 3}}]}
+
+
+def _row(pool, cores, rule, **signals):
+    return {'pool': pool, 'at': 'oracle', 'cores': cores, 'grown_by': rule,
+            'signals': signals}
+
+
+def _reading(cell, rows):
+    """An edge reading of ``cell`` with these rows at the Oracle's size."""
+    return {'cell': cell, 'rows': rows + [
+        {'pool': 'vm0', 'at': 'smaller', 'cores': 1, 'grown_by': 'pcu',
+         'signals': {'pcu': 1.0}}]}
+
+
+def test_each_rule_adds_the_cores_of_its_own_step():
+    step = edge.rule_step
+    # The PCU band: to the fewest cores at or under 80 %.
+    assert step(_row('vm0', 2, 'pcu', pcu=0.85), CONFIG) == 1
+    assert step(_row('vm0', 2, 'pcu', pcu=1.0), CONFIG) == 1   # 2.0 / 3
+    assert step(_row('vm0', 3, 'pcu', pcu=1.0), CONFIG) == 1   # 3.0 / 4
+    assert step(_row('vm0', 1, 'pcu', pcu=1.0), CONFIG) == 1
+    assert step(_row('vm0', 4, 'pcu', pcu=0.99), CONFIG) == 1
+    assert step(_row('vm0', 5, 'pcu', pcu=0.99), CONFIG) == 2  # 4.95 / 7
+    # The emulator pool: to the fewest under 60 % (Algorithm 1).
+    assert step(_row('emulator', 2, 'util', util=0.96), CONFIG) == 2
+    assert step(_row('emulator', 2, 'util', util=0.85), CONFIG) == 1
+    assert step(_row('emulator', 1, 'util', util=0.95), CONFIG) == 1
+    # The SF rule: one core; no rule: none.
+    assert step(_row('vm1', 2, 'sf', pcu=0.7), CONFIG) == 1
+    assert step(_row('vm1', 2, None, pcu=0.7), CONFIG) == 0
+
+
+def _result(manager, cell, cpus, met=True, **detail):
+    return {'manager': manager, 'cell': cell, 'qos_met': met,
+            'cpus_mean': cpus, 'detail': detail}
+
+
+def test_the_rule_floor_adds_a_core_per_pool_a_rule_grows():
+    grid_json = {'settings': dataclasses.asdict(cell_mod.Settings()),
+                 'results': [
+        # The rules grow the pool and one VM: floor 6 + 2 x 2 = 10.
+        _result('oracle', 'memcached@20+mysql@50', 6.0),
+        _result('ufo', 'memcached@20+mysql@50', 10.0),
+        # Its mirror reads as the cell simulated; UFO holds 12 there.
+        _result('oracle', 'mysql@50+memcached@20', 6.0,
+                mirror_of='memcached@20+mysql@50'),
+        _result('ufo', 'mysql@50+memcached@20', 12.0),
+        # No rule grows anything: the floor is the Oracle's 8.
+        _result('oracle', 'nginx@20+nginx@20', 8.0),
+        _result('ufo', 'nginx@20+nginx@20', 8.0),
+        # Left out: UFO misses; the Oracle's cell was not read.
+        _result('oracle', 'nginx@80+nginx@80', 14.0),
+        _result('ufo', 'nginx@80+nginx@80', 16.0, met=False),
+        _result('oracle', 'mysql@50+mysql@50', 12.0),
+        _result('ufo', 'mysql@50+mysql@50', 16.0)]}
+    cells = [_reading('memcached@20+mysql@50',
+                      [_row('vm0', 1, None, pcu=0.6),
+                       _row('vm1', 1, 'pcu', pcu=0.9),
+                       _row('emulator', 1, 'util', util=0.9)]),
+             _reading('nginx@20+nginx@20',
+                      [_row('vm0', 1, None, pcu=0.6),
+                       _row('vm1', 2, None, pcu=0.5),
+                       _row('emulator', 1, None, util=0.5)])]
+    floor = edge.rule_floor(grid_json, cells)
+    assert floor['cells'] == 3
+    assert floor['ufo_over_floor'] == pytest.approx((1.0 + 1.2 + 1.0) / 3)
+    assert floor['above_floor'] == [{'cell': 'mysql@50+memcached@20',
+                                     'ufo': 12.0, 'oracle': 6.0,
+                                     'floor': 10.0}]
+    assert floor['unread'] == ['mysql@50+mysql@50']
+    # Without SMT a core is one CPU.
+    grid_json['settings']['smt'] = 1
+    assert edge.rule_floor(grid_json, cells)['above_floor'][0]['floor'] \
+        == 8.0
 
 
 def test_edge_reads_a_simulated_cell_once_not_its_mirror_or_misses():
@@ -150,6 +225,10 @@ def test_edge_measures_a_saved_grids_oracle_cells_with_its_settings(
     # The same emulator work on one core fewer: busier, waits longer.
     assert emu['smaller']['util'] > emu['oracle']['util']
     assert emu['smaller']['wait'] > emu['oracle']['wait']
+    # UFO's 22 CPUs against the floor, as a RESULT line.
+    floor = data['rule_floor']
+    assert floor['cells'] == 1 and floor['above_floor'][0]['ufo'] == 22.0
+    assert 'RESULT edge_ufo_over_rule_floor_ratio=' in text
 
 
 def test_edge_refuses_a_file_that_is_not_a_grid_run(tmp_path, capsys):
