@@ -26,11 +26,10 @@ tell a controller where the edge is, whatever its threshold.
 Last, UFO's CPUs in the grid against a floor under the Oracle's: its
 CPUs plus the cores the rules add to the pools they grow at its size,
 each by the rule's own step, what the rules ask for at the Oracle's
-allocation. UFO above the floor holds more
-than its rules ask for there; the floor over the Oracle is what the
-rules cost. (It is no bound on every allocation that keeps to the
-rules: another allocation as small as the Oracle's might; the search
-does not look for one.)
+allocation. UFO above the floor holds more than its rules ask for
+there; the floor over the Oracle is what the rules cost. (It is no
+bound on every allocation that keeps to the rules: another allocation
+as small as the Oracle's might; the search does not look for one.)
 
 Signals of a pool of ``s`` cores, each against the same pool with one
 core more (``s + 1``): for a VM, PCU and ``sf_ratio`` = SF(s)/SF(s+1);
@@ -234,25 +233,31 @@ def summarize(cells):
     return summary
 
 
-def rule_step(row, config):
+def rule_step(row, config, most):
     """Cores the rule that grows ``row``'s pool adds (0: none grows it).
 
-    As the controller steps: the PCU band to the fewest cores at or
-    under ``pcu_high``, the emulator pool to the fewest under
-    ``emulator_util_low`` (Algorithm 1), the SF rule one core. Busy time
-    is projected over more cores as the controller projects it.
+    As the controller steps, up to ``most`` cores: the PCU band to the
+    fewest cores at or under ``pcu_high``, the emulator pool to the
+    fewest under ``emulator_util_low`` (Algorithm 1), the SF rule one
+    core. Busy time is spread over more cores as the controller
+    projects it.
     """
     cores, rule = row['cores'], row['grown_by']
-    if rule == 'pcu':
-        busy, mark, under = row['signals']['pcu'] * cores, \
-            config.pcu_high, lambda v, m: v <= m
-    elif rule == 'util':
-        busy, mark, under = row['signals']['util'] * cores, \
-            config.emulator_util_low, lambda v, m: v < m
-    else:
+    if rule not in ('pcu', 'util'):
         return 1 if rule else 0
+    if rule == 'pcu':       # the band's top is inside the band
+        busy, mark, top_fits = (row['signals']['pcu'] * cores,
+                                config.pcu_high, True)
+    else:
+        busy, mark, top_fits = (row['signals']['util'] * cores,
+                                config.emulator_util_low, False)
+
+    def fits(target):
+        value = busy / target
+        return value < mark or (top_fits and value == mark)
+
     target = cores + 1
-    while not under(busy / target, mark):
+    while target < most and not fits(target):
         target += 1
     return target - cores
 
@@ -268,9 +273,9 @@ def rule_floor(grid_json, cells):
     """
     settings = settings_of(grid_json)
     config, smt = controller_of(settings), settings.smt
-    grown = {cell['cell']: sum(rule_step(row, config)
-                               for row in cell['rows'] if row['at'] ==
-                               'oracle')
+    grown = {cell['cell']: sum(rule_step(row, config, settings.cores)
+                               for row in cell['rows']
+                               if row['at'] == 'oracle')
              for cell in cells}
     by_cell = {}
     for result in grid_json['results']:

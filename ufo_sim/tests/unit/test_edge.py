@@ -123,7 +123,9 @@ def _reading(cell, rows):
 
 
 def test_each_rule_adds_the_cores_of_its_own_step():
-    step = edge.rule_step
+    def step(row, config):
+        return edge.rule_step(row, config, 8)
+
     # The PCU band: to the fewest cores at or under 80 %.
     assert step(_row('vm0', 2, 'pcu', pcu=0.85), CONFIG) == 1
     assert step(_row('vm0', 2, 'pcu', pcu=1.0), CONFIG) == 1   # 2.0 / 3
@@ -138,6 +140,9 @@ def test_each_rule_adds_the_cores_of_its_own_step():
     # The SF rule: one core; no rule: none.
     assert step(_row('vm1', 2, 'sf', pcu=0.7), CONFIG) == 1
     assert step(_row('vm1', 2, None, pcu=0.7), CONFIG) == 0
+    # No further than the host, whatever the marks.
+    nowhere = dataclasses.replace(CONFIG, emulator_util_low=0.0)
+    assert step(_row('emulator', 2, 'util', util=0.9), nowhere) == 6
 
 
 def _result(manager, cell, cpus, met=True, **detail):
