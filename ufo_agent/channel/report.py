@@ -46,9 +46,14 @@ class GuestSample:
         switch where an idle vCPU counts two, and SF falls on fewer vCPUs
         at the same load.
         """
-        if self.sched_in_per_sec is None:
+        if self.sf_counts_idle:
             return self.ctxsw_per_sec
         return self.sched_in_per_sec
+
+    @property
+    def sf_counts_idle(self):
+        """Whether :attr:`scheduling_frequency` counts every switch."""
+        return self.sched_in_per_sec is None
 
     @property
     def watchdog(self):

@@ -113,7 +113,7 @@ class Sampler:
             sample = report.sample
             vm_sample = VmSample(
                 sample.util, float(sample.scheduling_frequency),
-                sf_counts_idle=sample.sched_in_per_sec is None, **emu)
+                sf_counts_idle=sample.sf_counts_idle, **emu)
             hist.held = (vm_sample, sample.online_vcpus)
             return GuestRates(vm_sample, MODE_GUEST, '', vcpu_pct, emu_pct,
                               delay_ms, sample.online_vcpus)

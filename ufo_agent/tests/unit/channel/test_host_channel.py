@@ -115,6 +115,7 @@ def test_scheduling_frequency_is_the_switch_in_rate(chan):
                 sched_in_per_sec=600)
     s = chan.read_guest().sample
     assert (s.sched_in_per_sec, s.scheduling_frequency) == (600, 600)
+    assert s.sf_counts_idle is False
 
 
 def test_a_module_without_the_switch_in_rate_reports_all_switches(chan):
@@ -123,6 +124,7 @@ def test_a_module_without_the_switch_in_rate_reports_all_switches(chan):
     s = chan.read_guest().sample
     assert s.sched_in_per_sec is None
     assert s.scheduling_frequency == 1000
+    assert s.sf_counts_idle is True
 
 
 def test_wait_ack_times_out(chan):
