@@ -25,7 +25,8 @@ tell a controller where the edge is, whatever its threshold.
 
 Last, UFO's CPUs in the grid against a floor under the Oracle's: its
 CPUs plus the cores the rules add to the pools they grow at its size,
-each by the rule's own step, what the rules ask for at the Oracle's
+each by the rule's own step and no VM past its flavor's cores, what the
+rules ask for at the Oracle's
 allocation. UFO above the floor holds more than its rules ask for
 there; the floor over the Oracle is what the rules cost. (It is no
 bound on every allocation that keeps to the rules: another allocation
@@ -45,6 +46,7 @@ from ufo_agent.controller import config as controller_config
 from ufo_sim.experiments import allocation
 from ufo_sim.experiments import parallel
 from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import scenario
 
 NAME = 'edge'
 
@@ -236,15 +238,17 @@ def summarize(cells):
 def rule_step(row, config, most):
     """Cores the rule that grows ``row``'s pool adds (0: none grows it).
 
-    As the controller steps, up to ``most`` cores: the PCU band to the
-    fewest cores at or under ``pcu_high``, the emulator pool to the
-    fewest under ``emulator_util_low`` (Algorithm 1), the SF rule one
-    core. Busy time is spread over more cores as the controller
-    projects it.
+    As the controller steps, up to ``most`` cores (a VM's flavor, the
+    host's for the emulator pool): the PCU band to the fewest cores at
+    or under ``pcu_high``, the emulator pool to the fewest under
+    ``emulator_util_low`` (Algorithm 1), the SF rule one core. Busy time
+    is spread over more cores as the controller projects it.
     """
     cores, rule = row['cores'], row['grown_by']
+    if not rule or cores >= most:
+        return 0
     if rule not in ('pcu', 'util'):
-        return 1 if rule else 0
+        return 1
     if rule == 'pcu':       # the band's top is inside the band
         busy, mark, top_fits = (row['signals']['pcu'] * cores,
                                 config.pcu_high, True)
@@ -262,6 +266,15 @@ def rule_step(row, config, most):
     return target - cores
 
 
+def _rules_grow(cell, config, settings):
+    """Cores the rules add to ``cell``'s pools at the Oracle's size."""
+    flavor = scenario.flavor_cores(cell_mod.Cell.from_key(cell['cell']),
+                                   settings)
+    most = {'vm%d' % i: cores for i, cores in enumerate(flavor)}
+    return sum(rule_step(row, config, most.get(row['pool'], settings.cores))
+               for row in cell['rows'] if row['at'] == 'oracle')
+
+
 def rule_floor(grid_json, cells):
     """UFO's CPUs against the floor the rules put under the Oracle's.
 
@@ -273,9 +286,7 @@ def rule_floor(grid_json, cells):
     """
     settings = settings_of(grid_json)
     config, smt = controller_of(settings), settings.smt
-    grown = {cell['cell']: sum(rule_step(row, config, settings.cores)
-                               for row in cell['rows']
-                               if row['at'] == 'oracle')
+    grown = {cell['cell']: _rules_grow(cell, config, settings)
              for cell in cells}
     by_cell = {}
     for result in grid_json['results']:

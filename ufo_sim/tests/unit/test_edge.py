@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 import os
 
 import pytest
@@ -11,6 +12,7 @@ from ufo_sim import cmd
 from ufo_sim.experiments import allocation
 from ufo_sim.experiments import edge
 from ufo_sim.managers import cell as cell_mod
+from ufo_sim import profiles
 
 CONFIG = controller_config.ControllerConfig()
 
@@ -143,6 +145,10 @@ def test_each_rule_adds_the_cores_of_its_own_step():
     # No further than the host, whatever the marks.
     nowhere = dataclasses.replace(CONFIG, emulator_util_low=0.0)
     assert step(_row('emulator', 2, 'util', util=0.9), nowhere) == 6
+    # A pool already at its most cores (a VM at its flavor's) stays.
+    assert edge.rule_step(_row('vm0', 4, 'pcu', pcu=0.99), CONFIG, 4) == 0
+    assert edge.rule_step(_row('vm0', 4, 'sf', pcu=0.7), CONFIG, 4) == 0
+    assert edge.rule_step(_row('vm0', 3, 'pcu', pcu=1.0), CONFIG, 4) == 1
 
 
 def _result(manager, cell, cpus, met=True, **detail):
@@ -187,6 +193,24 @@ def test_the_rule_floor_adds_a_core_per_pool_a_rule_grows():
     grid_json['settings']['smt'] = 1
     assert edge.rule_floor(grid_json, cells)['above_floor'][0]['floor'] \
         == 8.0
+
+
+def test_the_rule_floor_grows_no_vm_past_its_flavor():
+    settings = cell_mod.Settings()
+    full = math.ceil(settings.vcpus_of('mysql', profiles.MYSQL.vcpus) /
+                     settings.smt)
+    grid_json = {'settings': dataclasses.asdict(settings), 'results': [
+        _result('oracle', 'nginx@20+mysql@90', 2.0 * (1 + full + 1)),
+        _result('ufo', 'nginx@20+mysql@90', 2.0 * (1 + full + 1))]}
+    cells = [_reading('nginx@20+mysql@90',
+                      [_row('vm0', 1, None, pcu=0.6),
+                       _row('vm1', full, 'pcu', pcu=0.99),
+                       _row('emulator', 1, None, util=0.5)])]
+    floor = edge.rule_floor(grid_json, cells)
+    assert (floor['cells'], floor['ufo_over_floor']) == (1, 1.0)
+    # Its flavor larger, the same reading would grow it.
+    grid_json['settings']['vcpus'] = [['mysql', 2 * settings.smt * full]]
+    assert edge.rule_floor(grid_json, cells)['ufo_over_floor'] < 1.0
 
 
 def test_edge_reads_a_simulated_cell_once_not_its_mirror_or_misses():
