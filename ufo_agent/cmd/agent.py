@@ -311,12 +311,14 @@ def reload(conf, agent):
 
 
 def run(agent, interval, max_ticks=0, server=None, notifier=None,
-        heartbeat=None, reload=None):
+        heartbeat=None, reload=None, checks=()):
     """Tick until SIGTERM or SIGINT (or ``max_ticks``), then release.
 
     SIGHUP calls ``reload(agent)`` before the next tick. ``notifier``
     tells systemd (READY, WATCHDOG after every tick, STOPPING);
-    ``heartbeat`` runs from start to stop.
+    ``heartbeat`` runs from start to stop. Each of ``checks`` is called
+    before every tick and returns None, or why the agent must not go on
+    (it then gives every guest back and returns 2).
     """
     stopping, reloading = [], []
     notifier = notifier or sdnotify.Notifier({})
@@ -337,8 +339,15 @@ def run(agent, interval, max_ticks=0, server=None, notifier=None,
         heartbeat.start()
     notifier.ready('managing %d guests' % len(agent.guests))
     next_tick = time.monotonic()
+    refused = None
     try:
         while not stopping:
+            refused = next(filter(None, (check() for check in checks)),
+                           None)
+            if refused:
+                LOG.error('%s: giving every guest back and stopping',
+                          refused)
+                break
             if reloading:
                 del reloading[:]
                 if reload is not None:
@@ -372,6 +381,8 @@ def run(agent, interval, max_ticks=0, server=None, notifier=None,
                 heartbeat.stop()
         LOG.info('Released %d guests (%d failed)',
                  len(agent.guests) - len(failed), len(failed))
+    if refused:
+        return 2
     return 1 if failed else 0
 
 
@@ -433,9 +444,15 @@ def main(argv=None):
             driver, agent.settings.heartbeat_interval,
             agent.settings.liveness_window(interval),
             lambda: agent.last_progress)
+        # Nova's CPU sets, read at start, are checked again when its
+        # files change: nova-compute applies them when it restarts.
+        nova = managed_cpus.NovaWatch(agent.enforcer.managed_cpus,
+                                      CONF.host_cpus.nova_config,
+                                      CONF.host_cpus.nova_config_dir)
         try:
             return run(agent, interval, CONF.ticks, server, notifier,
-                       heartbeat, functools.partial(reload, CONF))
+                       heartbeat, functools.partial(reload, CONF),
+                       checks=(nova.check,))
         finally:
             notifier.close()
             if server is not None:

@@ -116,9 +116,13 @@ class HypervisorDriver(abc.ABC):
     def guests(self):
         """Return the managed guests as a list of :class:`Guest`.
 
-        Running and paused ones: a paused guest keeps its QEMU process,
-        its threads and their pins. Whether a guest is paused is told by
-        PAUSED and RESUMED events (also for a guest found paused).
+        Every guest whose QEMU may still run: a paused guest, and one
+        whose calls hang or fail, keeps its QEMU process, its threads and
+        their pins, so it stays listed until the hypervisor says it is
+        gone; the caller keeps its CPUs until then. Whether a guest is
+        paused is told by PAUSED and RESUMED events (also for a guest
+        found paused). A guest listed with other :class:`Guest` values
+        than before runs a new QEMU of a new definition.
         """
 
     @abc.abstractmethod

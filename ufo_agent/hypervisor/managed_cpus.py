@@ -21,6 +21,8 @@ set                not found               ``managed_cpus``
 set                found                   ``managed_cpus``; refused if it
                                            overlaps ``cpu_dedicated_set``
                                            (or ``vcpu_pin_set``, see below)
+                                           or reaches beyond a
+                                           ``cpu_shared_set`` that is set
 unset              ``cpu_shared_set`` set  ``cpu_shared_set``; refused if it
                                            overlaps ``cpu_dedicated_set``
 unset              no ``cpu_shared_set``   refused
@@ -33,7 +35,9 @@ unset              ``vcpu_pin_set``        refused: with it, Nova pins
 =================  ======================  ==================================
 
 Nova's dedicated CPUs (``cpu_dedicated_set``, or the whole legacy
-``vcpu_pin_set``) are therefore never managed. The set found must then be
+``vcpu_pin_set``) are therefore never managed, nor, where
+``cpu_shared_set`` is set, the CPUs outside it: Nova keeps every guest
+off them (they are the host's). The set found must then be
 online, ``[host_cpus] reserved_cpus`` (online CPUs too) is removed from it,
 and something must be left. Every online CPU is never managed by default.
 """
@@ -66,6 +70,10 @@ PIN_SET = '[DEFAULT] vcpu_pin_set'
 
 class ManagedCpusError(ValueError):
     """A CPU set option is invalid; the message names the option."""
+
+
+class ForbiddenCpusError(ManagedCpusError):
+    """CPUs to manage that Nova's sets keep for others."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,6 +189,38 @@ def _no_managed_set(nova, nova_config, nova_config_dir):
         % (MANAGED, found, MANAGED, NOVA_CONFIG, SHARED))
 
 
+def check_against_nova(cpus, source, nova):
+    """Refuse ``cpus`` (named ``source``) where Nova's sets forbid them.
+
+    Nova's dedicated CPUs (with the legacy vcpu_pin_set, Nova pins
+    dedicated guests anywhere in it, so all of it) are never managed; a
+    ``cpu_shared_set`` that is set bounds the managed CPUs: Nova keeps
+    every guest off the CPUs outside it and its dedicated set.
+    """
+    if nova is None:
+        return
+    protected, protected_name = frozenset(), DEDICATED
+    if nova.vcpu_pin_set is not None:
+        protected, protected_name = nova.vcpu_pin_set, PIN_SET
+    elif nova.dedicated is not None:
+        protected = nova.dedicated
+    overlap = cpus & protected
+    if overlap:
+        # Nova refuses a cpu_shared_set that overlaps cpu_dedicated_set too.
+        raise ForbiddenCpusError(
+            '%s overlaps %s on CPUs %s: Nova\'s dedicated CPUs are never '
+            'managed' % (source, nova.where(protected_name),
+                         cpuset.format_cpuset(overlap)))
+    if nova.shared is not None and nova.vcpu_pin_set is None:
+        beyond = cpus - nova.shared
+        if beyond:
+            raise ForbiddenCpusError(
+                '%s reaches CPUs %s outside %s: Nova runs no guest of the '
+                'shared policy there, so ufo-agent may not pin one there; '
+                'list only CPUs of cpu_shared_set'
+                % (source, cpuset.format_cpuset(beyond), nova.where(SHARED)))
+
+
 def resolve(online_cpus, managed=None, reserved='', nova_config=(),
             nova_config_dir=None):
     """Return the frozenset of managed host CPUs (see the module's doc).
@@ -195,14 +235,6 @@ def resolve(online_cpus, managed=None, reserved='', nova_config=(),
         raise ManagedCpusError(
             '%s and %s are both set; nova-compute refuses this too: unset '
             'vcpu_pin_set' % (nova.where(PIN_SET), DEDICATED))
-    # With the legacy vcpu_pin_set, Nova pins dedicated guests anywhere in
-    # it, so all of it is protected like cpu_dedicated_set.
-    protected, protected_name = frozenset(), DEDICATED
-    if nova is not None:
-        if nova.vcpu_pin_set is not None:
-            protected, protected_name = nova.vcpu_pin_set, PIN_SET
-        elif nova.dedicated is not None:
-            protected = nova.dedicated
     if managed is not None and managed.strip():
         source = origin = MANAGED
         cpus = _parse(managed, source)
@@ -221,13 +253,7 @@ def resolve(online_cpus, managed=None, reserved='', nova_config=(),
         cpus = nova.shared
     else:
         raise _no_managed_set(nova, nova_config, nova_config_dir)
-    overlap = cpus & protected
-    if overlap:
-        # Nova refuses a cpu_shared_set that overlaps cpu_dedicated_set too.
-        raise ManagedCpusError(
-            '%s overlaps %s on CPUs %s: Nova\'s dedicated CPUs are never '
-            'managed' % (source, nova.where(protected_name),
-                         cpuset.format_cpuset(overlap)))
+    check_against_nova(cpus, source, nova)
     missing = cpus - online
     if missing:
         raise ManagedCpusError('%s lists CPUs %s that are not online'
@@ -244,3 +270,58 @@ def resolve(online_cpus, managed=None, reserved='', nova_config=(),
     LOG.info('Managing host CPUs %s (%s minus %s)',
              cpuset.format_cpuset(result), origin, RESERVED)
     return result
+
+
+def _file_state(path):
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+class NovaWatch:
+    """Checks the managed CPUs again whenever Nova's configuration changes.
+
+    Nova's sets are read at start, as nova-compute reads them at its own
+    start: an operator who changes them restarts nova-compute, which may
+    then give a dedicated guest CPUs this agent still manages. ``check``
+    costs a stat of each file while none changed; after a change it reads
+    Nova's sets again (:func:`read_nova_cpu_sets`) and applies the rules
+    of :func:`check_against_nova` to ``cpus``, the CPUs the agent pins.
+    """
+
+    def __init__(self, cpus, nova_config=(), nova_config_dir=None):
+        self.cpus = frozenset(cpus)
+        self.files = [path for path in _paths(nova_config) if path]
+        self.config_dir = nova_config_dir or None
+        self._state = self._files_state()
+
+    def _files_state(self):
+        state = [(path, _file_state(path)) for path in self.files]
+        if self.config_dir:
+            state.append((self.config_dir, _file_state(self.config_dir)))
+            state.extend((path, _file_state(path)) for path in sorted(
+                glob.glob(os.path.join(self.config_dir, '*.conf'))))
+        return tuple(state)
+
+    def check(self):
+        """None while the CPUs are still safe to manage; else why not."""
+        state = self._files_state()
+        if state == self._state:
+            return None
+        self._state = state
+        try:
+            nova = read_nova_cpu_sets(self.files, self.config_dir)
+            check_against_nova(self.cpus, 'the managed set %s'
+                               % cpuset.format_cpuset(self.cpus), nova)
+        except ForbiddenCpusError as exc:
+            return 'Nova\'s CPU sets changed: %s' % exc
+        except ManagedCpusError as exc:
+            # Half written, or not Nova's any more: read on its next change.
+            LOG.warning('Nova\'s configuration changed but cannot be '
+                        'checked: %s', exc)
+            return None
+        LOG.info('Nova\'s configuration changed; the managed CPUs %s are '
+                 'still within its sets', cpuset.format_cpuset(self.cpus))
+        return None

@@ -2,23 +2,48 @@
 
 vCPU threads are named ``CPU <n>/KVM`` (or ``CPU <n>/TCG`` under
 multi-threaded TCG); every other thread of the QEMU process (the main
-loop, I/O threads, workers) and the ``vhost-<qemu pid>`` kernel threads
-belong in the emulator pool. ``root`` points at another /proc for tests.
+loop, I/O threads, workers) and its vhost workers belong in the emulator
+pool. ``root`` points at another /proc for tests.
+
+A vhost worker is told by facts only the kernel sets, never by a name
+alone (any process may name itself ``vhost-<pid>``):
+
+* since Linux 6.4 it is a thread of the QEMU process itself (a user
+  worker), named ``vhost-<tid>`` after the QEMU thread that set the
+  device up: a thread of QEMU's own task list;
+* before, it is a kernel thread (``PF_KTHREAD`` in ``/proc/<pid>/stat``,
+  a flag no user process can have) named ``vhost-<tid>`` after such a
+  QEMU thread.
 """
 
 import dataclasses
 import os
 import re
+import typing
+
+from ufo_agent import cpuset
 
 _VCPU_COMM = re.compile(r'^CPU (\d+)/(KVM|TCG)$')
+_VHOST_COMM = re.compile(r'^vhost-(\d+)$')
+# include/linux/sched.h
+PF_KTHREAD = 0x00200000
 
 
 @dataclasses.dataclass(frozen=True)
 class QemuThreads:
+    """The threads of one QEMU process.
+
+    ``tids`` is every thread of its task list; ``vhost`` holds a
+    ``(pid, tid)`` pair per vhost worker, whose schedstat is
+    ``/proc/<pid>/task/<tid>/schedstat``: ``pid`` is QEMU's for a user
+    worker and the kernel thread's own for a kernel thread.
+    """
+
     pid: int
     vcpus: dict          # vCPU index -> tid
-    others: tuple        # every other tid of the process
-    vhost: tuple         # pids of vhost kernel threads
+    others: tuple        # every other tid of the process but vhost workers
+    vhost: tuple         # (pid, tid) of each vhost worker
+    tids: frozenset = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,40 +64,98 @@ def _read(path):
         return handle.read()
 
 
-def qemu_threads(pid, root='/proc'):
+def task_ids(pid, root='/proc'):
+    """The tids of a process's task list; OSError if it is gone."""
+    return frozenset(int(name) for name in
+                     os.listdir(os.path.join(root, str(pid), 'task'))
+                     if name.isdigit())
+
+
+def qemu_threads(pid, root='/proc', tids=None, vhost_kthreads=None):
     """Return :class:`QemuThreads` of a running QEMU process.
 
-    Raises OSError if the process is gone.
+    ``tids`` is its task list if just read (:func:`task_ids`);
+    ``vhost_kthreads`` is :func:`vhost_kernel_threads` if already read
+    (one scan of /proc serves every guest). Raises OSError if the
+    process is gone.
     """
-    vcpus, others = {}, []
+    if tids is None:
+        tids = task_ids(pid, root)
+    vcpus, others, workers = {}, [], []
     task_dir = os.path.join(root, str(pid), 'task')
-    for name in sorted(os.listdir(task_dir), key=int):
+    for tid in sorted(tids):
         try:
-            comm = _read(os.path.join(task_dir, name, 'comm')).strip()
+            comm = _read(os.path.join(task_dir, str(tid), 'comm')).strip()
         except FileNotFoundError:
             continue            # the thread exited meanwhile
         match = _VCPU_COMM.match(comm)
         if match:
-            vcpus[int(match.group(1))] = int(name)
+            vcpus[int(match.group(1))] = tid
+        elif _VHOST_COMM.match(comm):
+            workers.append((pid, tid))
         else:
-            others.append(int(name))
-    return QemuThreads(pid, vcpus, tuple(others), vhost_threads(pid, root))
+            others.append(tid)
+    if vhost_kthreads is None:
+        vhost_kthreads = vhost_kernel_threads(root)
+    for owner in sorted(tids):
+        workers.extend((kpid, kpid) for kpid in vhost_kthreads.get(owner, ()))
+    return QemuThreads(pid, vcpus, tuple(others), tuple(workers), tids)
 
 
-def vhost_threads(pid, root='/proc'):
-    """Pids of the vhost kernel threads that serve QEMU process ``pid``."""
-    wanted = 'vhost-%d' % pid
-    found = []
+class Stat(typing.NamedTuple):
+    """What ufo-agent reads of a ``/proc/<pid>/stat`` line."""
+
+    comm: str
+    flags: int
+    start_time: int     # clock ticks after boot: a process's identity
+
+
+def parse_stat(text):
+    """:class:`Stat` of a ``/proc/<pid>/stat`` line.
+
+    The comm is between the first ``(`` and the last ``)``: it may hold
+    spaces and parentheses itself. Raises ValueError for anything else.
+    """
+    try:
+        start, end = text.index('('), text.rindex(')')
+        # Fields 3 on: state ppid pgrp session tty_nr tpgid flags (9) ...
+        # starttime (22).
+        fields = text[end + 1:].split()
+        return Stat(text[start + 1:end], int(fields[6]), int(fields[19]))
+    except IndexError:
+        raise ValueError('not a stat line: %r' % text[:80])
+
+
+def start_time(pid, root='/proc'):
+    """When process ``pid`` started (its stat's ``starttime``), or None.
+
+    A pid is reused; a pid and its start time name one process.
+    """
+    try:
+        text = _read(os.path.join(root, str(pid), 'stat'))
+        return parse_stat(text).start_time
+    except (OSError, ValueError):
+        return None
+
+
+def vhost_kernel_threads(root='/proc'):
+    """{QEMU tid: (pid, ...)} of the vhost kernel threads of the host.
+
+    Only kernel threads (``PF_KTHREAD``) named ``vhost-<tid>`` count.
+    """
+    found = {}
     for name in os.listdir(root):
         if not name.isdigit():
             continue
         try:
-            comm = _read(os.path.join(root, name, 'comm')).strip()
-        except OSError:
-            continue
-        if comm == wanted:
-            found.append(int(name))
-    return tuple(sorted(found))
+            comm, flags, _ = parse_stat(
+                _read(os.path.join(root, name, 'stat')))
+        except (OSError, ValueError):
+            continue            # gone meanwhile, or not a stat line
+        match = _VHOST_COMM.match(comm)
+        if match and flags & PF_KTHREAD:
+            found.setdefault(int(match.group(1)), []).append(int(name))
+    return {owner: tuple(sorted(pids)) for owner, pids in found.items()}
 
 
 def parse_schedstat(text):
@@ -89,3 +172,16 @@ def schedstat(pid, tid=None, root='/proc'):
     else:
         path = os.path.join(root, str(pid), 'task', str(tid), 'schedstat')
     return parse_schedstat(_read(path))
+
+
+def allowed_cpus(pid, tid, root='/proc'):
+    """The CPUs a thread may run on, as the kernel has it, or None.
+
+    ``Cpus_allowed_list`` of its status: its affinity within its cpuset.
+    None where the file has no such line.
+    """
+    path = os.path.join(root, str(pid), 'task', str(tid), 'status')
+    for line in _read(path).splitlines():
+        if line.startswith('Cpus_allowed_list:'):
+            return cpuset.parse_cpuset(line.split(':', 1)[1].strip())
+    return None

@@ -85,6 +85,9 @@ class Enforcer:
         # Counted since start, for the metrics: targets rolled back after
         # a missed acknowledgement, and failed driver calls by method.
         self.rollbacks = 0
+        # Pinnings found changed behind the agent's back (a vCPU plugged
+        # on other CPUs, a re-pin by someone else) and written again.
+        self.pin_repairs = 0
         self.errors = collections.Counter(
             dict.fromkeys(DRIVER_METHODS, 0))
 
@@ -472,8 +475,10 @@ class Enforcer:
     def check_drift(self):
         """Compare live pins with the ledger; re-adopt what drifted.
 
-        Returns the uuids whose pins someone else changed: the next apply
-        narrows them again.
+        The live pins are libvirt's and the kernel's of every vCPU thread
+        present. Returns the uuids whose pins someone else changed: they
+        are recorded as wide as both, and the next apply pins them to the
+        plan again (``pin_repairs`` counts them).
         """
         drifted = []
         for uuid in sorted(self.guests):
@@ -488,6 +493,7 @@ class Enforcer:
                 continue
             if vcpus != {vcpu.cpus} or live_emulator != emulator.cpus:
                 drifted.append(uuid)
+                self.pin_repairs += 1
                 self.ledger.adopt((uuid, VCPU), frozenset().union(
                     *[s for s in vcpus if s]) | vcpu.cpus)
                 self.ledger.adopt((uuid, EMULATOR),

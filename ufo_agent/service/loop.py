@@ -346,6 +346,14 @@ class Agent:
             return
         for uuid in sorted(set(self.guests) - set(current)):
             self._drop(uuid, keep_state=True)
+        for uuid in sorted(set(self.guests) & set(current)):
+            # A new QEMU (resized, started over) whose definition changed:
+            # its vCPU count and restore pins are the new ones.
+            if current[uuid] is not self.guests[uuid] and \
+                    current[uuid] != self.guests[uuid]:
+                LOG.info('Guest %s changed its definition: adopting it '
+                         'again', uuid)
+                self._drop(uuid, keep_state=True)
         now = self.clock()
         added = sorted(set(current) - set(self.guests))
         for uuid in added:

@@ -70,6 +70,10 @@ _HOST_COUNTERS = (
      'vCPU targets rolled back: a guest did not acknowledge its target '
      'within [agent] ack_timeout and was asked for every vCPU again (its '
      'channel is host-only for a backoff).', 'rollbacks'),
+    ('ufo_pin_repairs_total',
+     'Guests whose live pins the drift check found changed behind '
+     'ufo-agent (a vCPU plugged elsewhere, a re-pin by someone else) and '
+     'had pinned again.', 'pin_repairs'),
     ('ufo_host_only_fallbacks_total',
      'Guest signals that fell back from the guest module\'s reports to '
      'host-only measurement (invalid, stale or contradicted page).',

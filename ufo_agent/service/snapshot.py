@@ -38,6 +38,7 @@ def build(agent, now):
         'tick_errors': agent.tick_errors,
         'host_only_fallbacks': agent.host_only_fallbacks,
         'rollbacks': agent.enforcer.rollbacks,
+        'pin_repairs': agent.enforcer.pin_repairs,
         'enforcement_errors': dict(agent.enforcer.errors),
         'decisions': dict(agent.decisions),
         # What the agent runs with (after a reload: SIGHUP).

@@ -3,10 +3,13 @@
 * Inventory: running domains, parsed from their XML (Nova metadata,
   restore pins), filtered by :mod:`ufo_agent.hypervisor.policy`.
 * Events: libvirt lifecycle and reboot events (:mod:`.host`), plus a
-  comparison of the running and paused domains on every tick, so nothing
-  is missed across a libvirtd restart. A paused guest stays managed (its
-  QEMU and the live pins of its threads stay); a domain paused by an
-  incoming migration or still starting is adopted once it runs.
+  comparison of the active domains on every tick, so nothing is missed
+  across a libvirtd restart (a new QEMU is told by its pid and start
+  time, not by the domain ID, which libvirt reuses after it restarts).
+  A guest is let go only when libvirt says its domain is not active: a
+  paused guest, or one whose calls hang, stays managed (its QEMU and
+  the live pins of its threads stay); a domain paused by an incoming
+  migration or still starting is adopted once it runs.
 * Guests: threads, counters, pins and release of one domain
   (:mod:`.guest`).
 * Channel: one ``<shmem>`` ivshmem-plain device per guest, named after
@@ -25,6 +28,7 @@ from ufo_agent.driver.libvirt import guest as libvirt_guest
 from ufo_agent.driver.libvirt import host as libvirt_host
 from ufo_agent.hypervisor import domain as domain_xml
 from ufo_agent.hypervisor import policy
+from ufo_agent.hypervisor import procfs
 from ufo_agent.hypervisor import sysfs
 
 LOG = logging.getLogger(__name__)
@@ -63,6 +67,8 @@ class LibvirtDriver(base.HypervisorDriver):
         self.proc_root = proc_root
         self.sysfs_root = sysfs_root
         self._guests = {}             # uuid -> libvirt_guest.Guest
+        self._polls = 0               # guests() calls so far
+        self._vhost_scan = None       # (poll, vhost kernel threads)
         self._skipped = {}            # uuid -> reason (logged once)
         self._host = libvirt_host.Host(libvirt, uri, call_timeout)
         # Paused domains not to adopt yet: not running any guest code.
@@ -83,17 +89,28 @@ class LibvirtDriver(base.HypervisorDriver):
             return None
 
     def guests(self):
+        """The managed guests whose QEMU runs (see the interface).
+
+        A guest is dropped (STOPPED) only when libvirt lists it no longer
+        active; one whose calls hang or fail stays, with its pins.
+        """
         domains = self._host.active_domains()
         generation = self._host.generation
+        self._polls += 1
         seen = set()
         for dom, paused_reason in domains:
             uuid = dom.UUIDString()
+            known = self._guests.get(uuid)
+            if paused_reason == libvirt_host.UNKNOWN:
+                if known is not None:
+                    seen.add(uuid)      # as it was: its state is unknown
+                continue
             # Paused by its own live migration (the source's switchover)
             # is not paused: it leaves, or runs on if the migration fails.
             paused = paused_reason not in (
                 None, self.libvirt.VIR_DOMAIN_PAUSED_MIGRATION)
-            known = self._guests.get(uuid)
-            if known is not None and known.dom_id == dom.ID():
+            if known is not None and known.dom_id == dom.ID() and \
+                    self._same_process(known, generation):
                 seen.add(uuid)
                 if known.paused != paused:
                     # A pause or resume whose event was missed.
@@ -127,6 +144,37 @@ class LibvirtDriver(base.HypervisorDriver):
             if uuid not in seen:
                 self._drop(uuid, base.GuestEvent.STOPPED)
         return [g.info for g in self._guests.values()]
+
+    def _same_process(self, known, generation):
+        """False once the domain runs another QEMU than the one adopted.
+
+        libvirt numbers domains again after it restarts (from the highest
+        running one), so a domain destroyed and started while libvirtd
+        was down (a resize to the same host) can show its old ID, and its
+        events are lost. Its pid file and the process's start time tell:
+        they are checked after every new connection and whenever /proc
+        lost the process adopted.
+        """
+        if known.checked == generation and not known.process_gone:
+            return True
+        pid = self._pid(known.domain_name) if known.domain_name else None
+        if pid is None:
+            return True             # cannot tell yet: asked again later
+        if pid != known.pid or procfs.start_time(
+                pid, self.proc_root) != known.start_time:
+            LOG.info('Domain %s runs a new QEMU (pid %d, was %d)',
+                     known.uuid, pid, known.pid)
+            return False
+        known.checked = generation
+        known.process_gone = False
+        return True
+
+    def _vhost_kthreads(self):
+        """The host's vhost kernel threads: one /proc scan a poll at most."""
+        if self._vhost_scan is None or self._vhost_scan[0] != self._polls:
+            self._vhost_scan = (self._polls, procfs.vhost_kernel_threads(
+                self.proc_root))
+        return self._vhost_scan[1]
 
     def _adopt(self, dom, uuid, known):
         def call(what, func, *args):
@@ -181,7 +229,9 @@ class LibvirtDriver(base.HypervisorDriver):
                           dict(verdict.restore_iothreads))
         self._guests[uuid] = libvirt_guest.Guest(
             self._host, info, dom.ID(), pid, channel, self.managed_cpus,
-            self.proc_root)
+            self.proc_root, domain_name=parsed.name,
+            start_time=procfs.start_time(pid, self.proc_root),
+            vhost_kthreads=self._vhost_kthreads)
         self._skipped.pop(uuid, None)
 
     def _ensure_channel(self, dom, uuid, parsed, xml):

@@ -1,11 +1,16 @@
 """One managed domain: its threads, counters, pins and channel.
 
 Pins go through libvirt, live only (Nova's persistent XML is left
-alone): vCPUs, the emulator and I/O threads; vhost kernel threads get
+alone): vCPUs, the emulator and I/O threads; vhost workers get
 ``sched_setaffinity``. Threads and CPU counters come from /proc, traffic
 counters from libvirt's bulk stats. The domain is looked up by uuid for
 every operation (for the stats, once per connection), so a reconnected
 :class:`~ufo_agent.driver.libvirt.host.Host` serves it too.
+
+The task list of QEMU is listed again on every use: vCPUs are plugged and
+unplugged, workers come and go. Every vCPU the definition has is pinned,
+present or not: libvirt keeps the pin of an absent vCPU and applies it
+when the vCPU is plugged, so a plugged vCPU starts on the planned CPUs.
 """
 
 import logging
@@ -71,17 +76,37 @@ class Guest:
     """
 
     def __init__(self, host, info, dom_id, pid, channel,
-                 managed_cpus=frozenset(), proc_root='/proc'):
+                 managed_cpus=frozenset(), proc_root='/proc',
+                 domain_name=None, start_time=None, vhost_kthreads=None):
         self.host = host
         self.info = info
         self.dom_id = dom_id
         self.pid = pid
+        # libvirt's name of the domain (its pid file), and when its QEMU
+        # started: with ``pid``, the identity of the QEMU process.
+        self.domain_name = domain_name
+        self.start_time = start_time
+        # Set when /proc no longer has the process; ``checked`` is the
+        # connection generation its identity was last checked in.
+        self.process_gone = False
+        self.checked = host.generation
         self.channel = channel
         self.managed_cpus = frozenset(managed_cpus)
         self.proc_root = proc_root
         self.paused = False
         self._threads = None
+        self._settle = False        # read the names once more
+        # Scans /proc for vhost kernel threads (one scan serves every
+        # guest); its last answer is kept until a worker is gone.
+        self._scan_kthreads = vhost_kthreads or (
+            lambda: procfs.vhost_kernel_threads(proc_root))
+        self._kthreads = None
+        # The CPUs the vCPUs were last pinned to (None: not yet, or each
+        # to its own), and the vCPU threads last observed.
+        self._vcpu_cpus = None
+        self._seen_vcpus = None
         self._vhost_denied = False
+        self._iothreads_unknown = False
         self._stats_dom = None      # (connection generation, domain)
         self._nic_failed = False
 
@@ -102,6 +127,7 @@ class Guest:
     def rebooted(self):
         """The guest kernel starts over: find threads, restart history."""
         self._threads = None
+        self._kthreads = None
         if self.channel is not None:
             self.channel.reset_history()
 
@@ -111,17 +137,40 @@ class Guest:
 
     # -- observation ---------------------------------------------------------
     def threads(self):
-        """QEMU's threads, from /proc, cached until one comes or goes."""
-        if self._threads is None:
-            try:
-                self._threads = procfs.qemu_threads(self.pid, self.proc_root)
-            except OSError as exc:
-                raise base.DriverError('threads of %s: %s'
-                                       % (self.uuid, exc))
+        """QEMU's threads, from /proc.
+
+        The task list is listed on every call (one directory read); the
+        threads' names are read again when it changed, and once more on
+        the next call: a new thread takes its name just after it starts.
+        """
+        try:
+            tids = procfs.task_ids(self.pid, self.proc_root)
+            changed = self._threads is None or tids != self._threads.tids
+            if changed or self._settle:
+                if self._kthreads is None:
+                    self._kthreads = self._scan_kthreads()
+                self._threads = procfs.qemu_threads(
+                    self.pid, self.proc_root, tids, self._kthreads)
+                self._settle = changed
+        except OSError as exc:
+            if not os.path.exists(os.path.join(self.proc_root,
+                                               str(self.pid))):
+                self.process_gone = True
+            raise base.DriverError('threads of %s: %s' % (self.uuid, exc))
         return self._threads
+
+    def vcpu_indexes(self):
+        """Every vCPU index to pin: the definition's, and any present."""
+        try:
+            present = set(self.threads().vcpus)
+        except base.DriverError:
+            present = set()     # libvirt pins by index all the same
+        indexes = present | set(self.info.restore_vcpus)
+        return sorted(indexes or range(self.info.vcpus))
 
     def observe(self, read_retries):
         threads = self.threads()
+        self._pin_plugged(threads.vcpus)
         now = time.monotonic()
         # The page first: a guest sample it shows ended before the vCPU
         # counters below are read, so they cover it (crosscheck).
@@ -139,12 +188,17 @@ class Guest:
                 try:
                     stat = procfs.schedstat(self.pid, tid, self.proc_root)
                 except FileNotFoundError:
-                    self._threads = None        # a worker came or went
-                    continue
+                    continue        # a worker went: the next list shows it
                 emu += stat.cpu_ns
                 emu_wait += stat.wait_ns
-            for pid in threads.vhost:
-                stat = procfs.schedstat(pid, None, self.proc_root)
+            for pid, tid in threads.vhost:
+                try:
+                    stat = procfs.schedstat(pid, tid, self.proc_root)
+                except FileNotFoundError:
+                    if pid != self.pid:
+                        self._kthreads = None   # a NIC went: scan again
+                        self._threads = None
+                    continue
                 emu += stat.cpu_ns
                 emu_wait += stat.wait_ns
         except FileNotFoundError as exc:
@@ -182,13 +236,42 @@ class Guest:
         # No record: the domain went away meanwhile.
         return nic_counters(records[0][1]) if records else None
 
+    def _pin_plugged(self, vcpus):
+        """Pin a vCPU thread that appeared since the last observation.
+
+        libvirt starts a plugged vCPU on the pin it keeps for it, which
+        is the agent's unless someone changed it meanwhile: it is given
+        the CPUs the agent last gave the vCPUs, at once, rather than at
+        the next drift check.
+        """
+        before, self._seen_vcpus = self._seen_vcpus, dict(vcpus)
+        if before is None or self._vcpu_cpus is None:
+            return
+        plugged = sorted(index for index, tid in vcpus.items()
+                         if before.get(index) != tid)
+        if not plugged:
+            return
+        try:
+            dom = self._dom()
+            bits = self._cpumap(self._vcpu_cpus)
+            for index in plugged:
+                LOG.info('vCPU %d of %s was plugged: pinning it with the '
+                         'others', index, self.uuid)
+                self._call('pin vCPU %d of %s' % (index, self.uuid),
+                           dom.pinVcpuFlags, index, bits,
+                           self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        except base.DriverError as exc:
+            # The drift check finds it and has it pinned again.
+            LOG.warning('Could not pin a plugged vCPU of %s: %s',
+                        self.uuid, exc)
+
     # -- enforcement ---------------------------------------------------------
     def pin_vcpus(self, cpus):
+        """Every vCPU of the definition, plugged or not, and any present."""
         dom = self._dom()
         bits = self._cpumap(cpus)
-        vcpus = self.threads().vcpus or {
-            i: None for i in range(self.info.vcpus)}
-        for index in sorted(vcpus):
+        self._vcpu_cpus = frozenset(cpus)
+        for index in self.vcpu_indexes():
             self._call('pin vCPU %d of %s' % (index, self.uuid),
                        dom.pinVcpuFlags, index, bits,
                        self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE)
@@ -207,37 +290,73 @@ class Guest:
         live = lv.VIR_DOMAIN_AFFECT_LIVE
         self._call('%s emulator of %s' % (verb, self.uuid), dom.pinEmulator,
                    self._cpumap(cpus), live)
-        try:
-            iothreads = self.host.run(self.uuid,
-                                      'I/O threads of %s' % self.uuid,
-                                      dom.ioThreadInfo, live)
-        except lv.libvirtError:
-            iothreads = []
-        for thread in iothreads:
-            own = iothread_cpus.get(thread[0], cpus)
-            self._call('%s I/O thread %d of %s' % (verb, thread[0],
+        for iothread in self._iothread_ids(dom):
+            own = iothread_cpus.get(iothread, cpus)
+            self._call('%s I/O thread %d of %s' % (verb, iothread,
                                                    self.uuid),
-                       dom.pinIOThread, thread[0], self._cpumap(own), live)
-        for pid in self.threads().vhost:
+                       dom.pinIOThread, iothread, self._cpumap(own), live)
+        for _, tid in self.threads().vhost:
             try:
-                os.sched_setaffinity(pid, cpus)
+                os.sched_setaffinity(tid, cpus)
             except PermissionError as exc:
                 # Unprivileged (no CAP_SYS_NICE): the same on every call.
                 log = LOG.debug if self._vhost_denied else LOG.warning
                 self._vhost_denied = True
-                log('Cannot %s vhost thread %d of %s: %s', verb, pid,
+                log('Cannot %s vhost thread %d of %s: %s', verb, tid,
                     self.uuid, exc)
             except OSError as exc:
                 LOG.warning('Cannot %s vhost thread %d of %s: %s', verb,
-                            pid, self.uuid, exc)
+                            tid, self.uuid, exc)
+
+    def _iothread_ids(self, dom):
+        """The I/O threads libvirt reports, else those the definition has.
+
+        Without libvirt's answer the definition's I/O threads (every
+        one of ``<iothreads>`` and each one pinned) are pinned by id, so
+        that none keeps a pin the agent wrote; an I/O thread added at
+        run time and not reported cannot be known.
+        """
+        lv = self.host.libvirt
+        try:
+            reported = self.host.run(self.uuid,
+                                     'I/O threads of %s' % self.uuid,
+                                     dom.ioThreadInfo,
+                                     lv.VIR_DOMAIN_AFFECT_LIVE)
+        except lv.libvirtError as exc:
+            known = sorted(self.info.restore_iothreads)
+            # The same on every call: said once.
+            log = LOG.debug if self._iothreads_unknown else LOG.warning
+            self._iothreads_unknown = True
+            log('I/O threads of %s not reported (%s): pinning the %d of '
+                'its definition', self.uuid, exc, len(known))
+            return known
+        return [thread[0] for thread in reported]
 
     def read_pins(self):
+        """libvirt's pins, and the CPUs the kernel lets each vCPU run on.
+
+        libvirt reports what it set; a vCPU thread the kernel has on
+        other CPUs (plugged with another pin, moved by someone else)
+        adds its own set.
+        """
         dom = self._dom()
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
         vcpus = self._call('pins of %s' % self.uuid, dom.vcpuPinInfo, live)
         emulator = self._call('emulator pin of %s' % self.uuid,
                               dom.emulatorPinInfo, live)
-        return frozenset(_as_set(m) for m in vcpus), _as_set(emulator)
+        sets = {_as_set(m) for m in vcpus}
+        try:
+            tids = self.threads().vcpus.values()
+        except base.DriverError:
+            tids = ()
+        for tid in tids:
+            try:
+                allowed = procfs.allowed_cpus(self.pid, tid, self.proc_root)
+            except (OSError, ValueError):
+                continue            # gone meanwhile, or not readable
+            if allowed is not None:
+                sets.add(allowed)
+        return frozenset(sets), _as_set(emulator)
 
     def set_vcpu_target(self, vcpus):
         if self.channel is None:
@@ -303,10 +422,11 @@ class Guest:
         if not info.restore_vcpus:
             self.pin_vcpus(info.restore_vcpu_cpus)
             return
+        # A vCPU plugged from now on starts on its own restore pin.
+        self._vcpu_cpus = None
         dom = self._dom()
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        present = self.threads().vcpus or info.restore_vcpus
-        for index in sorted(present):
+        for index in self.vcpu_indexes():
             cpus = info.restore_vcpus.get(index, info.restore_vcpu_cpus)
             self._call('restore vCPU %d of %s' % (index, self.uuid),
                        dom.pinVcpuFlags, index, self._cpumap(cpus), live)

@@ -26,6 +26,10 @@ from ufo_agent.driver.libvirt import deadline
 
 LOG = logging.getLogger(__name__)
 
+#: The state of an active domain that is neither running nor paused, or
+#: cannot be read: see :meth:`Host.active_domains`.
+UNKNOWN = 'unknown'
+
 _event_loop_started = False
 _event_loop_lock = threading.Lock()
 
@@ -187,27 +191,45 @@ class Host:
                          self.libvirt.VIR_CONNECT_LIST_DOMAINS_RUNNING)
 
     def active_domains(self):
-        """Every running or paused domain, as (domain, paused reason).
+        """Every domain whose QEMU runs, as (domain, state).
 
-        The reason is None for a running domain, else libvirt's
-        ``VIR_DOMAIN_PAUSED_*`` reason.
+        The state is None for a running domain, libvirt's
+        ``VIR_DOMAIN_PAUSED_*`` reason for a paused one, and
+        :data:`UNKNOWN` for one whose state cannot be read (its calls
+        hang or fail) or is neither (shutting down, suspended to RAM...):
+        its QEMU, its threads and their pins are there all the same. A
+        domain is left out only when libvirt says it is not active.
         """
         conn = self.get_connection()
         lv = self.libvirt
-        running = self.call('list domains', conn.listAllDomains,
-                            lv.VIR_CONNECT_LIST_DOMAINS_RUNNING)
-        paused = self.call('list domains', conn.listAllDomains,
-                           lv.VIR_CONNECT_LIST_DOMAINS_PAUSED)
-        out = [(dom, None) for dom in running]
-        for dom in paused:
+        active = self.call('list domains', conn.listAllDomains,
+                           lv.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
+        running = {dom.UUIDString() for dom in self.call(
+            'list domains', conn.listAllDomains,
+            lv.VIR_CONNECT_LIST_DOMAINS_RUNNING)}
+        out = []
+        for dom in active:
+            uuid = dom.UUIDString()
+            if uuid in running:
+                out.append((dom, None))
+                continue
             try:
-                uuid = dom.UUIDString()
-                state, reason = self.call('state of %s' % uuid, dom.state,
-                                          key=uuid)
+                state, reason = self.run(uuid, 'state of %s' % uuid,
+                                         dom.state)
+            except self.libvirt.libvirtError as exc:
+                if exc.get_error_code() == lv.VIR_ERR_NO_DOMAIN:
+                    continue        # gone meanwhile
+                out.append((dom, UNKNOWN))
+                continue
             except base.DriverError:
-                continue            # gone meanwhile
+                out.append((dom, UNKNOWN))     # hangs: it is there
+                continue
             if state == lv.VIR_DOMAIN_PAUSED:
                 out.append((dom, reason))
+            elif state == lv.VIR_DOMAIN_RUNNING:
+                out.append((dom, None))     # resumed meanwhile
+            elif state != lv.VIR_DOMAIN_SHUTOFF:
+                out.append((dom, UNKNOWN))
         return out
 
     def all_domain_uuids(self):

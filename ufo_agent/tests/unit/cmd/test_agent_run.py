@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent('''
         def tick(self):
             self.ticks += 1
             events.append('tick %d' % self.ticks)
-            if str(self.ticks) in send:
+            if send.get(str(self.ticks), '').startswith('SIG'):
                 os.kill(os.getpid(), getattr(signal, send[str(self.ticks)]))
 
         def stop(self):
@@ -43,8 +43,15 @@ SCRIPT = textwrap.dedent('''
     def reload(agent):
         events.append('reload')
 
+    agent = FakeAgent()
+
+    def check():
+        # 'refuse' after a tick: the next check says why not to go on.
+        return send.get(str(agent.ticks)) == 'refuse' and 'CPUs changed'
+
     notifier = sdnotify.Notifier({'NOTIFY_SOCKET': sys.argv[1]})
-    rc = cmd.run(FakeAgent(), 0.01, 6, notifier=notifier, reload=reload)
+    rc = cmd.run(agent, 0.01, 6, notifier=notifier, reload=reload,
+                 checks=(check,))
     print(json.dumps({'rc': rc, 'events': events}))
 ''')
 
@@ -63,6 +70,7 @@ def run_loop(tmp_path):
             ['%s=%s' % (tick[1:], name) for tick, name in signals.items()],
             capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0, (proc.returncode, proc.stderr)
+        run.stderr = proc.stderr
         notes = []
         while True:
             try:
@@ -97,3 +105,12 @@ def test_systemd_hears_ready_a_watchdog_per_tick_and_stopping(run_loop):
     assert notes[0].startswith('READY=1') and \
         notes[-1].startswith('STOPPING=1')
     assert notes[1:-1] == ['WATCHDOG=1'] * 6
+
+
+def test_a_failed_check_gives_every_guest_back_and_stops(run_loop):
+    result, notes = run_loop(t2='refuse')
+    assert result == {'rc': 2, 'events': ['start', 'tick 1', 'tick 2',
+                                          'stop']}
+    assert notes[-1] == 'STOPPING=1\nSTATUS=giving every guest back'
+    assert 'CPUs changed: giving every guest back and stopping' \
+        in run_loop.stderr

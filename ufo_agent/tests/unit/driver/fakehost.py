@@ -140,9 +140,38 @@ def write_sysfs(root, online='0-7', siblings=None, numa=None):
     return root
 
 
-def write_qemu(proc, pid, vcpus, others=(), vhost=(), stat=(100, 20, 3)):
+def stat_line(pid, comm, flags=0x400000, start_time=1000, ppid=1):
+    """A ``/proc/<pid>/stat`` line (fields 1-22 matter here)."""
+    # pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+    # majflt cmajflt utime stime cutime cstime priority nice threads
+    # itrealvalue starttime vsize
+    return ('%d (%s) S %d %d %d 0 -1 %d 0 0 0 0 0 0 0 0 20 0 1 0 %d 0\n'
+            % (pid, comm, ppid, pid, pid, flags, start_time))
+
+
+# PF_KTHREAD | PF_NOFREEZE ..., as kthreadd's children have.
+KTHREAD_FLAGS = 0x208040
+
+
+def write_vhost_kthread(proc, vpid, owner, stat=(100, 20, 3)):
+    """A vhost kernel thread (before Linux 6.4) serving thread ``owner``."""
+    comm = 'vhost-%d' % owner
+    task = proc / str(vpid) / 'task' / str(vpid)
+    task.mkdir(parents=True, exist_ok=True)
+    for path in (proc / str(vpid), task):
+        (path / 'comm').write_text(comm + '\n')
+        (path / 'schedstat').write_text('%d %d %d\n' % stat)
+        (path / 'stat').write_text(stat_line(vpid, comm, KTHREAD_FLAGS,
+                                             ppid=2))
+
+
+def write_qemu(proc, pid, vcpus, others=(), vhost=(), stat=(100, 20, 3),
+               start_time=None):
     """A QEMU process in a fake /proc: vCPU threads pid+1.., then others.
 
+    ``others`` are names of further threads (``vhost-<pid>``: a vhost
+    worker of Linux 6.4 on); ``vhost`` are pids of vhost kernel threads
+    (before 6.4). ``start_time`` writes the process's stat line.
     Returns {vCPU index: tid}.
     """
     def task(tid, comm, value=stat):
@@ -153,6 +182,9 @@ def write_qemu(proc, pid, vcpus, others=(), vhost=(), stat=(100, 20, 3)):
 
     task(pid, 'qemu-system-x86')
     (proc / str(pid) / 'schedstat').write_text('%d %d %d\n' % stat)
+    if start_time is not None:
+        (proc / str(pid) / 'stat').write_text(
+            stat_line(pid, 'qemu-system-x86', start_time=start_time))
     tids = {}
     for index in range(vcpus):
         tids[index] = pid + 1 + index
@@ -160,7 +192,5 @@ def write_qemu(proc, pid, vcpus, others=(), vhost=(), stat=(100, 20, 3)):
     for n, comm in enumerate(others):
         task(pid + 1 + vcpus + n, comm)
     for vpid in vhost:
-        (proc / str(vpid)).mkdir(parents=True, exist_ok=True)
-        (proc / str(vpid) / 'comm').write_text('vhost-%d\n' % pid)
-        (proc / str(vpid) / 'schedstat').write_text('%d %d %d\n' % stat)
+        write_vhost_kthread(proc, vpid, pid, stat)
     return tids

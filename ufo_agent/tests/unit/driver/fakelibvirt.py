@@ -15,6 +15,8 @@ XML; ``nic_counters`` holds their packet counters.
 import threading
 from xml.etree import ElementTree
 
+from ufo_agent import cpuset
+
 VIR_DOMAIN_EVENT_DEFINED = 0
 VIR_DOMAIN_EVENT_UNDEFINED = 1
 VIR_DOMAIN_EVENT_STARTED = 2
@@ -46,6 +48,7 @@ VIR_DOMAIN_AFFECT_LIVE = 1
 VIR_DOMAIN_AFFECT_CONFIG = 2
 VIR_DOMAIN_STATS_INTERFACE = 16
 VIR_ERR_INTERNAL_ERROR = 1
+VIR_ERR_INVALID_ARG = 8
 VIR_ERR_SYSTEM_ERROR = 38
 VIR_ERR_NO_DOMAIN = 42
 VIR_ERR_OPERATION_INVALID = 55
@@ -75,6 +78,22 @@ class FakeDomain:
         self.running = running
         self.paused = None              # or a VIR_DOMAIN_PAUSED_* reason
         self.iothreads = list(iothreads)
+        # <vcpu current='n'>max</vcpu>: vCPUs 0..current-1 are plugged.
+        try:
+            vcpu = ElementTree.fromstring(xml).find('vcpu')
+        except ElementTree.ParseError:
+            vcpu = None             # a test of unreadable definitions
+        self.max_vcpus = int(vcpu.text) if vcpu is not None else 1
+        self.current_vcpus = int(vcpu.get('current') or self.max_vcpus) \
+            if vcpu is not None else 1
+        cpus = cpuset.parse_cpuset(vcpu.get('cpuset') or '') \
+            if vcpu is not None else frozenset()
+        # Where libvirt runs a vCPU nobody pinned: <vcpu cpuset>, else
+        # every CPU (8 here).
+        self.default_pin = tuple(c in cpus for c in range(
+            max(cpus) + 1)) if cpus else (True,) * 8
+        # vCPU index -> its live pin; libvirt keeps the pin of a vCPU
+        # that is not plugged and applies it when the vCPU is plugged.
         self.vcpu_pins = {}
         self.emulator_pin = None
         self.fail = {}
@@ -124,6 +143,10 @@ class FakeDomain:
 
     def pinVcpuFlags(self, vcpu, cpumap, flags):
         self._maybe_fail('pinVcpuFlags')
+        if vcpu >= self.max_vcpus:
+            raise libvirtError('invalid argument: vcpu %d is out of range '
+                               'of live cpu count %d'
+                               % (vcpu, self.max_vcpus), VIR_ERR_INVALID_ARG)
         self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
         self.vcpu_pins[vcpu] = tuple(cpumap)
 
@@ -141,12 +164,17 @@ class FakeDomain:
         self._record('pinIOThread', iothread, tuple(cpumap), flags)
 
     def vcpuPinInfo(self, flags):
+        """The pins of the plugged vCPUs.
+
+        libvirt-python asks for as many as the domain's current count.
+        """
         self._maybe_fail('vcpuPinInfo')
-        return [self.vcpu_pins[i] for i in sorted(self.vcpu_pins)]
+        return [self.vcpu_pins.get(i, self.default_pin)
+                for i in range(self.current_vcpus)]
 
     def emulatorPinInfo(self, flags):
         self._maybe_fail('emulatorPinInfo')
-        return self.emulator_pin
+        return self.emulator_pin or self.default_pin
 
     def interface_stats(self):
         """The ``net.*`` parameters of libvirt's bulk stats record."""

@@ -6,6 +6,9 @@ pools (the enforcer's ledger) after every pin call and at the moment a
 paused guest resumes.
 """
 
+import threading
+import time
+
 import pytest
 
 from ufo_agent.controller import ControllerConfig
@@ -43,7 +46,7 @@ def _pins(dom):
 class Host:
     """Two Nova guests of VCPUS vCPUs on 8 CPUs, and the agent over them."""
 
-    def __init__(self, host, hv, monkeypatch):
+    def __init__(self, host, hv, monkeypatch, **driver_args):
         self.host, self.hv = host, hv
         self.clock = Clock()
         monkeypatch.setattr(libvirt_guest.time, 'monotonic', self.clock)
@@ -63,7 +66,7 @@ class Host:
             self.busy[uuid] = VCPUS
             self.cpu_ns[uuid] = 0
             self.wait_ns[uuid] = 0
-        self.driver = host.driver()
+        self.driver = host.driver(**driver_args)
         self.agent = loop.Agent(
             self.driver, frozenset(range(8)), ControllerConfig(),
             settings_mod.AgentSettings(), clock=self.clock)
@@ -216,3 +219,59 @@ def test_a_new_qemu_starts_on_its_definition_and_is_narrowed(world, hv):
     assert not _pins(dom) & _pins(world.doms[BUSY])
     # (Its new QEMU ran on every CPU until then, as Nova started it.)
     assert [v for v in world.violations if 'after tick' in v] == []
+
+
+def _wait_until(pred, timeout=5.0):
+    # time.monotonic is the world's clock here.
+    deadline = time.perf_counter() + timeout
+    while not pred():
+        assert time.perf_counter() < deadline, 'condition not reached'
+        time.sleep(0.01)
+
+
+def test_a_guest_whose_calls_hang_keeps_its_cores_until_they_return(
+        host, hv, monkeypatch):
+    """Forgotten only when libvirt says it is gone, not while it hangs."""
+    timeout = 0.3
+    world = Host(host, hv, monkeypatch, call_timeout=timeout)
+    agent = world.agent
+    agent.start()
+    for _ in range(6):
+        plan = world.tick()
+    assert plan.vms[PAUSED].cores and plan.vms[BUSY].cores
+    held = _pins(world.doms[PAUSED])
+    # virsh suspend; its QEMU stops answering pin calls.
+    dom = world.doms[PAUSED]
+    gate = threading.Event()
+    dom.block['pinVcpuFlags'] = dom.block['pinEmulator'] = gate
+    dom.paused = lv.VIR_DOMAIN_PAUSED_USER
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_SUSPENDED)
+    world.busy[PAUSED] = 0
+    try:
+        times = []
+        for _ in range(8):
+            start = time.perf_counter()
+            plan = world.tick()
+            times.append(time.perf_counter() - start)
+            # Nobody was given its CPUs; it is still managed, its CPUs
+            # still its own in the ledger.
+            assert world.violations == []
+            assert PAUSED in agent.guests
+            entry = agent.enforcer.ledger.get((PAUSED, 'vcpu'))
+            assert held <= entry.cpus
+        assert hv.blocked and world.violations == []
+        # One deadline in all: the later calls on it fail at once.
+        assert sum(t > timeout for t in times) <= 1, times
+        assert max(times) < timeout + 1.0
+        assert not _pins(world.doms[BUSY]) & held
+    finally:
+        gate.set()
+    _wait_until(lambda: not world.driver._host.deadlines.outstanding())
+    del dom.block['pinVcpuFlags'], dom.block['pinEmulator']
+    given = False
+    for _ in range(8):
+        plan = world.tick()
+        given = given or bool(_pins(world.doms[BUSY]) & held)
+    # Once its pins moved, its cores went to the busy guest.
+    assert given
+    assert world.violations == []

@@ -208,34 +208,55 @@ def test_new_qemu_process_of_a_known_uuid_is_a_start(host, hv):
     assert driver.observe(U1).vcpu_cpu_ns == 10
 
 
-def test_reboot_makes_the_driver_find_the_threads_again(host, hv):
+def test_vcpu_threads_plugged_and_unplugged_are_found_at_once(host, hv):
     dom = host.boot(U1, nova_xml(U1), pid=500)
     driver = host.driver()
     driver.guests()
     assert driver.observe(U1).vcpu_slices == 6
+    # A vCPU plugged: its thread counts on the next observation.
     task = host.proc / '500' / 'task' / '510'
     task.mkdir()
     (task / 'comm').write_text('CPU 2/KVM\n')
     (task / 'schedstat').write_text('1 1 10\n')
-    assert driver.observe(U1).vcpu_slices == 6     # threads are cached
+    assert driver.observe(U1).vcpu_slices == 16
+    # One unplugged: gone from the count, no error.
+    task = host.proc / '500' / 'task' / '502'
+    for name in ('schedstat', 'comm'):
+        (task / name).unlink()
+    task.rmdir()
+    assert driver.observe(U1).vcpu_slices == 13
     hv.conn.fire_reboot(dom)
     assert driver.events() == [(U1, E.REBOOTED)]
-    assert driver.observe(U1).vcpu_slices == 16
+    assert driver.observe(U1).vcpu_slices == 13
 
 
-def test_a_vanished_thread_is_an_error_then_threads_are_found_again(
-        host, hv):
+def test_a_thread_named_after_it_was_listed_is_named_again(host, hv):
+    """A new thread takes its name just after it starts."""
     host.boot(U1, nova_xml(U1), pid=500)
     driver = host.driver()
     driver.guests()
+    task = host.proc / '500' / 'task' / '510'
+    task.mkdir()
+    (task / 'comm').write_text('qemu-system-x86\n')  # not yet named
+    (task / 'schedstat').write_text('1 1 10\n')
     assert driver.observe(U1).vcpu_slices == 6
-    task = host.proc / '500' / 'task' / '502'
-    (task / 'schedstat').unlink()
-    (task / 'comm').unlink()
-    task.rmdir()
+    (task / 'comm').write_text('CPU 2/KVM\n')
+    assert driver.observe(U1).vcpu_slices == 16
+
+
+def test_a_vanished_qemu_is_an_error(host, hv):
+    host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver()
+    driver.guests()
+    for task in sorted((host.proc / '500' / 'task').iterdir()):
+        for name in ('schedstat', 'comm'):
+            (task / name).unlink()
+        task.rmdir()
+    (host.proc / '500' / 'task').rmdir()
+    (host.proc / '500' / 'schedstat').unlink()
+    (host.proc / '500').rmdir()
     with pytest.raises(base.DriverError, match='No such file'):
         driver.observe(U1)
-    assert driver.observe(U1).vcpu_slices == 3
 
 
 def test_dead_connection_is_replaced_and_events_flow_again(host, hv):

@@ -81,3 +81,36 @@ def test_the_source_forgets_the_guest_and_its_page(host, hv):
     assert driver.events() == [(U1, E.UNDEFINED)]
     driver.forget(U1)                   # what the loop does on UNDEFINED
     assert not page.exists()
+
+
+def test_the_destination_moves_the_sources_pins_off_its_other_cpus_at_once(
+        host, hv, monkeypatch):
+    """The source's CPU numbers may be the destination's dedicated ones.
+
+    Here the destination manages 4-7 (0-3 are Nova's dedicated or the
+    host's); the guest arrives pinned to the source's 1 and 2. The tick
+    after it runs, every thread is on the destination's managed CPUs.
+    """
+    from ufo_agent.controller import ControllerConfig
+    from ufo_agent.service import loop
+    monkeypatch.setattr('os.cpu_count', lambda: 8)
+    dom = _arriving(host, hv)
+    managed = frozenset(range(4, 8))
+    agent = loop.Agent(host.driver(attach_channels=True,
+                                   managed_cpus=managed),
+                       managed, ControllerConfig())
+    agent.start()
+    agent.tick()
+    assert agent.guests == {}
+    assert dom.vcpu_pins[0][1] and dom.emulator_pin[2]
+    dom.paused = None
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_RESUMED,
+                           lv.VIR_DOMAIN_EVENT_RESUMED_MIGRATED)
+    plan = agent.tick()
+    assert U1 in agent.guests
+
+    def cpus(bits):
+        return {i for i, on in enumerate(bits) if on}
+    assert all(cpus(bits) == plan.vms[U1].cpus
+               for bits in dom.vcpu_pins.values())
+    assert cpus(dom.emulator_pin) == plan.emulator_cpus <= managed

@@ -63,10 +63,10 @@ def test_every_vcpu_thread_is_pinned_live(guest, hv, monkeypatch):
         (0, _bits(8, {3, 5}), LIVE), (1, _bits(8, {3, 5}), LIVE)]
 
 
-def test_vcpus_are_pinned_by_flavor_count_without_vcpu_threads(
+def test_every_vcpu_of_the_definition_is_pinned_without_vcpu_threads(
         host, hv, monkeypatch):
     monkeypatch.setattr(os, 'cpu_count', lambda: 8)
-    host.boot(U1, nova_xml(U1, flavor_vcpus=3), pid=500, vcpus=0)
+    host.boot(U1, nova_xml(U1, vcpus=3), pid=500, vcpus=0)
     driver = host.driver()
     driver.guests()
     driver.pin_vcpus(U1, frozenset({2}))
@@ -85,20 +85,22 @@ def test_emulator_io_and_vhost_threads_are_pinned(host, hv, monkeypatch,
 
     monkeypatch.setattr(os, 'sched_setaffinity', sched_setaffinity)
     host.boot(U1, nova_xml(U1), pid=500, iothreads=[1, 2])
-    fakehost.write_qemu(host.proc, 500, 2, vhost=(901, 902))
+    # A vhost worker of QEMU's own (503) and two kernel threads.
+    fakehost.write_qemu(host.proc, 500, 2, others=('vhost-500',),
+                        vhost=(901, 902))
     driver = host.driver()
     driver.guests()
     driver.pin_emulator(U1, frozenset({0, 1}))
     assert _calls(hv, 'pinEmulator') == [(_bits(8, {0, 1}), LIVE)]
     assert _calls(hv, 'pinIOThread') == [(1, _bits(8, {0, 1}), LIVE),
                                          (2, _bits(8, {0, 1}), LIVE)]
-    assert affinity == [(901, {0, 1})]
+    assert affinity == [(503, {0, 1}), (901, {0, 1})]
     assert any('Cannot pin vhost thread 902' in r.getMessage()
                for r in caplog.records if r.levelno == logging.WARNING)
     # Unprivileged, that is no news the next time: logged once.
     caplog.clear()
     driver.pin_emulator(U1, frozenset({2, 3}))
-    assert affinity[-1] == (901, {2, 3})
+    assert affinity[-2:] == [(503, {2, 3}), (901, {2, 3})]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
@@ -213,7 +215,8 @@ def test_observe_sums_the_threads_of_each_pool(host, hv):
                         vhost=(901,))
     (host.proc / '500' / 'task' / '501' / 'schedstat').write_text(
         '1000 300 7\n')
-    (host.proc / '901' / 'schedstat').write_text('100 50 3\n')
+    (host.proc / '901' / 'task' / '901' / 'schedstat').write_text(
+        '100 50 3\n')
     driver = host.driver()
     driver.guests()
     obs = driver.observe(U1)
@@ -223,6 +226,27 @@ def test_observe_sums_the_threads_of_each_pool(host, hv):
     assert (obs.emulator_cpu_ns, obs.emulator_wait_ns) == (300, 90)
     assert obs.emulator_threads == 3
     assert obs.guest is None
+
+
+def test_a_process_named_like_a_vhost_thread_is_not_the_guests(host, hv):
+    """Only the kernel makes vhost workers; anybody can take the name."""
+    host.boot(U1, nova_xml(U1), pid=500)
+    # Linux 6.4 on: the worker is a thread of QEMU (504); before, a
+    # kernel thread (901). 950 is a user's process that named itself so.
+    fakehost.write_qemu(host.proc, 500, 2,
+                        others=('IO iothread1', 'vhost-500'), vhost=(901,))
+    impostor = host.proc / '950'
+    (impostor / 'task' / '950').mkdir(parents=True)
+    for path in (impostor, impostor / 'task' / '950'):
+        (path / 'comm').write_text('vhost-500\n')
+        (path / 'schedstat').write_text('9000000 9000000 9\n')
+        (path / 'stat').write_text(fakehost.stat_line(950, 'vhost-500'))
+    driver = host.driver()
+    driver.guests()
+    obs = driver.observe(U1)
+    # Main thread, iothread, the in-process worker and the kernel thread.
+    assert obs.emulator_threads == 4
+    assert (obs.emulator_cpu_ns, obs.emulator_wait_ns) == (400, 80)
 
 
 def _nova34(name, cpu_map):
@@ -329,3 +353,27 @@ def test_idle_priority_of_a_group_shared_with_others_is_refused(
     with pytest.raises(base.DriverError, match='other processes'):
         driver.set_vcpus_idle(U1, True)
     assert knob.read_text() == '0\n'
+
+
+def _with_iothread(xml):
+    """One I/O thread, pinned to CPUs 2-3 in the definition."""
+    return xml.replace("</vcpu>", "</vcpu>\n  <iothreads>1</iothreads>") \
+        .replace('</cputune>',
+                 "  <iothreadpin iothread='1' cpuset='2-3'/>\n  </cputune>")
+
+
+def test_io_threads_are_restored_when_libvirt_does_not_list_them(
+        host, hv, monkeypatch, caplog):
+    monkeypatch.setattr(os, 'cpu_count', lambda: 8)
+    dom = host.boot(U1, _with_iothread(nova_xml(U1, cpuset='2-7')),
+                    pid=500, iothreads=[1])
+    driver = host.driver()
+    driver.guests()
+    dom.fail['ioThreadInfo'] = lv.libvirtError('monitor error')
+    # Pinned with the emulator, and back to the definition's on release.
+    driver.pin_emulator(U1, frozenset({4}))
+    driver.release(U1)
+    assert _calls(hv, 'pinIOThread') == [(1, _bits(8, {4}), LIVE),
+                                         (1, _bits(8, {2, 3}), LIVE)]
+    assert 'I/O threads of %s not reported (monitor error)' % U1 \
+        in caplog.text

@@ -148,7 +148,9 @@ def test_config_dir_overrides_the_files_in_name_order(tmp_path):
 
 
 def test_an_empty_later_value_unsets_an_earlier_one(tmp_path):
-    first = _nova(tmp_path, '4-11', '12-15', name='a.conf')
+    first = _nova(tmp_path, '4-15', '12-15', name='a.conf')
+    with pytest.raises(mc.ManagedCpusError, match='overlaps'):
+        mc.resolve(ONLINE, '8-15', '', [first])
     second = _write(tmp_path / 'b.conf', 'cpu_dedicated_set =\n')
     # As for nova-compute, cpu_dedicated_set is unset: 12-15 may be managed.
     assert mc.resolve(ONLINE, '8-15', '', [first, second]) == frozenset(
@@ -162,7 +164,7 @@ def test_an_empty_later_value_unsets_an_earlier_one(tmp_path):
 def test_dedicated_cpus_are_never_managed(tmp_path):
     path = _nova(tmp_path, '4-11', '12-15')
     # An explicit set beside the dedicated one is fine...
-    assert mc.resolve(ONLINE, '0-11', '', [path]) == frozenset(range(12))
+    assert mc.resolve(ONLINE, '6-11', '', [path]) == frozenset(range(6, 12))
     # ...one that reaches into it is refused, naming both options.
     with pytest.raises(mc.ManagedCpusError,
                        match=r'^\[host_cpus\] managed_cpus overlaps nova.conf '
@@ -172,6 +174,25 @@ def test_dedicated_cpus_are_never_managed(tmp_path):
     # Reserving the overlap does not make it acceptable.
     with pytest.raises(mc.ManagedCpusError, match='overlaps'):
         mc.resolve(ONLINE, '8-13', '12-13', [path])
+
+
+def test_managed_cpus_stay_inside_novas_shared_set(tmp_path):
+    # 0-3 are in neither of Nova's sets: Nova keeps every guest off them.
+    path = _nova(tmp_path, '4-11', '12-15')
+    with pytest.raises(mc.ManagedCpusError,
+                       match=r'^\[host_cpus\] managed_cpus reaches CPUs 2-3 '
+                             r'outside nova.conf \[compute\] cpu_shared_set '
+                             r'\(read from .*nova.conf\): Nova runs no guest '
+                             r'of the shared policy there'):
+        mc.resolve(ONLINE, '2-7', '', [path])
+    # Reserving them does not make the option right.
+    with pytest.raises(mc.ManagedCpusError, match='outside'):
+        mc.resolve(ONLINE, '2-7', '2-3', [path])
+    assert mc.resolve(ONLINE, '4-7', '', [path]) == frozenset(range(4, 8))
+    # Without cpu_shared_set (no shared guests), only the dedicated set
+    # bounds it.
+    path = _write(tmp_path / 'ded.conf', 'cpu_dedicated_set = 12-15\n')
+    assert mc.resolve(ONLINE, '2-7', '', [path]) == frozenset(range(2, 8))
 
 
 def test_shared_set_overlapping_dedicated_set_is_refused(tmp_path):
@@ -184,9 +205,9 @@ def test_shared_set_overlapping_dedicated_set_is_refused(tmp_path):
 
 
 def test_caret_exclusions(tmp_path):
-    path = _nova(tmp_path, '4-12,^8,15', '0-3,^1')
+    path = _nova(tmp_path, '1,4-12,^8,15', '0-3,^1')
     assert mc.resolve(ONLINE, None, '^13,9-13', [path]) == frozenset(
-        [4, 5, 6, 7, 15])
+        [1, 4, 5, 6, 7, 15])
     # CPU 1 is excluded from the dedicated set, so it may be managed.
     assert mc.resolve(ONLINE, '1,4-7', '', [path]) == frozenset(
         [1, 4, 5, 6, 7])
@@ -309,3 +330,43 @@ def _ours(spec):
 @pytest.mark.parametrize('spec,expected', NOVA_PARSE_CPU_SPEC)
 def test_cpuset_syntax_is_novas(spec, expected):
     assert _ours(spec) == expected
+
+
+def _rewrite(path, text):
+    """Write and move the mtime on: a same-second rewrite must show."""
+    with open(path, 'w') as handle:
+        handle.write(text)
+    stat = os.stat(path)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9))
+
+
+def test_a_change_of_novas_sets_that_forbids_managed_cpus_is_told(
+        tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    path = _nova(tmp_path, '4-11', '12-15')
+    conf_d = tmp_path / 'nova.conf.d'
+    conf_d.mkdir()
+    managed = mc.resolve(ONLINE, None, '', [path], str(conf_d))
+    watch = mc.NovaWatch(managed, [path], str(conf_d))
+    assert watch.check() is None            # nothing changed
+    # The shared set grows: still safe.
+    _rewrite(path, '[compute]\ncpu_shared_set = 2-11\n'
+             'cpu_dedicated_set = 12-15\n')
+    assert watch.check() is None
+    assert 'still within its sets' in caplog.text
+    # Half written: said, not acted on; looked at again when it changes.
+    _rewrite(path, '[compute\ncpu_shared_set = 4-\n')
+    assert watch.check() is None
+    assert 'cannot be checked' in caplog.text
+    # A file of the directory gives Nova 10-11 as dedicated CPUs.
+    _rewrite(path, '[compute]\ncpu_shared_set = 4-9\n')
+    (conf_d / '50-pinned.conf').write_text(
+        '[compute]\ncpu_dedicated_set = 10-15\n')
+    problem = watch.check()
+    assert problem.startswith('Nova\'s CPU sets changed: the managed set '
+                              '4-11 overlaps')
+    assert 'cpu_dedicated_set' in problem and 'on CPUs 10-11' in problem
+    # The shared set shrinks below the managed CPUs.
+    (conf_d / '50-pinned.conf').unlink()
+    _rewrite(path, '[compute]\ncpu_shared_set = 4-7\n')
+    assert 'reaches CPUs 8-11 outside' in watch.check()
