@@ -370,8 +370,9 @@ def main(argv=None):
     missing = [name for name in ('libvirt', 'matplotlib')
                if importlib.util.find_spec(name) is None]
     if missing:
-        print('ufo-demo needs %s: pip install \'ufo-nova[agent,plot]\''
-              % ' and '.join(missing), file=sys.stderr)
+        print('ufo-demo needs %s: in a ufo-nova source checkout, '
+              'pip install \'.[agent,plot]\'' % ' and '.join(missing),
+              file=sys.stderr)
         return 2
     if os.geteuid() != 0:
         print('ufo-demo needs root (libvirt qemu:///system, /dev/shm pages '

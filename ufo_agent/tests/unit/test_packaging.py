@@ -98,3 +98,49 @@ def test_systemd_unit_works_with_libvirtd_and_virtqemud():
     for key, value in unit:
         if key in ('Wants', 'Requires', 'BindsTo', 'Requisite'):
             assert 'libvirtd' not in value and 'virtqemud' not in value
+
+
+
+def _sample_options(path):
+    """{section: set of option names} of a generated sample file."""
+    options, section = {}, None
+    with open(path) as handle:
+        for line in handle:
+            line = line.strip()
+            if line.startswith('[') and line.endswith(']'):
+                section = line[1:-1]
+                options.setdefault(section, set())
+            elif line.startswith('#') and '=' in line and section:
+                name = line[1:].split('=', 1)[0].strip()
+                if name.isidentifier():
+                    options[section].add(name)
+    return options
+
+
+def test_config_samples_list_every_option_of_the_code():
+    """An operator copies these: a stale one hides options (tox -e genconfig).
+
+    Only our own namespaces are compared: the oslo libraries' help text
+    changes with their releases.
+    """
+    from ufo_agent.conf import opts as agent_opts
+    from ufo_nova import conf as nova_conf
+    for name, list_opts in (('ufo-agent', agent_opts.list_opts),
+                            ('ufo-nova', nova_conf.list_opts)):
+        sample = _sample_options(
+            os.path.join(TOP, 'etc', 'ufo', '%s.conf.sample' % name))
+        for group, opts in list_opts():
+            group = getattr(group, 'name', group) or 'DEFAULT'
+            for opt in opts:
+                assert opt.dest in sample.get(group, ()), (
+                    '%s.conf.sample lacks [%s] %s: run tox -e genconfig'
+                    % (name, group, opt.dest))
+
+
+def test_agent_sample_documents_the_messaging_options():
+    """The notification publisher reads oslo.messaging's options."""
+    sample = _sample_options(
+        os.path.join(TOP, 'etc', 'ufo', 'ufo-agent.conf.sample'))
+    assert 'transport_url' in sample['DEFAULT']
+    assert 'driver' in sample['oslo_messaging_notifications']
+    assert 'ssl' in sample['oslo_messaging_rabbit']
