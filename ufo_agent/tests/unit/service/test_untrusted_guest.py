@@ -1,12 +1,14 @@
 """What one guest does or says costs no other guest and buys it nothing.
 
-A guest's page cannot buy it cores its vCPU threads do not use.
+A guest's page cannot buy it cores its vCPU threads do not use; odd
+counters of one guest cost only that guest.
 """
 
 import dataclasses
 
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.controller import plan as plan_mod
+from ufo_agent.driver import base
 from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
 from ufo_agent.tests.unit.service import fakes
@@ -68,3 +70,33 @@ def test_an_idle_guest_rewriting_its_page_is_parked_like_an_honest_one():
         assert plan.vms[uuid].mode == plan_mod.VmMode.IDLE, uuid
         assert not plan.vms[uuid].cores
     assert 'without a new sample count' in agent.status['liar'].reason
+
+
+class _NicDriver(fakes.FakeDriver):
+    """Every guest has a NIC; ``odd`` counts packets out but no bytes."""
+
+    def observe(self, uuid):
+        obs = super().observe(uuid)
+        n = self.all[uuid].count
+        out_bytes = 0 if uuid == 'odd' else 1500 * 800 * n
+        return dataclasses.replace(obs, nics={'tap0': base.NicCounters(
+            1000 * n, 800 * n, 1500 * 1000 * n, out_bytes)})
+
+
+def test_one_guest_s_odd_nic_counters_cost_no_tick():
+    driver = _NicDriver()
+    odd = driver.add(fakes.FakeGuest('odd', 4))
+    a = driver.add(fakes.FakeGuest('a', 4))
+    odd.util, a.util = 20.0, 20.0
+    agent, tick = _agent(driver)
+    agent.start()
+    for t in range(30):
+        if t == 15:
+            odd.util = a.util = 350.0       # both busy: 'a' grows
+        plan = tick()
+        assert plan is not None and plan.time == agent.clock()
+        for guest in (odd, a):
+            assert guest.vcpu_pins == plan.vms[guest.info.uuid].cpus
+        driver.check_isolation()
+    assert agent.tick_errors == 0
+    assert len(plan.vms['a'].cores) == 2
