@@ -236,6 +236,8 @@ class Agent:
         self._sync_guests()
         samples, online, emulator_busy = self._observe()
         plan = self.controller.tick(now, samples, emulator_busy)
+        for uuid, exc in self.controller.vm_errors.items():
+            self._guest_error(uuid, 'controller update', exc)
         try:
             invariants.check_plan(plan, self.topology, self.specs,
                                   self.controller.config)

@@ -2,8 +2,10 @@
 
 import os
 import struct
+import subprocess
+import sys
+import textwrap
 import time
-from unittest import mock
 
 import hypothesis
 from hypothesis import strategies as st
@@ -199,15 +201,14 @@ def test_a_guest_holding_its_seq_odd_costs_the_host_little(chan, retries):
 def test_a_seq_that_keeps_changing_is_busy_too(chan, monkeypatch):
     write_guest(chan)
     seq_off = layout.offset('guest', 'seq')
-    real = host_channel._U32.unpack_from
+    real = chan._read
     counter = iter(range(0, 10 ** 9, 2))
 
-    def moving(buf, offset=0):
-        if offset == seq_off:
-            return (next(counter),)
-        return real(buf, offset)
-    monkeypatch.setattr(host_channel, '_U32', mock.Mock(
-        unpack_from=moving, pack_into=host_channel._U32.pack_into))
+    def moving(offset, size):
+        if (offset, size) == (seq_off, 4):
+            return host_channel._U32.pack(next(counter))
+        return real(offset, size)
+    monkeypatch.setattr(chan, '_read', moving)
     start = time.perf_counter()
     assert chan.read_guest(retries=1000).status == report.STATUS_BUSY
     assert time.perf_counter() - start < 0.005
@@ -277,3 +278,40 @@ def test_shm_name():
     for bad in ('../etc', 'a b', "x'y", ''):
         with pytest.raises(ValueError):
             host_channel.shm_name(bad, prefix='')
+
+
+_TRUNCATE = textwrap.dedent('''
+    import os, sys
+    from ufo_agent.channel import host_channel, report
+    path = sys.argv[1]
+    ch = host_channel.HostChannel(path, 4)
+    ch.initialize()
+    for size in (0, 100, 200):
+        os.truncate(path, size)
+        got = ch.read_guest()
+        assert got.status == report.STATUS_INVALID, got
+        print(got.reason)
+        # Grown back whole: QEMU maps all of it.
+        assert os.path.getsize(path) == host_channel.DEFAULT_SHM_SIZE
+        os.truncate(path, size)
+        ch.beat()
+        ch.set_target(2)
+    ch.initialize()
+    assert ch.read_guest().status == report.STATUS_ABSENT
+    print('alive')
+''')
+
+
+def test_a_truncated_page_file_is_an_invalid_page_not_a_crash(tmp_path):
+    # Whoever can write the page file (QEMU) can truncate it: reads and
+    # writes past its end must not kill the agent. In a child process,
+    # so that a SIGBUS would be its death, not the test run's.
+    root = os.path.dirname(os.path.dirname(host_channel.__file__))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(root))
+    done = subprocess.run([sys.executable, '-c', _TRUNCATE,
+                           str(tmp_path / 'page')], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == 'alive'
+    assert lines[0].endswith('is truncated to 0 bytes')
