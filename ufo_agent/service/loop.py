@@ -369,7 +369,16 @@ class Agent:
         uuid = guest.uuid
         learned = self.store.load(uuid) if self.store else None
         spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
-        self.controller.add_vm(spec, learned, now)
+        try:
+            self.controller.add_vm(spec, learned, now)
+        except Exception as exc:
+            if learned is None:
+                raise
+            # What was saved must never keep a guest unmanaged.
+            self.store.discard(uuid, 'not usable: %s: %s'
+                               % (type(exc).__name__, exc))
+            learned = None
+            self.controller.add_vm(spec, None, now)
         self.specs[uuid] = spec
         self.enforcer.track(guest)
         self.guests[uuid] = guest
