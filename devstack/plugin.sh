@@ -215,13 +215,15 @@ function create_ufo_agent_user {
     done
 }
 
-# What the agent's user needs: its state directory (learned state and the
-# single-instance lock), its own and writable also after a root agent;
-# ufo-agent.conf, which holds the Placement password, readable by it but
-# not by everybody.
+# What the agent's user needs: its state directory (learned state) and the
+# directory of the host-wide single-instance lock, its own alone and
+# writable also after a root agent; ufo-agent.conf, which holds the
+# Placement password, readable by it but not by everybody.
 function prepare_ufo_agent_files {
     sudo install -d -m 0700 "$UFO_STATE_PATH"
     sudo chown -R "$UFO_AGENT_USER:$UFO_AGENT_USER" "$UFO_STATE_PATH"
+    sudo install -d -m 0700 "$UFO_LOCK_DIR"
+    sudo chown "$UFO_AGENT_USER:$UFO_AGENT_USER" "$UFO_LOCK_DIR"
     sudo chgrp "$UFO_AGENT_USER" "$UFO_AGENT_CONF"
     sudo chmod 0640 "$UFO_AGENT_CONF"
 }

@@ -322,7 +322,12 @@ class HostChannel(object):
 
         A page without the host magic (new, or garbage) is zeroed first.
         Otherwise the target sequence continues where the page left it, so
-        that a restarted agent never makes the sequence run backwards.
+        that a restarted agent never makes the sequence run backwards, and
+        the target the page holds, the last one of an agent that is gone,
+        becomes every vCPU under a new sequence number. Written with a
+        fresh heartbeat, the old target would be taken up again by a
+        guest whose watchdog had brought its vCPUs back: it would take
+        them offline before this agent decided anything.
         """
         with self._lock:
             self._initialize()
@@ -340,10 +345,14 @@ class HostChannel(object):
                 host['abi_version'] == layout.ABI_VERSION):
             self._host_seq = host['seq'] & ~1
             self._target_seq = host['target_seq']
-            self._target = host['target_vcpus']
             if guest is not None and guest['magic'] == layout.GUEST_MAGIC:
                 self._target_seq = max(self._target_seq,
                                        guest['ack_target_seq'])
+            if self._target_seq:
+                self._target = self.max_vcpus
+                self._target_seq = (self._target_seq + 1) & _U32_MAX or 1
+            else:
+                self._target = 0            # no target was ever sent
         else:
             self._write(0, bytes(layout.PAGE_SIZE))
             self._host_seq = 0

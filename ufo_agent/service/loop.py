@@ -9,9 +9,14 @@ next ``start`` re-applies everything it finds.
 A tick survives its own errors: an exception is logged with its
 traceback and counted (``tick_errors``); one raised by a driver call on
 one guest only costs that guest its tick (:mod:`.guard`), any other
-abandons the tick and the next one runs. ``last_progress`` is when the
-last tick completed without one; the heartbeat thread
-(:mod:`.heartbeat`) beats only while it is recent.
+abandons the tick and the next one runs. A tick is healthy when it
+completed without one and enforced a plan that passed the invariants.
+``last_progress`` is when the last healthy tick ended and
+``failed_ticks`` how many failed since: the heartbeat thread
+(:mod:`.heartbeat`) beats only while progress is recent, systemd's
+watchdog is fed only after a healthy tick, and ``[agent]
+max_failed_ticks`` failures in a row end the agent, which gives every
+guest back (``ufo_agent.cmd.agent.run``).
 """
 
 import collections
@@ -104,6 +109,7 @@ class Agent:
         self.tick_seconds_sum = 0.0
         self.ticks = 0
         self.tick_errors = 0
+        self.failed_ticks = 0       # in a row, since the last healthy one
         # Counted since start, for the metrics (see also the enforcer's).
         self.host_only_fallbacks = 0    # guest signals lost to host-only
         self.decisions = collections.Counter()      # action -> count
@@ -135,9 +141,17 @@ class Agent:
         A dry run pinned nothing, so it gives nothing back: releasing would
         reset the pins of an agent that does run beside it.
         """
-        self.save_learned()
+        # Giving the guests back must not depend on what may be the
+        # reason the agent stops (a broken controller or publisher).
+        try:
+            self.save_learned()
+        except Exception:
+            LOG.exception('Could not save the learned state')
         if self.publishers is not None:
-            self.publishers.close()
+            try:
+                self.publishers.close()
+            except Exception:
+                LOG.exception('Could not close the publishers')
         failed = []
         if self.settings.dry_run:
             return failed
@@ -196,6 +210,7 @@ class Agent:
         """One tick; never raises (see the module docstring)."""
         started = time.monotonic()
         now = self.clock()
+        violations = self.invariant_violations
         ok = True
         try:
             plan = self._tick(now)
@@ -211,8 +226,12 @@ class Agent:
             ok = False
             self.tick_errors += 1
             LOG.exception('Could not finish tick %d', self.ticks)
-        if ok:
+        # A refused plan is no progress either: the pins stay as they were.
+        if ok and self.invariant_violations == violations:
             self.last_progress = time.monotonic()
+            self.failed_ticks = 0
+        else:
+            self.failed_ticks += 1
         return plan
 
     def _guest_error(self, uuid, where, exc):
@@ -379,7 +398,16 @@ class Agent:
         uuid = guest.uuid
         learned = self.store.load(uuid) if self.store else None
         spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
-        self.controller.add_vm(spec, learned, now)
+        try:
+            self.controller.add_vm(spec, learned, now)
+        except Exception as exc:
+            if learned is None:
+                raise
+            # What was saved must never keep a guest unmanaged.
+            self.store.discard(uuid, 'not usable: %s: %s'
+                               % (type(exc).__name__, exc))
+            learned = None
+            self.controller.add_vm(spec, None, now)
         self.specs[uuid] = spec
         self.enforcer.track(guest)
         self.guests[uuid] = guest

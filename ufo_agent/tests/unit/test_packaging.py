@@ -2,6 +2,8 @@
 
 import configparser
 import os
+import subprocess
+import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
@@ -99,6 +101,26 @@ def test_systemd_unit_works_with_libvirtd_and_virtqemud():
         if key in ('Wants', 'Requires', 'BindsTo', 'Requisite'):
             assert 'libvirtd' not in value and 'virtqemud' not in value
 
+
+def test_systemd_unit_gives_the_agent_the_host_wide_lock_directory():
+    service = dict(_unit_lines('Service'))
+    # pidlock's own value, not the one unit tests point elsewhere.
+    lock_dir = subprocess.run(
+        [sys.executable, '-c', 'from ufo_agent.service import pidlock; '
+         'print(pidlock.HOST_LOCK_DIR)'], capture_output=True, text=True,
+        check=True, cwd=TOP).stdout.strip()
+    assert lock_dir == '/run/' + service['RuntimeDirectory']
+    # The agent's user's alone: nobody else can open and hold the lock.
+    assert service['RuntimeDirectoryMode'] == '0700'
+    # Never removed under an agent that holds it.
+    assert service['RuntimeDirectoryPreserve'] == 'yes'
+
+
+def test_systemd_unit_leaves_restore_its_whole_budget():
+    from ufo_agent.cmd import agent
+    service = dict(_unit_lines('Service'))
+    assert float(service['TimeoutStopSec']) > (agent.RESTORE_BUDGET +
+                                               agent.RESTORE_LOCK_WAIT)
 
 
 def _sample_options(path):

@@ -228,9 +228,13 @@ run_plugin_phase stack extra
         self.assertTrue(useradd.endswith(' ufo-agent'), useradd)
         for group in (libvirt_group, qemu_group):
             self.assertIn('add_user_to_group ufo-agent %s' % group, before)
-        # ... that owns its state directory (the lock is there) ...
+        # ... that owns its state directory ...
         self.assertIn('chown -R ufo-agent:ufo-agent %s' % state, before)
         self.assertEqual(0o700, os.stat(state).st_mode & 0o777)
+        # ... and the directory of the host-wide lock, its alone ...
+        lock_dir = os.path.join(self.scratch, 'run', 'ufo-agent')
+        self.assertIn('chown ufo-agent:ufo-agent %s' % lock_dir, before)
+        self.assertEqual(0o700, os.stat(lock_dir).st_mode & 0o777)
         # ... and reads ufo-agent.conf, which others cannot (a password).
         self.assertIn('chgrp ufo-agent %s' % self.agent_conf_path, before)
         self.assertEqual(0o640,

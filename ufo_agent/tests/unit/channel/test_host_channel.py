@@ -78,10 +78,50 @@ def test_initialize_zeroes_garbage_and_keeps_live_state(tmp_path):
     # A restarted agent continues the sequence: it never runs backwards.
     ch = host_channel.HostChannel(path, VCPUS)
     ch.initialize()
-    assert ch.target_seq == 1 and ch.target == 2
-    assert ch.set_target(3) == 2
+    assert ch.target_seq == 2 and ch.target == VCPUS
+    assert ch.set_target(3) == 3
     assert ch.read_guest().ok
     ch.close()
+
+
+def test_a_restarted_agent_asks_for_every_vcpu_not_the_old_target(tmp_path):
+    """The dead agent's last shrink must not come back with a heartbeat.
+
+    The guest's watchdog brought every vCPU back when the old agent's
+    heartbeat stopped; on the first new heartbeat ufo_guest takes up the
+    page's target again (ufo_poll_host: ``reapply``). That target must
+    be every vCPU until the new agent decides otherwise.
+    """
+    path = str(tmp_path / 'page')
+    old = host_channel.HostChannel(path, VCPUS)
+    old.initialize()
+    seq = old.set_target(1)
+    write_guest(old, ack_target_seq=seq, applied_target=1, online_vcpus=1,
+                online_mask=(1, 0, 0, 0))
+    stale = host_area(old)['heartbeat']
+    old.close()
+    # The watchdog fired: every vCPU online again, the ack unchanged.
+    new = host_channel.HostChannel(path, VCPUS)
+    write_guest(new, ack_target_seq=seq, applied_target=1, online_vcpus=4,
+                flags=layout.GUEST_FLAG_HOST_VALID |
+                layout.GUEST_FLAG_WATCHDOG)
+    new.initialize()
+    h = host_area(new)
+    assert h['heartbeat'] > stale
+    assert (h['target_vcpus'], h['target_seq']) == (VCPUS, seq + 1)
+    assert (new.target, new.target_seq) == (VCPUS, seq + 1)
+    assert new.read_guest().ok
+    new.close()
+
+
+def test_a_page_that_never_had_a_target_gets_none(tmp_path):
+    path = str(tmp_path / 'page')
+    host_channel.HostChannel(path, VCPUS).initialize()
+    again = host_channel.HostChannel(path, VCPUS)
+    again.initialize()
+    h = host_area(again)
+    assert (h['target_vcpus'], h['target_seq']) == (0, 0)
+    again.close()
 
 
 def test_heartbeat_and_target(chan):

@@ -53,6 +53,7 @@ def main(agent_main_state, eight_cpu_host, tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize('extra', [(), ('--dry-run',)])
 def test_a_qemu_user_that_does_not_exist_stops_the_agent(main, tmp_path,
+                                                         host_lock_dir,
                                                          extra):
     rc, err, made = main('qemu_user = ufo-no-such-user\n', *extra)
     assert rc == 2 and made == []
@@ -62,7 +63,7 @@ def test_a_qemu_user_that_does_not_exist_stops_the_agent(main, tmp_path,
     assert 'Cannot start: [channel] qemu_user=ufo-no-such-user' in (
         tmp_path / 'agent.log').read_text()
     # Refused before the lock.
-    assert not (tmp_path / 'state' / 'ufo-agent.lock').exists()
+    assert not (host_lock_dir / 'ufo-agent.lock').exists()
 
 
 def test_a_qemu_group_that_does_not_exist_stops_the_agent(main):

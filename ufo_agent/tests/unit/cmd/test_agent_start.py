@@ -126,3 +126,33 @@ def test_soak_without_cpu_idle_stops_the_agent(start, tmp_path,
     assert rc == 2
     assert '[controller] be_policy = soak needs cgroup cpu.idle' in err
     assert 'no mounted cpu controller has cpu.idle' in err
+
+
+def test_a_heartbeat_slower_than_half_the_guest_watchdog_stops_the_agent(
+        start, tmp_path, monkeypatch):
+    monkeypatch.setattr(sysfs, 'host_cpus', lambda root=None: base.HostCpus(
+        tuple((c,) for c in range(16)), {}, frozenset(range(16))))
+    rc, err = start('[host_cpus]\nmanaged_cpus = 0-15\nnova_config =\n'
+                    'nova_config_dir =\n[agent]\nheartbeat_interval = 6\n')
+    assert rc == 2
+    assert err.startswith('ufo-agent: Value for option heartbeat_interval')
+    assert 'less than or equal to 2.5' in err
+
+
+def test_soak_where_the_cgroups_cannot_be_written_stops_the_agent(
+        start, tmp_path, monkeypatch):
+    def protected(proc_root='/proc'):
+        raise cgroup.CgroupError(
+            '/sys/fs/cgroup is mounted read-only for ufo-agent (under '
+            'systemd: ProtectControlGroups=yes, as in the packaged unit)')
+
+    monkeypatch.setattr(cgroup, 'check_cpu_idle', protected)
+    monkeypatch.setattr(sysfs, 'host_cpus', lambda root=None: base.HostCpus(
+        tuple((c,) for c in range(16)), {}, frozenset(range(16))))
+    rc, err = start('[host_cpus]\nmanaged_cpus = 0-15\nnova_config =\n'
+                    'nova_config_dir =\n[controller]\nbe_policy = soak\n')
+    assert rc == 2
+    assert err.startswith('ufo-agent: [controller] be_policy = soak needs '
+                          'cgroup cpu.idle: /sys/fs/cgroup is mounted '
+                          'read-only')
+    assert 'Set be_policy = idle-pool' in err
