@@ -72,18 +72,34 @@ RESTORE_BUDGET = 40.0
 RESTORE_RETRY_PAUSE = 1.0
 
 
+#: Exit statuses. systemd restarts the agent after EXIT_FAILURE (libvirt
+#: not reachable yet, another agent still stopping, ticks that kept
+#: failing) and not after EXIT_CONFIG (``RestartPreventExitStatus``): a
+#: mistake in a configuration file is not mended by starting again.
+EXIT_FAILURE = 1
+EXIT_CONFIG = 78        # EX_CONFIG of sysexits.h, systemd's "CONFIG"
+
+
 class StartupError(Exception):
-    """A configuration or environment problem found at start."""
+    """An environment problem found at start; trying again may help."""
+
+    exit_status = EXIT_FAILURE
+
+
+class ConfigError(StartupError):
+    """A configuration mistake found at start; it needs the operator."""
+
+    exit_status = EXIT_CONFIG
 
 
 def _driver():
     try:
         import libvirt  # noqa: F401
     except ImportError:
-        raise StartupError(
+        raise ConfigError(
             'libvirt-python is not installed: install ufo-nova with its '
-            'agent extra (pip install \'ufo-nova[agent]\'; building it '
-            'needs libvirt-dev and pkg-config)')
+            'agent extra (pip install \'.[agent]\' in its source '
+            'checkout; building it needs libvirt-dev and pkg-config)')
     from ufo_agent.driver.libvirt import driver as libvirt_driver
     return libvirt_driver
 
@@ -100,7 +116,7 @@ def resolve_managed_cpus(conf):
             conf.host_cpus.reserved_cpus, conf.host_cpus.nova_config,
             conf.host_cpus.nova_config_dir)
     except managed_cpus.ManagedCpusError as exc:
-        raise StartupError(str(exc))
+        raise ConfigError(str(exc))
 
 
 def take_lock(restore=False):
@@ -140,20 +156,20 @@ def check_qemu_owner(conf, dry_run=False):
     user, group = conf.channel.qemu_user, conf.channel.qemu_group
     uid, gid = host_channel.qemu_ids(user, group)
     if uid is None:
-        raise StartupError(
+        raise ConfigError(
             '[channel] qemu_user=%s: no such user. It must be the user QEMU '
             'runs as, "user" in libvirt\'s qemu.conf (libvirt-qemu on '
             'Debian and Ubuntu, qemu on RHEL)' % user)
     if gid is None:
-        raise StartupError(
+        raise ConfigError(
             '[channel] qemu_group=%s: no such group. It must be the group '
             'QEMU runs as, "group" in libvirt\'s qemu.conf (kvm on Debian '
             'and Ubuntu, qemu on RHEL)' % group)
     if not dry_run:
         problem = host_channel.group_problem(user, group)
         if problem:
-            raise StartupError('[channel] qemu_group=%s: %s'
-                               % (group, problem))
+            raise ConfigError('[channel] qemu_group=%s: %s'
+                              % (group, problem))
 
 
 def build(conf):
@@ -166,25 +182,25 @@ def build(conf):
         controller = controller_config.ControllerConfig.from_conf(conf)
         settings = settings_mod.AgentSettings.from_conf(conf)
     except (ValueError, cfg.ConfigFileValueError) as exc:
-        raise StartupError(str(exc))
+        raise ConfigError(str(exc))
     managed = resolve_managed_cpus(conf)
     try:
         host = sysfs.host_cpus()
         cores = topology.HostTopology(host.siblings, host.numa_of_cpu,
                                       managed=managed, little=host.little)
     except (topology.TopologyError, sysfs.CoreClassError) as exc:
-        raise StartupError(str(exc))
+        raise ConfigError(str(exc))
     if controller.be_policy == 'soak':
         try:
             cgroup.check_cpu_idle()
         except cgroup.CgroupError as exc:
-            raise StartupError(
+            raise ConfigError(
                 '[controller] be_policy = soak needs cgroup cpu.idle: %s. '
                 'Set be_policy = idle-pool, or let the agent write the '
                 'guests\' cgroups ("BE soak mode" in the agent '
                 'documentation)' % exc)
     if len(cores) < controller.emulator_min_cores + 1:
-        raise StartupError(
+        raise ConfigError(
             '[host_cpus] managed_cpus: %d whole physical cores are managed; '
             'ufo-agent needs at least %d ([controller] emulator_min_cores '
             'plus one)' % (len(cores), controller.emulator_min_cores + 1))
@@ -229,7 +245,7 @@ def _build_agent(conf, drivers, managed, controller, settings):
             hostsignal.Windows.from_conf(conf))
     except ValueError as exc:
         driver.close()
-        raise StartupError(str(exc))
+        raise ConfigError(str(exc))
     store = state.StateStore(conf.agent.state_path)
     agent = loop.Agent(driver, managed, controller, settings, store,
                        signal_tracker=tracker, publishers=outputs)
@@ -304,7 +320,7 @@ def restore_host(conf):
     message = outcome.summary(RESTORE_BUDGET)
     LOG.error('Restore failed: %s', message)
     print('ufo-agent: restore failed: %s' % message, file=sys.stderr)
-    return 1
+    return EXIT_FAILURE
 
 
 def reload(conf, agent):
@@ -346,8 +362,8 @@ def run(agent, interval, max_ticks=0, server=None, notifier=None,
     and the exit status is 1, so that systemd starts a new agent (an
     agent that stays up without managing would look healthy). Returns
     the exit status. Each of ``checks`` is called before every tick and
-    returns None, or why the agent must not go on (it then gives every
-    guest back and returns 2).
+    returns None, or the configuration mistake that stops the agent (it
+    then gives every guest back and returns EXIT_CONFIG).
     """
     stopping, reloading = [], []
     gave_up = False
@@ -419,8 +435,8 @@ def run(agent, interval, max_ticks=0, server=None, notifier=None,
         LOG.info('Released %d guests (%d failed)',
                  len(agent.guests) - len(failed), len(failed))
     if refused:
-        return 2
-    return 1 if failed or gave_up else 0
+        return EXIT_CONFIG
+    return EXIT_FAILURE if failed or gave_up else 0
 
 
 def _check_watchdog(notifier, interval, settings):
@@ -435,6 +451,11 @@ def _check_watchdog(notifier, interval, settings):
                     'killed', usec / 1e6, needed)
 
 
+def _exit_status(exc):
+    """EXIT_CONFIG for a configuration mistake, else EXIT_FAILURE."""
+    return getattr(exc, 'exit_status', EXIT_CONFIG)
+
+
 def main(argv=None):
     CONF.register_cli_opts(CLI_OPTS)
     oslo_logging.register_options(CONF)
@@ -443,7 +464,7 @@ def main(argv=None):
              project='ufo-agent', prog='ufo-agent')
     except cfg.Error as exc:
         print('ufo-agent: %s' % exc, file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     oslo_logging.setup(CONF, 'ufo-agent')
     if CONF.restore:
         try:
@@ -451,13 +472,13 @@ def main(argv=None):
         except (StartupError, cfg.Error) as exc:
             LOG.error('Cannot restore: %s', exc)
             print('ufo-agent: %s' % exc, file=sys.stderr)
-            return 2
+            return _exit_status(exc)
     try:
         driver, agent, lock = build(CONF)
     except (StartupError, cfg.Error) as exc:
         LOG.error('Cannot start: %s', exc)
         print('ufo-agent: %s' % exc, file=sys.stderr)
-        return 2
+        return _exit_status(exc)
     try:
         try:
             for uuid in driver.remove_stale_pages():
@@ -472,7 +493,7 @@ def main(argv=None):
             except OSError as exc:
                 print('ufo-agent: [agent] metrics_port %d: %s'
                       % (CONF.agent.metrics_port, exc), file=sys.stderr)
-                return 2
+                return EXIT_FAILURE
             server.start()
         interval = CONF.controller.tick_interval
         notifier = sdnotify.Notifier()

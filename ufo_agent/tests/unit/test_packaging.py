@@ -36,6 +36,17 @@ def test_systemd_unit_watches_the_agent_and_reloads_with_sighup():
     assert service['ExecStopPost'].endswith('--restore')
 
 
+def test_systemd_unit_does_not_restart_on_a_configuration_mistake():
+    """A typo stops the agent for good; libvirt not answering yet does not."""
+    from ufo_agent.cmd import agent
+    service = dict(_unit_lines('Service'))
+    assert service['Restart'] == 'on-failure'
+    prevent = service['RestartPreventExitStatus'].split()
+    assert str(agent.EXIT_CONFIG) in prevent
+    assert str(agent.EXIT_FAILURE) not in prevent
+    assert agent.EXIT_CONFIG != agent.EXIT_FAILURE
+
+
 def test_console_scripts_are_declared():
     cfg = configparser.ConfigParser()
     cfg.read(os.path.join(TOP, 'setup.cfg'))

@@ -65,10 +65,10 @@ def running(host_lock_dir):
         proc.wait()
 
 
-def test_a_second_agent_exits_2_naming_the_pid_and_the_lock(
+def test_a_second_agent_exits_naming_the_pid_and_the_lock(
         main, running, host_lock_dir):
     rc, err = main()
-    assert rc == 2
+    assert rc == agent.EXIT_FAILURE
     assert ('ufo-agent: another ufo-agent (pid %d) is running on this host: '
             'it holds %s' % (running.pid, host_lock_dir /
                              'ufo-agent.lock')) in err
@@ -79,7 +79,7 @@ def test_another_configuration_and_state_directory_do_not_escape_the_lock(
         main, running, tmp_path, host_lock_dir):
     other = _conf(tmp_path / 'other.conf', tmp_path / 'other-state')
     rc, err = main(config=other)
-    assert rc == 2
+    assert rc == agent.EXIT_FAILURE
     assert 'another ufo-agent (pid %d) is running on this host' % (
         running.pid) in err
     assert str(host_lock_dir / 'ufo-agent.lock') in err
@@ -88,7 +88,7 @@ def test_another_configuration_and_state_directory_do_not_escape_the_lock(
 
 def test_restore_is_refused_while_an_agent_runs(main, running, host_lock_dir):
     rc, err = main('--restore')
-    assert rc == 2
+    assert rc == agent.EXIT_FAILURE
     assert ('not restoring: ufo-agent (pid %d) is running and holds %s'
             % (running.pid, host_lock_dir / 'ufo-agent.lock')) in err
 
@@ -105,7 +105,7 @@ def test_a_lock_that_cannot_be_taken_is_named(main, host_lock_dir):
     # Not a directory: no lock can be made there, even by root.
     host_lock_dir.write_text('')
     rc, err = main()
-    assert rc == 2
+    assert rc == agent.EXIT_FAILURE
     assert 'cannot take the host-wide lock %s' % (
         host_lock_dir / 'ufo-agent.lock') in err
     assert 'RuntimeDirectory=ufo-agent' in err

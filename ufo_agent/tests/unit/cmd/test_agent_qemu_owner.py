@@ -56,7 +56,7 @@ def test_a_qemu_user_that_does_not_exist_stops_the_agent(main, tmp_path,
                                                          host_lock_dir,
                                                          extra):
     rc, err, made = main('qemu_user = ufo-no-such-user\n', *extra)
-    assert rc == 2 and made == []
+    assert rc == agent.EXIT_CONFIG and made == []
     assert err.startswith('ufo-agent: [channel] qemu_user=ufo-no-such-user: '
                           'no such user')
     assert 'libvirt\'s qemu.conf' in err
@@ -69,7 +69,7 @@ def test_a_qemu_user_that_does_not_exist_stops_the_agent(main, tmp_path,
 def test_a_qemu_group_that_does_not_exist_stops_the_agent(main):
     # As on a RHEL host without Debian's group, or the reverse.
     rc, err, made = main('qemu_group = ufo-no-such-group\n')
-    assert rc == 2 and made == []
+    assert rc == agent.EXIT_CONFIG and made == []
     assert err.startswith('ufo-agent: [channel] qemu_group=ufo-no-such-group'
                           ': no such group')
 
@@ -99,7 +99,7 @@ def plain_user(monkeypatch):
 def test_a_plain_user_outside_the_configured_group_is_refused(
         main, plain_user):
     rc, err, made = main('qemu_user = nobody\nqemu_group = %s\n' % NOGROUP)
-    assert rc == 2 and made == []
+    assert rc == agent.EXIT_CONFIG and made == []
     assert err.startswith('ufo-agent: [channel] qemu_group=%s: ufo-agent '
                           'runs as uid 4321, which is not in group %s, the '
                           'group QEMU (nobody) runs as' % (NOGROUP, NOGROUP))
