@@ -11,8 +11,8 @@
 #                   cpu_shared_set (nova-cpu.conf is copied from nova.conf
 #                   later) and /etc/ufo/ufo-agent.conf
 # stack extra       start ufo-agent on compute nodes, as its own user
-#                   (UFO_AGENT_USER); RabbitMQ queue expiry; a flavor that
-#                   forbids overloaded hosts
+#                   (UFO_AGENT_USER); RabbitMQ queue expiry; the trait
+#                   CUSTOM_UFO_OVERLOADED and a flavor that forbids it
 # unstack           stop ufo-agent, give every guest its pins back
 # clean             remove /etc/ufo, the agent's state and its guest
 #                   channel pages
@@ -144,7 +144,6 @@ function configure_nova_compute_for_ufo {
 
 # ufo-agent.conf of a compute node: whose CPUs, where signals go.
 function configure_ufo_agent {
-    local nova_host
     sudo install -d -o "$STACK_USER" "$UFO_CONF_DIR"
     rm -f "$UFO_AGENT_CONF"
     iniset "$UFO_AGENT_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
@@ -160,13 +159,11 @@ function configure_ufo_agent {
         iniset "$UFO_AGENT_CONF" host_cpus managed_cpus "$UFO_MANAGED_CPUS"
     fi
     iniset "$UFO_AGENT_CONF" publishers enabled "$UFO_PUBLISHERS"
-    # Nova's [DEFAULT] host if set, else the agent's default: the hostname,
-    # as Nova's. The node name is left to the agent, which asks libvirt as
-    # Nova's libvirt driver does.
-    nova_host=$(iniget "$NOVA_CONF" DEFAULT host)
-    if [[ -n "$nova_host" ]]; then
-        iniset "$UFO_AGENT_CONF" publishers host "$nova_host"
-    fi
+    # [publishers] host and nodename are left to the agent: it reads
+    # nova-compute's [DEFAULT] host from nova-cpu.conf as it is when the
+    # agent starts (local.conf's post-config sections are merged after
+    # this phase), and asks libvirt for the node name as Nova's libvirt
+    # driver does.
     iniset "$UFO_AGENT_CONF" publishers notification_topics \
         "$UFO_NOTIFICATION_TOPIC"
     iniset "$UFO_AGENT_CONF" oslo_messaging_notifications transport_url \
@@ -190,6 +187,19 @@ function configure_rabbitmq_for_ufo {
     sudo rabbitmqctl set_policy --apply-to queues ufo-scheduler-expiry \
         '^ufo-nova-scheduler\.' \
         "{\"expires\": $UFO_LISTENER_QUEUE_EXPIRES_MS}"
+}
+
+# Placement refuses every request that names an unknown trait, forbidden
+# ones included ("400 No such trait(s)"): without the trait, a flavor that
+# forbids it boots nowhere until a host has once been overloaded. Creating
+# an existing trait changes nothing. osc-placement (the trait command) is
+# installed where placement-api is.
+function create_ufo_trait {
+    if ! is_service_enabled placement-api; then
+        pip_install_gr osc-placement
+    fi
+    openstack --os-placement-api-version 1.6 trait create \
+        CUSTOM_UFO_OVERLOADED
 }
 
 function create_ufo_flavor {
@@ -296,8 +306,12 @@ elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
     if is_service_enabled rabbit; then
         configure_rabbitmq_for_ufo
     fi
-    if is_service_enabled n-api && [[ "$UFO_CREATE_FLAVOR" == "True" ]]; then
-        create_ufo_flavor
+    if is_service_enabled n-api; then
+        # The trait before any flavor that names it.
+        create_ufo_trait
+        if [[ "$UFO_CREATE_FLAVOR" == "True" ]]; then
+            create_ufo_flavor
+        fi
     fi
     if is_service_enabled n-cpu && is_service_enabled ufo-agent; then
         echo_summary "Starting ufo-agent"

@@ -57,6 +57,13 @@ OPTS = [
              'each scheduler worker process. Every worker listens in its own '
              'pool "<prefix>.<hostname>.<pid>" so that each one sees every '
              'host. Give these queues an expiry policy in RabbitMQ.'),
+    cfg.FloatOpt(
+        'signal_report_interval', default=600.0, min=0.0,
+        help='Seconds between two INFO lines of each scheduler worker that '
+             'count the hosts of a request with a fresh signal, a stale '
+             'one and none, and name the hosts without one and the hosts '
+             'signals come from that were not considered. The first '
+             'request after a start logs at once. 0 turns the line off.'),
     cfg.BoolOpt(
         'start_listener', default=True,
         help='Start the notification listener in each scheduler worker on '

@@ -27,10 +27,19 @@ def option_module(name):
 
 
 def agent_conf(config_file=None, **publishers):
-    """A private ufo-agent ConfigOpts with [publishers] and [signal]."""
+    """A private ufo-agent ConfigOpts with [publishers] and [signal].
+
+    And [host_cpus], whose nova_config and nova_config_dir say where the
+    publishers read nova-compute's host name: by default none, so that
+    nothing of the machine running the tests is read; ``config_file`` may
+    name files.
+    """
     conf = cfg.ConfigOpts()
     option_module('publishers').register_opts(conf)
     option_module('signal').register_opts(conf)
+    option_module('host_cpus').register_opts(conf)
+    conf.set_default('nova_config', [], group='host_cpus')
+    conf.set_default('nova_config_dir', '', group='host_cpus')
     args = ['--config-file', config_file] if config_file else []
     conf(args, project='ufo-agent', default_config_files=[],
          default_config_dirs=[])

@@ -70,6 +70,9 @@ function stop_process {
 function setup_develop {
     _record setup_develop "$@"
 }
+function pip_install_gr {
+    _record pip_install_gr "$@"
+}
 # sudo runs the command as the caller: everything it touches is scratch.
 # "sudo -u USER" is recorded, then runs as the caller too.
 function sudo {
