@@ -65,16 +65,35 @@ def shm_name(domain_uuid, prefix='ufo-'):
     return name
 
 
+def _numeric_id(name):
+    """The id a decimal ``name`` stands for, or None for a name.
+
+    Under Kolla, QEMU runs as nova:nova of its container (42436), ids that
+    have no name on the host: such an id is taken as it is. Account names
+    are never all digits (useradd and systemd refuse them).
+    """
+    if re.fullmatch(r'[0-9]{1,10}', name) and int(name) < 0xFFFFFFFF:
+        return int(name)
+    return None
+
+
 def qemu_ids(user, group):
-    """(uid, gid) of QEMU's user and group, None for one that is missing."""
-    try:
-        uid = pwd.getpwnam(user).pw_uid
-    except KeyError:
-        uid = None
-    try:
-        gid = grp.getgrnam(group).gr_gid
-    except KeyError:
-        gid = None
+    """(uid, gid) of QEMU's user and group, None for one that is missing.
+
+    Each is a name looked up on the host or a numeric id.
+    """
+    uid = _numeric_id(user)
+    if uid is None:
+        try:
+            uid = pwd.getpwnam(user).pw_uid
+        except KeyError:
+            pass
+    gid = _numeric_id(group)
+    if gid is None:
+        try:
+            gid = grp.getgrnam(group).gr_gid
+        except KeyError:
+            pass
     return uid, gid
 
 

@@ -118,3 +118,32 @@ def test_a_dry_run_does_not_need_the_group(main, plain_user):
     rc, err, made = main('qemu_user = nobody\nqemu_group = %s\n' % NOGROUP,
                          '--dry-run')
     assert rc is None, err
+
+
+# Kolla-Ansible: QEMU runs as nova:nova of the nova_libvirt container,
+# 42436:42436, ids that have no name on the host.
+KOLLA_QEMU = 'qemu_user = 42436\nqemu_group = 42436\n'
+
+
+def test_numeric_ids_without_a_name_on_the_host_start_the_agent(main):
+    with pytest.raises(KeyError):
+        pwd.getpwuid(42436)
+    rc, err, [kwargs] = main(KOLLA_QEMU)
+    assert rc is None, err
+    assert (kwargs['qemu_user'], kwargs['qemu_group']) == ('42436', '42436')
+
+
+def test_a_plain_user_outside_the_numeric_group_is_refused(main,
+                                                           plain_user):
+    rc, err, made = main(KOLLA_QEMU)
+    assert rc == 2 and made == []
+    assert err.startswith('ufo-agent: [channel] qemu_group=42436: ufo-agent '
+                          'runs as uid 4321, which is not in group 42436')
+
+
+def test_a_plain_user_with_the_numeric_group_starts(main, plain_user,
+                                                    monkeypatch):
+    # systemd's SupplementaryGroups=42436 (deploy/ansible, Kolla).
+    monkeypatch.setattr(os, 'getgroups', lambda: [42436])
+    rc, err, [kwargs] = main(KOLLA_QEMU)
+    assert rc is None, err
