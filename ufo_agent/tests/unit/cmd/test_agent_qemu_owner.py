@@ -136,7 +136,7 @@ def test_numeric_ids_without_a_name_on_the_host_start_the_agent(main):
 def test_a_plain_user_outside_the_numeric_group_is_refused(main,
                                                            plain_user):
     rc, err, made = main(KOLLA_QEMU)
-    assert rc == 2 and made == []
+    assert rc == agent.EXIT_CONFIG and made == []
     assert err.startswith('ufo-agent: [channel] qemu_group=42436: ufo-agent '
                           'runs as uid 4321, which is not in group 42436')
 
