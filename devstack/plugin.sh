@@ -182,11 +182,14 @@ function configure_ufo_agent {
 }
 
 # Every nova-scheduler worker listens in a queue of its own; let RabbitMQ
-# delete the queues of workers that are gone.
+# delete the queues of workers that are gone. Publishing also declares the
+# topic's own queue, which nothing reads: bound it.
 function configure_rabbitmq_for_ufo {
     sudo rabbitmqctl set_policy --apply-to queues ufo-scheduler-expiry \
         '^ufo-nova-scheduler\.' \
         "{\"expires\": $UFO_LISTENER_QUEUE_EXPIRES_MS}"
+    sudo rabbitmqctl set_policy --apply-to queues ufo-notifications-bound \
+        '^ufo_notifications\.' '{"max-length": 1000}'
 }
 
 # Placement refuses every request that names an unknown trait, forbidden

@@ -52,6 +52,13 @@ OPTS = [
              '[oslo_messaging_notifications] transport_url, else '
              '[DEFAULT] transport_url.'),
     cfg.StrOpt(
+        'notification_exchange', default='openstack',
+        help='The oslo.messaging exchange on which ufo-agent publishes: '
+             'ufo-agent\'s [DEFAULT] control_exchange (oslo.messaging\'s '
+             'default, openstack, unless set there). The listener binds '
+             'to it by name: nova-scheduler\'s own control_exchange is '
+             'nova, where no signal arrives.'),
+    cfg.StrOpt(
         'listener_pool_prefix', default='ufo-nova-scheduler',
         help='Prefix of the listener pool, hence of the RabbitMQ queue, of '
              'each scheduler worker process. Every worker listens in its own '

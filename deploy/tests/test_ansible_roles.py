@@ -216,8 +216,10 @@ def test_ufo_agent_conf_passes_the_agents_own_checks(deployed):
     assert conf.oslo_messaging_notifications.transport_url == (
         'rabbit://openstack:rabbit-secret@192.0.2.10:5672//')
     assert conf.oslo_messaging_rabbit.rabbit_quorum_queue is True
-    # nova-scheduler's listener binds to Nova's exchange.
-    assert conf.control_exchange == 'nova'
+    # The exchange nova-scheduler's listener binds to by default.
+    from ufo_nova import conf as ufo_nova_conf
+    default = {o.dest: o.default for o in ufo_nova_conf.OPTS}
+    assert conf.control_exchange == default['notification_exchange']
     assert conf.placement.password == 'nova-secret'
 
 
