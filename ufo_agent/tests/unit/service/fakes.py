@@ -7,7 +7,10 @@ time; the functional tests drive real libvirt guests.
 
 from ufo_agent.channel import layout
 from ufo_agent.channel import report
+from ufo_agent.controller import ControllerConfig
 from ufo_agent.driver import base
+from ufo_agent.service import loop
+from ufo_agent.service import settings as settings_mod
 
 
 def fake_guest_report(util, ctxsw, online, count):
@@ -194,3 +197,22 @@ class FakeDriver(base.HypervisorDriver):
                     uuid, sorted(cpus & emulator)))
 
     strict_emulator = False
+
+
+def ticking_agent(driver, store=None):
+    """(agent, tick): the real Agent over ``driver`` on a manual clock.
+
+    Each ``tick()`` advances the agent's clock and the driver's by one
+    second, then runs one tick.
+    """
+    clock = [100.0]
+    agent = loop.Agent(driver, frozenset(c for g in driver.siblings
+                                         for c in g),
+                       ControllerConfig(), settings_mod.AgentSettings(),
+                       store=store, clock=lambda: clock[0])
+
+    def tick():
+        clock[0] += 1.0
+        driver.clock = clock[0]
+        return agent.tick()
+    return agent, tick

@@ -10,9 +10,6 @@ import logging
 
 import pytest
 
-from ufo_agent.controller import ControllerConfig
-from ufo_agent.service import loop
-from ufo_agent.service import settings as settings_mod
 from ufo_agent import state
 from ufo_agent.tests.unit.service import fakes
 
@@ -20,20 +17,6 @@ LEARNED = ('{"vcpus": 4, "threads_per_core": 2, "flat_sf": false, '
            '"model": {"samples": {"1": [[%s, 1000.0, 1.0]]}, '
            '"models": {}}}')
 
-
-def _agent(driver, tmp_path):
-    clock = [100.0]
-    agent = loop.Agent(driver, frozenset(c for g in driver.siblings
-                                         for c in g),
-                       ControllerConfig(), settings_mod.AgentSettings(),
-                       store=state.StateStore(str(tmp_path)),
-                       clock=lambda: clock[0])
-
-    def tick():
-        clock[0] += 1.0
-        driver.clock = clock[0]
-        return agent.tick()
-    return agent, tick
 
 
 def _file(tmp_path, learned):
@@ -54,7 +37,8 @@ def test_a_guest_with_an_unusable_state_file_is_adopted_and_pinned(
     path = _file(tmp_path, learned)
     driver = fakes.FakeDriver()
     guest = driver.add(fakes.FakeGuest('a', 4))
-    agent, tick = _agent(driver, tmp_path)
+    agent, tick = fakes.ticking_agent(
+        driver, store=state.StateStore(str(tmp_path)))
     with caplog.at_level(logging.WARNING):
         agent.start()
     assert set(agent.guests) == {'a'}
@@ -72,7 +56,8 @@ def test_state_the_controller_cannot_import_is_discarded(
     path = _file(tmp_path, LEARNED % '50.0')
     driver = fakes.FakeDriver()
     driver.add(fakes.FakeGuest('a', 4))
-    agent, tick = _agent(driver, tmp_path)
+    agent, tick = fakes.ticking_agent(
+        driver, store=state.StateStore(str(tmp_path)))
     real_add = agent.controller.add_vm
 
     def add_vm(spec, learned=None, now=0.0):

@@ -6,11 +6,8 @@ counters of one guest cost only that guest.
 
 import dataclasses
 
-from ufo_agent.controller import ControllerConfig
 from ufo_agent.controller import plan as plan_mod
 from ufo_agent.driver import base
-from ufo_agent.service import loop
-from ufo_agent.service import settings as settings_mod
 from ufo_agent.tests.unit.service import fakes
 
 
@@ -38,26 +35,13 @@ class _RewritingDriver(fakes.FakeDriver):
             obs, guest=dataclasses.replace(obs.guest, sample=sample))
 
 
-def _agent(driver):
-    clock = [100.0]
-    agent = loop.Agent(driver, frozenset(c for g in driver.siblings
-                                         for c in g),
-                       ControllerConfig(), settings_mod.AgentSettings(),
-                       clock=lambda: clock[0])
-
-    def tick():
-        clock[0] += 1.0
-        driver.clock = clock[0]
-        return agent.tick()
-    return agent, tick
-
 
 def test_an_idle_guest_rewriting_its_page_is_parked_like_an_honest_one():
     driver = _RewritingDriver()
     honest = driver.add(fakes.FakeGuest('honest', 4))
     liar = driver.add(fakes.FakeGuest('liar', 4))
     honest.util = liar.util = 0.1       # 0.1 % of a CPU
-    agent, tick = _agent(driver)
+    agent, tick = fakes.ticking_agent(driver)
     agent.start()
     believed = 0
     for _ in range(40):
@@ -88,7 +72,7 @@ def test_one_guest_s_odd_nic_counters_cost_no_tick():
     odd = driver.add(fakes.FakeGuest('odd', 4))
     a = driver.add(fakes.FakeGuest('a', 4))
     odd.util, a.util = 20.0, 20.0
-    agent, tick = _agent(driver)
+    agent, tick = fakes.ticking_agent(driver)
     agent.start()
     for t in range(30):
         if t == 15:
