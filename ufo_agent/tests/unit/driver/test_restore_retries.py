@@ -16,8 +16,8 @@ from ufo_agent.cmd import agent
 from ufo_agent.tests.unit.cmd.conftest import agent_main_state  # noqa
 from ufo_agent.tests.unit.cmd.conftest import eight_cpu_host  # noqa
 from ufo_agent.tests.unit.driver import conftest as driver_conftest
-from ufo_agent.tests.unit.driver.fakehost import nova_xml
-from ufo_agent.tests.unit.driver import fakelibvirt as lv
+from ufo_tools.fakes.fakehost import nova_xml
+from ufo_tools.fakes import fakelibvirt as lv
 
 WEB = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
 DB = '3b7e0a52-6c1d-4f0e-a9b8-7d6c5b4a3f2e'
