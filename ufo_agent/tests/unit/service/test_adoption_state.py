@@ -18,7 +18,6 @@ LEARNED = ('{"vcpus": 4, "threads_per_core": 2, "flat_sf": false, '
            '"models": {}}}')
 
 
-
 def _file(tmp_path, learned):
     path = tmp_path / 'a.json'
     path.write_text('{"version": 1, "uuid": "a", "learned": %s}' % learned)

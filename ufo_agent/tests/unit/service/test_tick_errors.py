@@ -19,7 +19,6 @@ class _BuggyDriver(fakes.FakeDriver):
         return super()._get(uuid)
 
 
-
 def test_a_guest_whose_driver_calls_raise_costs_only_that_guest(caplog):
     driver = _BuggyDriver()
     a = driver.add(fakes.FakeGuest('a', 4))

@@ -35,7 +35,6 @@ class _RewritingDriver(fakes.FakeDriver):
             obs, guest=dataclasses.replace(obs.guest, sample=sample))
 
 
-
 def test_an_idle_guest_rewriting_its_page_is_parked_like_an_honest_one():
     driver = _RewritingDriver()
     honest = driver.add(fakes.FakeGuest('honest', 4))
