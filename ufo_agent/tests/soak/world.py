@@ -260,9 +260,20 @@ class SoakDomain(lv.FakeDomain):
             raise lv.libvirtError('internal error: %s failed after '
                                   'applying' % method)
 
+    def _attempt(self, key, method, cpumap):
+        """_gate, with the pin's CPUs noted while the call is out."""
+        pending = self.world.pending
+        token = (key, object())
+        pending[token] = as_set(cpumap)
+        try:
+            return self._gate(method)
+        finally:
+            del pending[token]
+
     def pinVcpuFlags(self, vcpu, cpumap, flags):
         plan = self.world.plan_in_force()
-        action = self._gate('pinVcpuFlags')
+        action = self._attempt(self.inc.vcpu_key(vcpu), 'pinVcpuFlags',
+                               cpumap)
         self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
         self.vcpu_pins[vcpu] = tuple(cpumap)
         self._landed(self.inc.vcpu_key(vcpu), plan, action,
@@ -270,7 +281,8 @@ class SoakDomain(lv.FakeDomain):
 
     def pinEmulator(self, cpumap, flags):
         plan = self.world.plan_in_force()
-        action = self._gate('pinEmulator')
+        action = self._attempt(self.inc.emulator_key(), 'pinEmulator',
+                               cpumap)
         self._record('pinEmulator', tuple(cpumap), flags)
         self.emulator_pin = tuple(cpumap)
         self._landed(self.inc.emulator_key(), plan, action,
@@ -278,7 +290,8 @@ class SoakDomain(lv.FakeDomain):
 
     def pinIOThread(self, iothread, cpumap, flags):
         plan = self.world.plan_in_force()
-        action = self._gate('pinIOThread')
+        action = self._attempt(self.inc.iothread_key(iothread), 'pinIOThread',
+                               cpumap)
         self._record('pinIOThread', iothread, tuple(cpumap), flags)
         self.iothread_pins[iothread] = tuple(cpumap)
         self._landed(self.inc.iothread_key(iothread), plan, action,
@@ -421,6 +434,7 @@ class Incarnation:
         self.wait_ns = collections.Counter()
         self.slices = collections.Counter()
         self.demand = 0                 # vCPUs the guest wants busy
+        self.switches = 300             # per busy vCPU-second
         self.running = True
         self.ready = True               # False while migrating in
         self.dom = None
@@ -595,8 +609,8 @@ class GuestModule:
         self.count += 1
         self.interval_ns = int(dt * 1e9)
         self.util = 10000 * busy
-        self.ctxsw = 300 * busy + 40
-        self.sched_in = 150 * busy + 20
+        self.ctxsw = self.inc.switches * busy + 40
+        self.sched_in = self.inc.switches // 2 * busy + 20
         if self.mode == 'long-interval':
             self.interval_ns = 3600 * 10 ** 9
             self.util = 4000 * self.online
@@ -751,7 +765,16 @@ class Checker:
         return mark.label
 
     def _join_pools(self, plan, threads):
-        """A thread inside its pool's CPUs, alone there, is in that pool."""
+        """A thread inside its pool's CPUs, alone there, is in that pool.
+
+        Alone also of the CPUs an outstanding (hung) pin call of another
+        guest may still move its thread onto.
+        """
+        may = collections.defaultdict(frozenset)
+        for (key, _), cpus in list(self.world.pending.items()):
+            may[key] |= cpus
+        threads = [(inc, key, kind, cpus | may[key], definition)
+                   for inc, key, kind, cpus, definition in threads]
         for inc, key, kind, cpus, _ in threads:
             mark = self.marks[key]
             for label, pool in self._pools(plan, inc, kind):
@@ -1000,6 +1023,7 @@ class World:
         self.broken = False             # a violation was raised
         self.violations = []
         self.affinity_calls = []
+        self.pending = {}               # outstanding pin calls -> CPUs
         self.processes = {}             # pid -> what it is
         self.impostors = set()
         self.list_script = collections.deque()
@@ -1189,7 +1213,7 @@ class World:
             if n < busy:
                 inc.cpu_ns[tid] += int(1e9 * ran)
                 inc.wait_ns[tid] += int(1e9 * (1.0 - ran))
-                inc.slices[tid] += 200
+                inc.slices[tid] += inc.switches // 2 + 50
             elif n < online:
                 inc.cpu_ns[tid] += 200000
                 inc.slices[tid] += 20
@@ -1623,8 +1647,7 @@ class World:
             return []
         self.checker.evaluate('after the agent\'s stop')
         released = [self.incs[u] for u in sorted(managed)
-                    if u not in failed and u in self.incs and
-                    self.incs[u].dom.dom_id == self._dom_id(managed[u], u)]
+                    if u not in failed and u in self.incs]
         self.checker.released(
             [inc for inc in released if inc.managed],
             'after the agent\'s stop')
@@ -1633,10 +1656,6 @@ class World:
         STATS['agent stops'] += 1
         STATS['guests the stop could not release'] += len(failed)
         return failed
-
-    def _dom_id(self, guest, uuid):
-        inc = self.incs.get(uuid)
-        return inc.dom.dom_id if inc is not None else None
 
     def crash_agent(self):
         """SIGKILL: nothing is given back; its connections close."""
