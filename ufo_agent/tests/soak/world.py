@@ -51,7 +51,6 @@ from unittest import mock
 
 from ufo_agent.channel import host_channel
 from ufo_agent.channel import layout
-from ufo_agent.cmd import agent as agent_cmd
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.driver import base
 from ufo_agent.driver.libvirt import config as libvirt_config
@@ -59,10 +58,11 @@ from ufo_agent.driver.libvirt import driver as libvirt_driver
 from ufo_agent.driver.libvirt import guest as libvirt_guest
 from ufo_agent.driver.libvirt import host as libvirt_host
 from ufo_agent.service import loop
+from ufo_agent.service import restore as restore_mod
 from ufo_agent.service import settings as settings_mod
 from ufo_agent import state as state_mod
-from ufo_agent.tests.unit.driver import fakehost
-from ufo_agent.tests.unit.driver import fakelibvirt as lv
+from ufo_tools.fakes import fakehost
+from ufo_tools.fakes import fakelibvirt as lv
 
 LOG = logging.getLogger(__name__)
 
@@ -1664,22 +1664,29 @@ class World:
         STATS['agent crashes'] += 1
 
     def restore_host(self, list_failures=0):
-        """``ufo-agent --restore`` once libvirt answers again."""
+        """``ufo-agent --restore``: libvirt fails its first listings."""
         self.unstick_all('fail')
         self.clear_faults()
         self.list_script.extend(['fail'] * list_failures)
-        driver = None
         self.releasing = True
-        try:
-            driver = libvirt_driver.LibvirtDriver(
+        outcome = None
+        now = [0.0]         # the rounds' clock: no real pause
+
+        def connect():
+            return libvirt_driver.LibvirtDriver(
                 'qemu:///system', managed_cpus=MANAGED, shm_dir=self.shm,
                 run_dir=self.run, proc_root=self.proc,
                 sysfs_root=self.sysfs, attach_channels=False,
                 use_attached_channels=True, call_timeout=self.call_timeout)
-            failed = self.guarded(lambda: agent_cmd.restore(driver),
-                                  '--restore')
-            if failed is KILLED:
-                failed = None
+        try:
+            # The command's own rounds, without their pauses.
+            outcome = self.guarded(lambda: restore_mod.restore_guests(
+                connect, budget=list_failures + 5.0, pause=1.0,
+                clock=lambda: now[0],
+                sleep=lambda pause: now.__setitem__(0, now[0] + pause)),
+                '--restore')
+            failed = None if outcome is KILLED else (
+                len(outcome.failed) + (outcome.unlisted is not None))
         except Exception as exc:
             self.violation(RestorePathFailed, (
                 '--restore raised %s: %s (libvirt failed the first %d domain '
@@ -1688,8 +1695,8 @@ class World:
         finally:
             self.releasing = False
             self.list_script.clear()
-            if driver is not None:
-                driver.close()
+            if outcome not in (None, KILLED) and outcome.driver is not None:
+                outcome.driver.close()
         STATS['restores'] += 1
         self.checker.evaluate('after --restore')
         if failed is not None:
