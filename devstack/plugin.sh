@@ -228,6 +228,25 @@ function create_ufo_agent_user {
     done
 }
 
+# On Fedora-family hosts libvirt asks polkit, and devstack's rule admits
+# $STACK_USER by name only, not libvirt's group: admit the agent's user
+# by name too.
+function allow_ufo_agent_in_polkit {
+    if ! is_fedora; then
+        return
+    fi
+    sudo install -d -m 0755 "$UFO_POLKIT_RULES_DIR"
+    sudo tee "$UFO_POLKIT_RULES_DIR/50-libvirt-$UFO_AGENT_USER.rules" \
+        > /dev/null <<EOF
+polkit.addRule(function(action, subject) {
+    if (action.id == 'org.libvirt.unix.manage' &&
+        subject.user == '$UFO_AGENT_USER') {
+        return polkit.Result.YES;
+    }
+});
+EOF
+}
+
 # What the agent's user needs: its state directory (learned state) and the
 # directory of the host-wide single-instance lock, its own alone and
 # writable also after a root agent; ufo-agent.conf, which holds the
@@ -248,6 +267,7 @@ function start_ufo_agent {
         die $LINENO "ufo-agent is not installed as $agent"
     fi
     create_ufo_agent_user
+    allow_ufo_agent_in_polkit
     prepare_ufo_agent_files
     # Not root: the unit's User= and Group=; systemd adds the user's other
     # groups (libvirt's, QEMU's).
@@ -288,6 +308,7 @@ function cleanup_ufo {
     prefix=${prefix:-ufo-}
     sudo rm -f "$shm_dir/$prefix"????????-????-????-????-????????????
     sudo rm -rf "$UFO_STATE_PATH" "$UFO_CONF_DIR"
+    sudo rm -f "$UFO_POLKIT_RULES_DIR/50-libvirt-$UFO_AGENT_USER.rules"
 }
 
 if [[ "$1" == "stack" && "$2" == "install" ]]; then

@@ -126,6 +126,7 @@ NOVA_FILTERS+=",ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter"
 NOVA_FILTERS+=",SameHostFilter,DifferentHostFilter"
 UFO_CONF_DIR=$SCRATCH/etc/ufo
 UFO_LOCK_DIR=$SCRATCH/run/ufo-agent
+UFO_POLKIT_RULES_DIR=$SCRATCH/etc/polkit-1/rules.d
 mkdir -p "$NOVA_CONF_DIR" "$DATA_DIR" "$SCRATCH/bin"
 
 # lib/nova's create_nova_conf, as far as the scheduler options go: run

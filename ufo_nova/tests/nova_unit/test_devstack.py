@@ -271,10 +271,24 @@ run_plugin_phase stack extra
         sysfs, online = self.fake_sysfs([(0,), (1,)])
         self.stack('n-cpu', sysfs, FAKE_OS='fedora')
         self.assert_agent_runs_as_its_user('libvirtd', 'qemu', 'qemu')
+        # devstack's polkit rule admits $STACK_USER by name only; the
+        # agent's user gets a rule of its own.
+        rule = os.path.join(self.scratch, 'etc', 'polkit-1', 'rules.d',
+                            '50-libvirt-ufo-agent.rules')
+        with open(rule) as f:
+            text = f.read()
+        self.assertIn("action.id == 'org.libvirt.unix.manage'", text)
+        self.assertIn("subject.user == 'ufo-agent'", text)
         # A second stack.sh: the user is there, not made again.
         self.stack('n-cpu', sysfs, FAKE_OS='fedora')
         self.assertEqual(1, len([c for c in self.calls_made()
                                  if c.startswith('useradd ')]))
+
+    def test_debian_gets_no_polkit_rule(self):
+        sysfs, online = self.fake_sysfs([(0,), (1,)])
+        self.stack('n-cpu', sysfs)
+        self.assertFalse(os.path.exists(
+            os.path.join(self.scratch, 'etc', 'polkit-1')))
 
     def test_scheduler_node_keeps_other_plugins_filters_either_order(self):
         for before, after in ((OTHER_PLUGIN, ''), ('', OTHER_PLUGIN)):
