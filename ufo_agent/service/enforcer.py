@@ -468,7 +468,8 @@ class Enforcer:
         except base.DriverError as exc:
             self.errors[method] += 1
             failed[uuid] = '%s pin: %s' % (kind, exc)
-            if pool is not None:
+            # A pin not made (GuestBusy) left the threads where they were.
+            if pool is not None and not isinstance(exc, base.GuestBusy):
                 self.ledger.failed(key, pool, cpus)
             return 0
         if pool is None:
@@ -476,6 +477,12 @@ class Enforcer:
         else:
             self.ledger.succeeded(key, pool, cpus)
         return 1
+
+    def held_cpus(self, uuid):
+        """(vCPU CPUs, emulator CPUs) the guest's threads may run on."""
+        return tuple(entry.cpus if entry is not None else frozenset()
+                     for entry in (self.ledger.get((uuid, kind))
+                                   for kind in (VCPU, EMULATOR)))
 
     # -- checks between passes -----------------------------------------------
     def check_guest(self, uuid, online):

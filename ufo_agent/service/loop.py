@@ -255,7 +255,9 @@ class Agent:
         self._handle_events()
         self._sync_guests()
         samples, online, emulator_busy = self._observe()
-        plan = self.controller.tick(now, samples, emulator_busy)
+        busy = self._busy_guests()
+        plan = self.controller.tick(now, samples, emulator_busy,
+                                    self._held_cores(busy))
         for uuid, exc in self.controller.vm_errors.items():
             self._guest_error(uuid, 'controller update', exc)
         try:
@@ -298,9 +300,41 @@ class Agent:
                 log('Guest %s: %s', uuid, reason)
             self._deferred = dict(outcome.deferred)
         self._update_status(plan)
+        for uuid in busy:
+            self.status[uuid].reason = ('an earlier call has not returned: '
+                                        'its CPUs stay its own meanwhile')
         self.last_plan = plan
         self._signal(plan)
         return plan
+
+    def _busy_guests(self):
+        """The managed guests whose earlier driver calls have not returned."""
+        try:
+            busy = self.driver.busy_guests()
+        except base.DriverError as exc:
+            LOG.warning('Could not tell which guests hang: %s', exc)
+            return ()
+        return sorted(set(busy) & set(self.guests))
+
+    def _held_cores(self, busy):
+        """{'emulator' or uuid: cores} where hung guests' threads may run.
+
+        Their threads cannot move until their calls return: planning
+        those cores to another pool would only make it wait for them.
+        So the emulator pool keeps the cores of their emulator threads,
+        and each guest the cores of its vCPUs (idle ones if it has none).
+        """
+        held = {}
+        for uuid in busy:
+            vcpu, emulator = self.enforcer.held_cpus(uuid)
+            held.setdefault('emulator', set()).update(
+                self._cores_of(emulator))
+            held[uuid] = self._cores_of(vcpu)
+        return held
+
+    def _cores_of(self, cpus):
+        return {core.core_id for core in self.topology.cores
+                if not cpus.isdisjoint(core.cpus)}
 
     def _finish_tick(self, started, now):
         self.ticks += 1

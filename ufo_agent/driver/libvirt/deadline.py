@@ -34,6 +34,10 @@ class CallSkipped(base.DriverError):
     """A call was not made: an earlier one on its key has not returned."""
 
 
+class OperationSkipped(CallSkipped, base.GuestBusy):
+    """An operation of several calls was skipped before its first."""
+
+
 class _Call:
     __slots__ = ('key', 'what', 'started', 'value', 'error', 'finished',
                  'abandoned', 'done')
