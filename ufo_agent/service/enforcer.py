@@ -502,8 +502,10 @@ class Enforcer:
         st.online = None
         return True
 
-    def check_drift(self):
+    def check_drift(self, uuids=None):
         """Compare live pins with the ledger; re-adopt what drifted.
+
+        ``uuids``: the guests to check (default: every one).
 
         The live pins are libvirt's and the kernel's of every vCPU thread
         present. Returns the uuids whose pins someone else changed: they
@@ -511,7 +513,7 @@ class Enforcer:
         plan again (``pin_repairs`` counts them).
         """
         drifted = []
-        for uuid in sorted(self.guests):
+        for uuid in sorted(self.guests if uuids is None else uuids):
             vcpu = self.ledger.get((uuid, VCPU))
             emulator = self.ledger.get((uuid, EMULATOR))
             if vcpu is None or emulator is None or \

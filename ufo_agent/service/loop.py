@@ -22,6 +22,7 @@ guest back (``ufo_agent.cmd.agent.run``).
 import collections
 import dataclasses
 import logging
+import math
 import time
 
 from ufo_agent.controller import controller as controller_mod
@@ -120,6 +121,7 @@ class Agent:
         self._signals = {}          # uuid -> last (signal, reason) logged
         self._last_save = clock()
         self._last_drift_check = clock()
+        self._drift_order = []      # guests not yet checked this round
         self.signal_tracker = signal_tracker
         self.publishers = publishers
         self.wallclock = wallclock
@@ -277,12 +279,9 @@ class Agent:
                 if self.enforcer.check_guest(uuid, count):
                     LOG.warning('Guest %s keeps %d vCPUs online, not its '
                                 'target: sending it again', uuid, count)
-            interval = self.settings.drift_check_interval
-            if interval and now - self._last_drift_check >= interval:
-                self._last_drift_check = now
-                for uuid in self.enforcer.check_drift():
-                    LOG.warning('Pins of guest %s changed behind ufo-agent; '
-                                'applying them again', uuid)
+            for uuid in self._check_drift(now):
+                LOG.warning('Pins of guest %s changed behind ufo-agent; '
+                            'applying them again', uuid)
             outcome = self.enforcer.apply(plan, online)
             for uuid, reason in outcome.failed.items():
                 # A guest that keeps failing the same way is logged once.
@@ -306,6 +305,27 @@ class Agent:
         self.last_plan = plan
         self._signal(plan)
         return plan
+
+    def _check_drift(self, now):
+        """Check a share of the guests' pins: each once an interval.
+
+        Spread over the ticks, so that no tick reads every guest's pins.
+        """
+        interval = self.settings.drift_check_interval
+        if not interval:
+            return []
+        share = (now - self._last_drift_check) / interval
+        if share <= 0:
+            return []
+        self._last_drift_check = now
+        if not self._drift_order:
+            self._drift_order = sorted(self.guests)
+        count = len(self._drift_order) if share >= 1 else \
+            math.ceil(len(self.guests) * share)
+        due = self._drift_order[:count]
+        del self._drift_order[:count]
+        return self.enforcer.check_drift(
+            [uuid for uuid in due if uuid in self.guests])
 
     def _busy_guests(self):
         """The managed guests whose earlier driver calls have not returned."""
