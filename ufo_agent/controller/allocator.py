@@ -220,21 +220,32 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
 
 
 def assign_cores(topology, emulator_current, emulator_count, vm_current,
-                 vm_counts):
-    """Return (emulator cores, {key: cores}, idle cores) as frozensets."""
+                 vm_counts, held=None):
+    """Return (emulator cores, {key: cores}, idle cores) as frozensets.
+
+    ``held`` maps ``'emulator'`` or a key to cores it keeps whatever its
+    count (threads there cannot move): others may get fewer than their
+    counts. Held cores of a key without a count stay idle.
+    """
     managed = topology.core_ids
+    held = held or {}
+    pinned = frozenset().union(*held.values()) & managed
     owners = [('emulator', emulator_current, emulator_count)]
     owners += [(key, vm_current.get(key, frozenset()), vm_counts[key])
                for key in sorted(vm_counts)]
     kept = {}
     taken = set()
+    for key, _, _ in owners:
+        kept[key] = (set(held.get(key, ())) & managed) - taken
+        taken.update(kept[key])
     for key, current, count in owners:
-        mine = sorted((set(current) & managed) - taken)
-        if len(mine) > count:
-            mine = _shrink(topology, mine, count, key == 'emulator')
-        kept[key] = set(mine)
+        mine = sorted((set(current) & managed) - taken - pinned)
+        room = max(0, count - len(kept[key]))
+        if len(mine) > room:
+            mine = _shrink(topology, mine, room, key == 'emulator')
+        kept[key].update(mine)
         taken.update(mine)
-    free = sorted(managed - taken)
+    free = sorted(managed - taken - pinned)
     for key, _, count in owners:
         while len(kept[key]) < count and free:
             core = _pick(topology, kept[key], free, key == 'emulator')
@@ -242,7 +253,7 @@ def assign_cores(topology, emulator_current, emulator_count, vm_current,
             kept[key].add(core)
     emulator = frozenset(kept.pop('emulator'))
     vms = {key: frozenset(cores) for key, cores in kept.items()}
-    return emulator, vms, frozenset(free)
+    return emulator, vms, frozenset(free) | (pinned - taken)
 
 
 def _misplaced(topology, core, emulator):

@@ -240,12 +240,15 @@ class Controller:
                                       len(state.cores), 0, reason))
 
     # -- one tick --------------------------------------------------------
-    def tick(self, now, samples, emulator_busy_pct):
+    def tick(self, now, samples, emulator_busy_pct, held_cores=None):
         """Run one control step.
 
         ``samples`` maps VM uuid to a :class:`VmSample` for this tick (a VM
         without one keeps its allocation); ``emulator_busy_pct`` is the CPU
         time of all emulator threads over the tick, in percent of one CPU.
+        ``held_cores`` maps ``'emulator'`` or a VM's uuid to cores whose
+        threads cannot move this tick (a guest's calls hang): they stay
+        that pool's (a VM's, the idle pool's while the VM has no cores).
         """
         cfg = self.config
         decisions = []
@@ -326,7 +329,8 @@ class Controller:
                                                     offloaded, entitled)
             if self._charged:
                 fair = emu_want
-        plan = self._allocate(now, emu_want, decisions, fair, yielded_to)
+        plan = self._allocate(now, emu_want, decisions, fair, yielded_to,
+                              held_cores)
         self.last_plan = plan
         return plan
 
@@ -883,11 +887,12 @@ class Controller:
         return max(1, committed - charge) if charge else committed
 
     def _allocate(self, now, emu_want, decisions, emu_fair=None,
-                  yielded_to=None):
+                  yielded_to=None, held_cores=None):
         active, counts = self._counts(emu_want, emu_fair, yielded_to)
         emu_cores, vm_cores, idle = allocator.assign_cores(
             self.topology, self.emulator_cores, counts.emulator,
-            {s.spec.uuid: s.cores for s in active}, counts.vms)
+            {s.spec.uuid: s.cores for s in active}, counts.vms,
+            held=self._held(held_cores))
         if counts.emulator != emu_want and decisions and \
                 decisions[0].vm == 'emulator':
             decisions[0] = Decision(
@@ -924,6 +929,27 @@ class Controller:
             overloaded=counts.shortfall > 0,
             shortfall_cores=counts.shortfall,
             decisions=tuple(decisions))
+
+    def _held(self, held_cores):
+        """``held_cores`` a VM may hold: its flavor at most; others idle.
+
+        A VM keeps the held cores it has first. What it may not hold (or
+        a VM without cores) stays idle: it is given to no other pool.
+        """
+        held = {}
+        for key, cores in (held_cores or {}).items():
+            state = self.vms.get(key)
+            if key == 'emulator' or state is None:
+                held[key] = frozenset(cores)
+                continue
+            keep = ()
+            if state.mode == VmMode.ACTIVE:
+                keep = sorted(cores, key=lambda c: (c not in state.cores,
+                                                    c))[:state.max_cores]
+            held[key] = frozenset(keep)
+            held[None] = held.get(None, frozenset()) | (
+                frozenset(cores) - held[key])
+        return held
 
     def _record_change(self, state, old, new, now, decisions):
         uuid = state.spec.uuid

@@ -63,39 +63,51 @@ class Ledger:
 
     def __init__(self):
         self._entries = {}
+        # CPU -> keys whose threads may run there: holders() looks up
+        # the CPUs it is asked about instead of every pinning.
+        self._by_cpu = {}
 
     def get(self, key):
         return self._entries.get(key)
 
+    def _set(self, key, entry):
+        old = self._entries.get(key)
+        if old is not None:
+            for cpu in old.cpus - entry.cpus:
+                self._by_cpu[cpu].discard(key)
+        for cpu in entry.cpus:
+            self._by_cpu.setdefault(cpu, set()).add(key)
+        self._entries[key] = entry
+
     def adopt(self, key, cpus, exact=False):
         """A pinning found as it is (not written by us): pool unknown."""
-        self._entries[key] = Entry(((unknown(key), frozenset(cpus)),),
-                                   exact)
+        self._set(key, Entry(((unknown(key), frozenset(cpus)),), exact))
 
     def succeeded(self, key, pool, cpus):
-        self._entries[key] = Entry(((pool, frozenset(cpus)),))
+        self._set(key, Entry(((pool, frozenset(cpus)),)))
 
     def joined(self, key, pool):
         """The pinning is inside ``pool``'s CPUs: only its label changes."""
         entry = self._entries[key]
-        self._entries[key] = Entry(((pool, entry.cpus),), entry.exact)
+        self._set(key, Entry(((pool, entry.cpus),), entry.exact))
 
     def narrowed(self, key, kept):
         """A pin to a subset succeeded: same pools, fewer CPUs."""
         parts = [(pool, cpus & kept) for pool, cpus in
                  self._entries[key].parts if cpus & kept]
-        self._entries[key] = Entry(tuple(parts), True)
+        self._set(key, Entry(tuple(parts), True))
 
     def failed(self, key, pool, attempted):
         """A pin call failed: the threads may be in the old or new set."""
         parts = dict(self._entries[key].parts) if key in self._entries \
             else {}
         parts[pool] = parts.get(pool, frozenset()) | frozenset(attempted)
-        self._entries[key] = Entry(tuple(sorted(parts.items())), False)
+        self._set(key, Entry(tuple(sorted(parts.items())), False))
 
     def forget_guest(self, uuid):
         for key in [k for k in self._entries if k[0] == uuid]:
-            del self._entries[key]
+            for cpu in self._entries.pop(key).cpus:
+                self._by_cpu[cpu].discard(key)
 
     def holders(self, cpus, pool, exclude, joining=None, floating=None):
         """Pinnings of another pool that may run on any of ``cpus``.
@@ -111,12 +123,17 @@ class Ledger:
             return []
         cpus = frozenset(cpus)
         joining = joining or {}
-        return sorted(key for key, entry in self._entries.items()
+        near = set()
+        for cpu in cpus:
+            near.update(self._by_cpu.get(cpu, ()))
+        entries = self._entries
+        return sorted(key for key in near
                       if key != exclude and joining.get(key) != pool and
-                      not self._own_unknown(key, entry, pool, exclude) and
+                      not self._own_unknown(key, entries[key], pool,
+                                            exclude) and
                       any(part_pool not in (pool, floating, SOAK) and
                           part_cpus & cpus
-                          for part_pool, part_cpus in entry.parts))
+                          for part_pool, part_cpus in entries[key].parts))
 
     @staticmethod
     def _own_unknown(key, entry, pool, exclude):

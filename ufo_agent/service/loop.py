@@ -22,6 +22,7 @@ guest back (``ufo_agent.cmd.agent.run``).
 import collections
 import dataclasses
 import logging
+import math
 import time
 
 from ufo_agent.controller import controller as controller_mod
@@ -116,9 +117,11 @@ class Agent:
         self.last_progress = time.monotonic()
         self._errors_seen = {}      # (uuid, where) -> last error text
         self._failed = {}           # uuid -> last enforcement failure
+        self._deferred = {}         # uuid -> why its enforcement waits
         self._signals = {}          # uuid -> last (signal, reason) logged
         self._last_save = clock()
         self._last_drift_check = clock()
+        self._drift_order = []      # guests not yet checked this round
         self.signal_tracker = signal_tracker
         self.publishers = publishers
         self.wallclock = wallclock
@@ -254,7 +257,9 @@ class Agent:
         self._handle_events()
         self._sync_guests()
         samples, online, emulator_busy = self._observe()
-        plan = self.controller.tick(now, samples, emulator_busy)
+        busy = self._busy_guests()
+        plan = self.controller.tick(now, samples, emulator_busy,
+                                    self._held_cores(busy))
         for uuid, exc in self.controller.vm_errors.items():
             self._guest_error(uuid, 'controller update', exc)
         try:
@@ -274,12 +279,9 @@ class Agent:
                 if self.enforcer.check_guest(uuid, count):
                     LOG.warning('Guest %s keeps %d vCPUs online, not its '
                                 'target: sending it again', uuid, count)
-            interval = self.settings.drift_check_interval
-            if interval and now - self._last_drift_check >= interval:
-                self._last_drift_check = now
-                for uuid in self.enforcer.check_drift():
-                    LOG.warning('Pins of guest %s changed behind ufo-agent; '
-                                'applying them again', uuid)
+            for uuid in self._check_drift(now):
+                LOG.warning('Pins of guest %s changed behind ufo-agent; '
+                            'applying them again', uuid)
             outcome = self.enforcer.apply(plan, online)
             for uuid, reason in outcome.failed.items():
                 # A guest that keeps failing the same way is logged once.
@@ -290,11 +292,69 @@ class Agent:
                     self.status[uuid].reason = reason
             self._failed = dict(outcome.failed)
             for uuid, reason in outcome.deferred.items():
-                LOG.info('Guest %s: %s', uuid, reason)
+                # A guest that waits the same way tick after tick is
+                # logged once (a host of hundreds of guests waits often).
+                log = LOG.debug if self._deferred.get(uuid) == reason \
+                    else LOG.info
+                log('Guest %s: %s', uuid, reason)
+            self._deferred = dict(outcome.deferred)
         self._update_status(plan)
+        for uuid in busy:
+            self.status[uuid].reason = ('an earlier call has not returned: '
+                                        'its CPUs stay its own meanwhile')
         self.last_plan = plan
         self._signal(plan)
         return plan
+
+    def _check_drift(self, now):
+        """Check a share of the guests' pins: each once an interval.
+
+        Spread over the ticks, so that no tick reads every guest's pins.
+        """
+        interval = self.settings.drift_check_interval
+        if not interval:
+            return []
+        share = (now - self._last_drift_check) / interval
+        if share <= 0:
+            return []
+        self._last_drift_check = now
+        if not self._drift_order:
+            self._drift_order = sorted(self.guests)
+        count = len(self._drift_order) if share >= 1 else \
+            math.ceil(len(self.guests) * share)
+        due = self._drift_order[:count]
+        del self._drift_order[:count]
+        return self.enforcer.check_drift(
+            [uuid for uuid in due if uuid in self.guests])
+
+    def _busy_guests(self):
+        """The managed guests whose earlier driver calls have not returned."""
+        try:
+            busy = self.driver.busy_guests()
+        except base.DriverError as exc:
+            LOG.warning('Could not tell which guests hang: %s', exc)
+            return ()
+        return sorted(set(busy) & set(self.guests))
+
+    def _held_cores(self, busy):
+        """{'emulator' or uuid: cores} where hung guests' threads may run.
+
+        Their threads cannot move until their calls return: planning
+        those cores to another pool would only make it wait for them.
+        So the emulator pool keeps the cores of their emulator threads,
+        and each guest the cores of its vCPUs (idle ones if it has none).
+        """
+        held = {}
+        for uuid in busy:
+            vcpu, emulator = self.enforcer.held_cpus(uuid)
+            held.setdefault('emulator', set()).update(
+                self._cores_of(emulator))
+            held[uuid] = self._cores_of(vcpu)
+        return held
+
+    def _cores_of(self, cpus):
+        return {core.core_id for core in self.topology.cores
+                if not cpus.isdisjoint(core.cpus)}
 
     def _finish_tick(self, started, now):
         self.ticks += 1
@@ -436,6 +496,7 @@ class Agent:
         del self.guests[uuid]
         self.status.pop(uuid, None)
         self._failed.pop(uuid, None)
+        self._deferred.pop(uuid, None)
         self._signals.pop(uuid, None)
         for key in [k for k in self._errors_seen if k[0] == uuid]:
             del self._errors_seen[key]

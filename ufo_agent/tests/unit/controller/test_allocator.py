@@ -207,3 +207,19 @@ def test_a_core_the_pool_yields_goes_to_the_vm_it_was_yielded_for():
     assert split(frozenset(['ng', 'my'])) == {'ng': 3, 'my': 3}
     assert split(frozenset(['ng', 'my']), (600.0, 355.0)) == \
         {'ng': 4, 'my': 2}
+
+
+def test_held_cores_stay_with_their_pool_whatever_the_counts():
+    host = HostTopology.uniform(6, 2)
+    current = {'a': frozenset({1, 2}), 'b': frozenset({3})}
+    # Unheld, the emulator pool shrinks off core 5, a gives core 2 to b,
+    # which also takes core 4.
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0, 5}), 1, current, {'a': 1, 'b': 3})
+    assert (emu, vms['a'], vms['b'], idle) == ({0}, {1}, {2, 3, 4}, {5})
+    # a's threads cannot move from cores 1, 2 and 4 (an idle core where
+    # it was parked, held for nobody), nor its emulator threads from 5.
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0, 5}), 1, current, {'a': 1, 'b': 3},
+        held={'a': {1, 2}, 'emulator': {5}, None: {4}})
+    assert (emu, vms['a'], vms['b'], idle) == ({5}, {1, 2}, {0, 3}, {4})

@@ -56,6 +56,7 @@ class FakeDriver(base.HypervisorDriver):
         self.before_pin = []      # checks of the state between two pins
         self.idle = set()         # guests whose vCPUs are at idle priority
         self.fail_idle = set()    # guests whose priority cannot be set
+        self.hung = set()         # guests whose calls do not return
 
     def add(self, guest):
         self.all[guest.info.uuid] = guest
@@ -73,8 +74,13 @@ class FakeDriver(base.HypervisorDriver):
         out, self.pending_events = self.pending_events, []
         return out
 
+    def busy_guests(self):
+        return frozenset(self.hung)
+
     def observe(self, uuid):
         guest = self._get(uuid)
+        if uuid in self.hung:
+            raise base.DriverError('observe skipped: a call hangs')
         online = guest.online
         util = min(guest.util, 100.0 * online)
         guest.cpu_ns += int(util * 1e7)
@@ -99,6 +105,8 @@ class FakeDriver(base.HypervisorDriver):
         guest = self._get(uuid)
         for check in self.before_pin:
             check()
+        if uuid in self.hung:
+            raise base.GuestBusy('pin skipped: a call hangs')
         fault = self.fault(uuid, kind, cpus) if self.fault else None
         if (kind == 'vcpu' and uuid in self.fail_pin) or fault == 'before':
             raise base.DriverError('pin failed')
