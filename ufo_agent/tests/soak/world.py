@@ -46,6 +46,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 import types
 from unittest import mock
 
@@ -54,6 +55,7 @@ from ufo_agent.channel import layout
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.driver import base
 from ufo_agent.driver.libvirt import config as libvirt_config
+from ufo_agent.driver.libvirt import deadline as deadline_mod
 from ufo_agent.driver.libvirt import driver as libvirt_driver
 from ufo_agent.driver.libvirt import guest as libvirt_guest
 from ufo_agent.driver.libvirt import host as libvirt_host
@@ -203,7 +205,8 @@ class SoakDomain(lv.FakeDomain):
         self.late = 'apply'         # or 'fail': what stuck calls do
         self.dead = False
         self.iothread_pins = {}
-        self.waiters = []           # threads that waited at ``stuck``
+        self.waiters = []           # one Event per call that waited, set
+        #                             when that call returns
 
     def faulty(self):
         return self.stuck is not None or bool(self.fail) or any(
@@ -227,8 +230,17 @@ class SoakDomain(lv.FakeDomain):
             STATS['calls hung'] += 1
         gate = self.stuck if method in JOB_METHODS else None
         if gate is not None:
-            self.waiters.append(threading.current_thread())
+            returned = threading.Event()
+            self.waiters.append(returned)
             self.hv.blocked.append((self.uuid, method))
+            try:
+                return self._after_gate(gate, action, method)
+            finally:
+                returned.set()
+        return self._after_gate(None, action, method)
+
+    def _after_gate(self, gate, action, method):
+        if gate is not None:
             gate.wait()
             if self.dead or self.late == 'fail':
                 raise lv.libvirtError(
@@ -323,9 +335,13 @@ class SoakConnection(lv.FakeConnection):
             raise lv.libvirtError('internal error: client socket is closed',
                                   lv.VIR_ERR_INTERNAL_ERROR)
         if world.libvirtd_stuck is not None:
-            world.libvirtd_waiters.append(threading.current_thread())
-            gate = world.libvirtd_stuck
-            gate.wait()
+            returned = threading.Event()
+            world.libvirtd_waiters.append(returned)
+            try:
+                world.libvirtd_stuck.wait()
+                return super().listAllDomains(flags)
+            finally:
+                returned.set()
         return super().listAllDomains(flags)
 
 
@@ -1326,7 +1342,7 @@ class World:
         dom.running = False
         dom.paused = None
         dom.dead = True
-        self._join(dom.unstick('fail'))
+        self._join(dom.unstick('fail'), dom.uuid)
         inc.running = False
         self._reap(inc)
         del self.incs[inc.uuid]
@@ -1457,15 +1473,26 @@ class World:
         out |= {os.path.basename(p)[4:] for p in self.truncated}
         return out
 
-    def _join(self, threads):
-        for thread in threads:
-            thread.join(5.0)
-            if thread.is_alive():
+    def _join(self, returned, key=None):
+        # The driver's worker threads outlive their calls: wait for the
+        # calls, then for the driver to take the abandoned one back.
+        for event in returned:
+            if not event.wait(5.0):
                 raise RuntimeError('a released libvirt call is still '
-                                   'running: %s' % thread.name)
+                                   'running')
+        if not returned or self.run_ is None:
+            return
+        deadlines = self.run_.driver._host.deadlines
+        give_up = time.monotonic() + 5.0
+        while any(k == key or k == deadline_mod.CONNECTION
+                  for k in deadlines.outstanding()):
+            if time.monotonic() > give_up:
+                raise RuntimeError('a released libvirt call on %s is still '
+                                   'outstanding' % key)
+            time.sleep(0.001)
 
     def unstick(self, dom, late):
-        self._join(dom.unstick(late))
+        self._join(dom.unstick(late), dom.uuid)
 
     def unstick_all(self, late='fail'):
         for dom in list(self.hv.domains.values()):
