@@ -892,7 +892,9 @@ class Controller:
         emu_cores, vm_cores, idle = allocator.assign_cores(
             self.topology, self.emulator_cores, counts.emulator,
             {s.spec.uuid: s.cores for s in active}, counts.vms,
-            held=self._held(held_cores))
+            held=self._held(held_cores),
+            idle_needed=bool(self.config.idle_pool_min_cores and
+                             self._some_vm_shares()))
         if counts.emulator != emu_want and decisions and \
                 decisions[0].vm == 'emulator':
             decisions[0] = Decision(

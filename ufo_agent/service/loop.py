@@ -343,13 +343,22 @@ class Agent:
         those cores to another pool would only make it wait for them.
         So the emulator pool keeps the cores of their emulator threads,
         and each guest the cores of its vCPUs (idle ones if it has none).
+        Threads pinned wider than their pool and the idle pool (floating
+        over every CPU, or not known) hold nothing: freezing every core
+        for them would leave no pool for anyone else.
         """
+        ctl = self.controller
         held = {}
         for uuid in busy:
             vcpu, emulator = self.enforcer.held_cpus(uuid)
-            held.setdefault('emulator', set()).update(
-                self._cores_of(emulator))
-            held[uuid] = self._cores_of(vcpu)
+            cores = self._cores_of(emulator)
+            if cores <= ctl.emulator_cores | ctl.idle_cores:
+                held.setdefault('emulator', set()).update(cores)
+            state = ctl.vms.get(uuid)
+            own = state.cores if state is not None else frozenset()
+            cores = self._cores_of(vcpu)
+            if cores <= own | ctl.idle_cores:
+                held[uuid] = cores
         return held
 
     def _cores_of(self, cpus):
