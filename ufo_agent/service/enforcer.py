@@ -220,7 +220,7 @@ class Enforcer:
                                       for pool, _ in wanted.values()):
             floating = ledger_mod.SHARED
         pinned += self._widen(pending, plan.shared_cpus, failed, deferred,
-                              floating)
+                              floating, plan.idle_cpus)
         self._leave_idle(uuids, plan, wanted, failed, deferred)
 
         # Growing guests last; their answer is collected on a later tick.
@@ -309,7 +309,8 @@ class Enforcer:
         self.idle[uuid] = idle
         return True
 
-    def _widen(self, pending, shared_cpus, failed, deferred, floating=None):
+    def _widen(self, pending, shared_cpus, failed, deferred, floating=None,
+               idle_cpus=frozenset()):
         """Widen or move what the ledger allows, in rounds.
 
         A pinning waits while a pinning of another pool may hold a CPU it
@@ -317,13 +318,13 @@ class Enforcer:
         (a swap, or pins adopted from a crashed agent), one of them moves
         to the shared CPUs first, which frees its old CPUs. ``floating``
         is the pool that takes part in no ownership (see
-        :meth:`~ufo_agent.service.ledger.Ledger.holders`).
+        :meth:`~ufo_agent.service.ledger.Ledger.holders`); ``idle_cpus``
+        the idle pool's CPUs, where guests without cores are parked.
         """
         pinned = 0
         for _ in range(2 * len(pending) + 2):
             progress, blocked = False, {}
-            joining = {key: pool for key, (pool, cpus) in pending.items()
-                       if self.ledger.get(key).cpus <= cpus}
+            joining = self._joining(pending, idle_cpus)
             for key, pool in sorted(joining.items()):
                 # Inside its new pool already: join it where it is first,
                 # so the ledger never shows a member under its old pool.
@@ -371,6 +372,28 @@ class Enforcer:
                                 % (key[1], ', '.join('%s %s' % h
                                                      for h in holders)))
         return pinned
+
+    def _joining(self, pending, idle_cpus):
+        """Pending pinnings that are inside a pool's CPUs: its members.
+
+        A pinning inside the CPUs it is wanted on joins its new pool
+        there. One that waits for CPUs elsewhere but sits inside the idle
+        pool (parked by an earlier plan, or found there at start) is a
+        member of the shared pool meanwhile, like the guests parked
+        beside it: otherwise pinnings parked together would each hold
+        the idle CPUs from the other, and a guest that must park to free
+        the cores they wait for never could. The idle pool's CPUs are no
+        other pool's, so a pinning inside them holds nothing more as a
+        member of the shared pool than under its old label.
+        """
+        joining = {}
+        for key, (pool, cpus) in pending.items():
+            held = self.ledger.get(key).cpus
+            if held <= cpus:
+                joining[key] = pool
+            elif idle_cpus and held <= idle_cpus:
+                joining[key] = ledger_mod.SHARED
+        return joining
 
     def _wanted_online(self, uuid, plan):
         st = self.acks[uuid]

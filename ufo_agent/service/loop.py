@@ -116,6 +116,7 @@ class Agent:
         self.last_progress = time.monotonic()
         self._errors_seen = {}      # (uuid, where) -> last error text
         self._failed = {}           # uuid -> last enforcement failure
+        self._deferred = {}         # uuid -> why its enforcement waits
         self._signals = {}          # uuid -> last (signal, reason) logged
         self._last_save = clock()
         self._last_drift_check = clock()
@@ -290,7 +291,12 @@ class Agent:
                     self.status[uuid].reason = reason
             self._failed = dict(outcome.failed)
             for uuid, reason in outcome.deferred.items():
-                LOG.info('Guest %s: %s', uuid, reason)
+                # A guest that waits the same way tick after tick is
+                # logged once (a host of hundreds of guests waits often).
+                log = LOG.debug if self._deferred.get(uuid) == reason \
+                    else LOG.info
+                log('Guest %s: %s', uuid, reason)
+            self._deferred = dict(outcome.deferred)
         self._update_status(plan)
         self.last_plan = plan
         self._signal(plan)
@@ -436,6 +442,7 @@ class Agent:
         del self.guests[uuid]
         self.status.pop(uuid, None)
         self._failed.pop(uuid, None)
+        self._deferred.pop(uuid, None)
         self._signals.pop(uuid, None)
         for key in [k for k in self._errors_seen if k[0] == uuid]:
             del self._errors_seen[key]
