@@ -138,11 +138,12 @@ class Enforcer:
         """The guest runs again, on the pins it had: targets may follow."""
         self.paused.discard(uuid)
 
-    def _adopt_pins(self, uuid):
+    def _adopt_pins(self, uuid, keys=None):
+        """Record the guest's pins as found (``keys``: only those)."""
         guest = self.guests[uuid]
         vcpu = guest.restore_vcpu_cpus
         emulator = guest.restore_emulator_cpus
-        exact = False
+        exact = guessed = False
         try:
             live_vcpus, live_emulator = self.driver.read_pins(uuid)
             sets = [s for s in live_vcpus if s]
@@ -152,10 +153,31 @@ class Enforcer:
         except base.DriverError as exc:
             LOG.debug('Live pins of %s unknown (%s): assuming its '
                       'definition and every managed CPU', uuid, exc)
+            if keys is not None:
+                return
             every = self.managed_cpus or frozenset()
             vcpu, emulator = vcpu | every, emulator | every
-        self.ledger.adopt((uuid, VCPU), vcpu, exact)
-        self.ledger.adopt((uuid, EMULATOR), emulator, exact)
+            guessed = True
+        for kind, cpus in ((VCPU, vcpu), (EMULATOR, emulator)):
+            if keys is None or (uuid, kind) in keys:
+                self.ledger.adopt((uuid, kind), cpus, exact, guessed)
+
+    def _read_guessed(self, uuids):
+        """Read again the pins that could not be read when adopted.
+
+        Only pinnings nothing was written to since: a pin that failed
+        may still land, and reading now would not cover it.
+        """
+        for uuid in uuids:
+            keys = {key for key in ((uuid, VCPU), (uuid, EMULATOR))
+                    if self._untouched_guess(key)}
+            if keys:
+                self._adopt_pins(uuid, keys)
+
+    def _untouched_guess(self, key):
+        entry = self.ledger.get(key)
+        return entry is not None and entry.guessed and \
+            entry.pool == ledger_mod.unknown(key)
 
     # -- one pass ----------------------------------------------------------
     def apply(self, plan, guest_online=None):
@@ -200,10 +222,15 @@ class Enforcer:
         # Idle priority before any pin may widen over other pools.
         soaking = self._enter_idle(uuids, plan, failed)
         # Pins: narrow every pinning, then widen where the ledger allows.
+        # A guessed pinning does not narrow: its threads may never have
+        # run on the CPUs it would keep (see the ledger).
+        self._read_guessed(uuids)
         wanted = self._wanted_pins(uuids, plan, soaking, deferred)
         pinned = 0
         for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
             entry = self.ledger.get(key)
+            if entry.guessed:
+                continue
             kept = entry.cpus & cpus
             if kept and (kept != entry.cpus or not entry.exact):
                 pinned += self._pin(key, None, kept, failed)

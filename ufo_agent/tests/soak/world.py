@@ -526,6 +526,8 @@ class GuestModule:
 
     def reset(self, now):
         self.ack = self.applied = self.count = self.heartbeat = 0
+        # The heartbeat was read, and then seen to change: a live host.
+        self.heartbeat_read = self.host_alive = False
         self.host_errors = self.fires = 0
         self.hb_seen = now
         self.watchdog = self.reapply = self.host_valid = False
@@ -580,6 +582,8 @@ class GuestModule:
             self.host_errors += 1
         self.host_valid = valid
         if valid and host['heartbeat'] != self.heartbeat:
+            self.host_alive = self.heartbeat_read
+            self.heartbeat_read = True
             self.heartbeat = host['heartbeat']
             self.hb_seen = now
             if self.watchdog:
@@ -590,7 +594,8 @@ class GuestModule:
             self.fires += 1
             self.online = present
         seq = host['target_seq']
-        if valid and not self.watchdog and seq and self.mode != 'deaf' and \
+        if valid and not self.watchdog and self.host_alive and seq and \
+                self.mode != 'deaf' and \
                 (seq != self.ack or self.reapply):
             if ((seq - self.ack) & 0xFFFFFFFF) >= 0x80000000:
                 self.host_errors += 1

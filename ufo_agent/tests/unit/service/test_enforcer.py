@@ -406,6 +406,57 @@ def test_guests_whose_cores_go_idle_swap_with_a_guest_that_parks():
         6, {'a': {3}, 'b': {4}, 'c': ()}, {1, 2, 5}))
 
 
+class _Unreadable(fakes.FakeDriver):
+    """Pins of the guests in ``unreadable`` cannot be read."""
+
+    def __init__(self, cores):
+        super().__init__(cores=cores)
+        self.unreadable = set()
+
+    def read_pins(self, uuid):
+        if uuid in self.unreadable:
+            raise enforcer.base.DriverError('emulatorPinInfo failed')
+        return super().read_pins(uuid)
+
+
+@pytest.mark.parametrize('readable_later', [False, True])
+def test_a_guest_whose_pins_cannot_be_read_moves_only_onto_free_cpus(
+        readable_later):
+    # x is adopted while its pins cannot be read: it may be anywhere, so
+    # it holds every CPU from the others; in fact it runs on CPUs 1 and 5.
+    # The plan gives it core 3, where p is still parked and from where p
+    # can only leave once x is out of the new idle pool (core 1). Its
+    # first pin must not put it on core 3 beside p.
+    driver = _Unreadable(cores=4)
+    enf = enforcer.Enforcer(driver, ack_wait=0.0,
+                            managed_cpus=frozenset(range(8)))
+    _found(driver, enf, {'p': {3, 7}}, {0, 4})
+    _enforce_until_done(driver, enf, _host_plan(4, {'p': ()}, {3}))
+    driver.unreadable.add('x')
+    x = driver.add(fakes.FakeGuest('x', 2, channel=False))
+    x.vcpu_pins = x.emulator_pins = frozenset({1, 5})
+    enf.track(x.info)
+    if readable_later:
+        driver.unreadable.clear()
+    p = driver.all['p']
+    plan = _host_plan(4, {'x': {3}, 'p': ()}, {1})
+
+    def check():
+        shared = x.vcpu_pins | p.vcpu_pins <= plan.shared_cpus
+        assert shared or not x.vcpu_pins & p.vcpu_pins, (
+            x.vcpu_pins, p.vcpu_pins)
+
+    driver.check_isolation = check
+    driver.before_pin[:] = [check]
+    for _ in range(3):
+        outcome = enf.apply(plan)
+        check()
+    assert outcome.deferred == {} and outcome.failed == {}
+    assert x.vcpu_pins == plan.vms['x'].cpus
+    assert p.vcpu_pins == plan.shared_cpus
+    assert x.emulator_pins == p.emulator_pins == plan.emulator_cpus
+
+
 def test_large_guest_shrinks_in_bounded_steps():
     big = fakes.FakeGuest('big', 16)
     driver, controller, enf = _setup(big, cores=8)

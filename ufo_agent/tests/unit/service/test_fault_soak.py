@@ -33,3 +33,30 @@ def test_the_agents_promises_hold_under_injected_faults(caplog):
     machine.run(SEED, EXAMPLES, STEPS, CALL_TIMEOUT, shrink=False)
     # It ran: the guests lived, the agent ticked and was restarted.
     assert world.STATS['ticks'] - before > EXAMPLES * STEPS // 2
+
+
+def test_a_guest_binding_a_page_left_by_another_host_keeps_its_vcpus():
+    # A guest migrating in brings the source agent's target (3 of 4
+    # vCPUs). It restarts here before any agent adopted it: its module
+    # binds that page, whose heartbeat nobody beats, and must not take
+    # the dead writer's target up (the checker fails a shrink on a
+    # target the running agent did not send).
+    soak = world.World(CALL_TIMEOUT)
+    try:
+        soak.start_agent()
+        spec = soak.define(world.SHARED, 4, carried_pins=frozenset({7}))
+        inc = soak.boot(spec, migrating_pins=frozenset({7}),
+                        migrating_page=(3, 3))
+        soak.tick()
+        soak.stop(inc)
+        again = soak.boot(spec)
+        soak.tick()
+        soak.raise_violations()
+        assert again.module.bound and again.module.online == 4
+        # Once the agent beats its heartbeat, targets count again.
+        for _ in range(3):
+            soak.tick()
+            soak.raise_violations()
+        assert soak.page_target(again) == 4
+    finally:
+        soak.close()
