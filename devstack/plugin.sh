@@ -11,8 +11,8 @@
 #                   cpu_shared_set (nova-cpu.conf is copied from nova.conf
 #                   later) and /etc/ufo/ufo-agent.conf
 # stack extra       start ufo-agent on compute nodes, as its own user
-#                   (UFO_AGENT_USER); RabbitMQ queue expiry; a flavor that
-#                   forbids overloaded hosts
+#                   (UFO_AGENT_USER); RabbitMQ queue expiry; the trait
+#                   CUSTOM_UFO_OVERLOADED and a flavor that forbids it
 # unstack           stop ufo-agent, give every guest its pins back
 # clean             remove /etc/ufo, the agent's state and its guest
 #                   channel pages
@@ -144,7 +144,6 @@ function configure_nova_compute_for_ufo {
 
 # ufo-agent.conf of a compute node: whose CPUs, where signals go.
 function configure_ufo_agent {
-    local nova_host
     sudo install -d -o "$STACK_USER" "$UFO_CONF_DIR"
     rm -f "$UFO_AGENT_CONF"
     iniset "$UFO_AGENT_CONF" DEFAULT debug "$ENABLE_DEBUG_LOG_LEVEL"
@@ -160,13 +159,11 @@ function configure_ufo_agent {
         iniset "$UFO_AGENT_CONF" host_cpus managed_cpus "$UFO_MANAGED_CPUS"
     fi
     iniset "$UFO_AGENT_CONF" publishers enabled "$UFO_PUBLISHERS"
-    # Nova's [DEFAULT] host if set, else the agent's default: the hostname,
-    # as Nova's. The node name is left to the agent, which asks libvirt as
-    # Nova's libvirt driver does.
-    nova_host=$(iniget "$NOVA_CONF" DEFAULT host)
-    if [[ -n "$nova_host" ]]; then
-        iniset "$UFO_AGENT_CONF" publishers host "$nova_host"
-    fi
+    # [publishers] host and nodename are left to the agent: it reads
+    # nova-compute's [DEFAULT] host from nova-cpu.conf as it is when the
+    # agent starts (local.conf's post-config sections are merged after
+    # this phase), and asks libvirt for the node name as Nova's libvirt
+    # driver does.
     iniset "$UFO_AGENT_CONF" publishers notification_topics \
         "$UFO_NOTIFICATION_TOPIC"
     iniset "$UFO_AGENT_CONF" oslo_messaging_notifications transport_url \
@@ -185,11 +182,27 @@ function configure_ufo_agent {
 }
 
 # Every nova-scheduler worker listens in a queue of its own; let RabbitMQ
-# delete the queues of workers that are gone.
+# delete the queues of workers that are gone. Publishing also declares the
+# topic's own queue, which nothing reads: bound it.
 function configure_rabbitmq_for_ufo {
     sudo rabbitmqctl set_policy --apply-to queues ufo-scheduler-expiry \
         '^ufo-nova-scheduler\.' \
         "{\"expires\": $UFO_LISTENER_QUEUE_EXPIRES_MS}"
+    sudo rabbitmqctl set_policy --apply-to queues ufo-notifications-bound \
+        '^ufo_notifications\.' '{"max-length": 1000}'
+}
+
+# Placement refuses every request that names an unknown trait, forbidden
+# ones included ("400 No such trait(s)"): without the trait, a flavor that
+# forbids it boots nowhere until a host has once been overloaded. Creating
+# an existing trait changes nothing. osc-placement (the trait command) is
+# installed where placement-api is.
+function create_ufo_trait {
+    if ! is_service_enabled placement-api; then
+        pip_install_gr osc-placement
+    fi
+    openstack --os-placement-api-version 1.6 trait create \
+        CUSTOM_UFO_OVERLOADED
 }
 
 function create_ufo_flavor {
@@ -215,13 +228,34 @@ function create_ufo_agent_user {
     done
 }
 
-# What the agent's user needs: its state directory (learned state and the
-# single-instance lock), its own and writable also after a root agent;
-# ufo-agent.conf, which holds the Placement password, readable by it but
-# not by everybody.
+# On Fedora-family hosts libvirt asks polkit, and devstack's rule admits
+# $STACK_USER by name only, not libvirt's group: admit the agent's user
+# by name too.
+function allow_ufo_agent_in_polkit {
+    if ! is_fedora; then
+        return
+    fi
+    sudo install -d -m 0755 "$UFO_POLKIT_RULES_DIR"
+    sudo tee "$UFO_POLKIT_RULES_DIR/50-libvirt-$UFO_AGENT_USER.rules" \
+        > /dev/null <<EOF
+polkit.addRule(function(action, subject) {
+    if (action.id == 'org.libvirt.unix.manage' &&
+        subject.user == '$UFO_AGENT_USER') {
+        return polkit.Result.YES;
+    }
+});
+EOF
+}
+
+# What the agent's user needs: its state directory (learned state) and the
+# directory of the host-wide single-instance lock, its own alone and
+# writable also after a root agent; ufo-agent.conf, which holds the
+# Placement password, readable by it but not by everybody.
 function prepare_ufo_agent_files {
     sudo install -d -m 0700 "$UFO_STATE_PATH"
     sudo chown -R "$UFO_AGENT_USER:$UFO_AGENT_USER" "$UFO_STATE_PATH"
+    sudo install -d -m 0700 "$UFO_LOCK_DIR"
+    sudo chown "$UFO_AGENT_USER:$UFO_AGENT_USER" "$UFO_LOCK_DIR"
     sudo chgrp "$UFO_AGENT_USER" "$UFO_AGENT_CONF"
     sudo chmod 0640 "$UFO_AGENT_CONF"
 }
@@ -233,6 +267,7 @@ function start_ufo_agent {
         die $LINENO "ufo-agent is not installed as $agent"
     fi
     create_ufo_agent_user
+    allow_ufo_agent_in_polkit
     prepare_ufo_agent_files
     # Not root: the unit's User= and Group=; systemd adds the user's other
     # groups (libvirt's, QEMU's).
@@ -273,6 +308,7 @@ function cleanup_ufo {
     prefix=${prefix:-ufo-}
     sudo rm -f "$shm_dir/$prefix"????????-????-????-????-????????????
     sudo rm -rf "$UFO_STATE_PATH" "$UFO_CONF_DIR"
+    sudo rm -f "$UFO_POLKIT_RULES_DIR/50-libvirt-$UFO_AGENT_USER.rules"
 }
 
 if [[ "$1" == "stack" && "$2" == "install" ]]; then
@@ -294,8 +330,12 @@ elif [[ "$1" == "stack" && "$2" == "extra" ]]; then
     if is_service_enabled rabbit; then
         configure_rabbitmq_for_ufo
     fi
-    if is_service_enabled n-api && [[ "$UFO_CREATE_FLAVOR" == "True" ]]; then
-        create_ufo_flavor
+    if is_service_enabled n-api; then
+        # The trait before any flavor that names it.
+        create_ufo_trait
+        if [[ "$UFO_CREATE_FLAVOR" == "True" ]]; then
+            create_ufo_flavor
+        fi
     fi
     if is_service_enabled n-cpu && is_service_enabled ufo-agent; then
         echo_summary "Starting ufo-agent"

@@ -11,7 +11,7 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP"
-ENVS=${1:-pep8,py3,functional,nova-functional,genconfig,docs,releasenotes}
+ENVS=${1:-pep8,py3,functional,nova-functional,ansible,genconfig,docs,releasenotes}
 TOOLS_VENV=${UFO_TOOLS_VENV:-$TOP/.venv-tools}
 
 "$TOP/tools/install-deps.sh"

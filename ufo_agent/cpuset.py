@@ -1,5 +1,10 @@
 """Parse and format Linux cpuset lists such as ``0-3,8,10-11``."""
 
+# CPU numbers run below this: the largest NR_CPUS a Linux kernel can be
+# built with (x86-64 MAXSMP, powerpc). A list naming more is not a host's,
+# and parsing "0-999999999" would fill memory with CPU numbers.
+MAX_CPUS = 8192
+
 
 class CpusetError(ValueError):
     """A cpuset list that cannot be parsed."""
@@ -10,17 +15,19 @@ def parse_cpuset(text):
 
     Accepts the kernel and Nova syntax: ranges, single CPUs and ``^N``
     exclusions, separated by commas. An empty string is the empty set.
+    CPU numbers must be below :data:`MAX_CPUS`.
     """
     if text is None:
         raise CpusetError('cpuset list is missing')
-    include, exclude = set(), set()
+    # Bit masks: each item costs at most MAX_CPUS bits, however large.
+    include = exclude = 0
     for raw in text.split(','):
         item = raw.strip()
         if not item:
             continue
-        target = include
-        if item.startswith('^'):
-            target, item = exclude, item[1:].strip()
+        excluded = item.startswith('^')
+        if excluded:
+            item = item[1:].strip()
         try:
             if '-' in item:
                 first, last = (int(x) for x in item.split('-', 1))
@@ -30,8 +37,23 @@ def parse_cpuset(text):
             raise CpusetError('invalid cpuset item %r in %r' % (raw, text))
         if first < 0 or last < first:
             raise CpusetError('invalid cpuset range %r in %r' % (raw, text))
-        target.update(range(first, last + 1))
-    return frozenset(include - exclude)
+        if last >= MAX_CPUS:
+            raise CpusetError('CPU %d in %r is beyond the %d CPUs a Linux '
+                              'host can have' % (last, _short(text),
+                                                 MAX_CPUS))
+        bits = ((1 << (last + 1)) - 1) ^ ((1 << first) - 1)
+        if excluded:
+            exclude |= bits
+        else:
+            include |= bits
+    mask = include & ~exclude
+    return frozenset(cpu for cpu in range(mask.bit_length())
+                     if mask >> cpu & 1)
+
+
+def _short(text, most=80):
+    """``text`` for an error message, cut short if it is long."""
+    return text if len(text) <= most else text[:most] + '...'
 
 
 def format_cpuset(cpus):

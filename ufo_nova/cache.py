@@ -91,6 +91,10 @@ class Snapshot:
             return 0
         return entry.reclaimable
 
+    def hosts(self):
+        """Names of the hosts with a signal, fresh or stale."""
+        return list(self._entries)
+
     def __len__(self):
         return len(self._entries)
 

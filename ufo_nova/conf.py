@@ -52,11 +52,25 @@ OPTS = [
              '[oslo_messaging_notifications] transport_url, else '
              '[DEFAULT] transport_url.'),
     cfg.StrOpt(
+        'notification_exchange', default='openstack',
+        help='The oslo.messaging exchange on which ufo-agent publishes: '
+             'ufo-agent\'s [DEFAULT] control_exchange (oslo.messaging\'s '
+             'default, openstack, unless set there). The listener binds '
+             'to it by name: nova-scheduler\'s own control_exchange is '
+             'nova, where no signal arrives.'),
+    cfg.StrOpt(
         'listener_pool_prefix', default='ufo-nova-scheduler',
         help='Prefix of the listener pool, hence of the RabbitMQ queue, of '
              'each scheduler worker process. Every worker listens in its own '
              'pool "<prefix>.<hostname>.<pid>" so that each one sees every '
              'host. Give these queues an expiry policy in RabbitMQ.'),
+    cfg.FloatOpt(
+        'signal_report_interval', default=600.0, min=0.0,
+        help='Seconds between two INFO lines of each scheduler worker that '
+             'count the hosts of a request with a fresh signal, a stale '
+             'one and none, and name the hosts without one and the hosts '
+             'signals come from that were not considered. The first '
+             'request after a start logs at once. 0 turns the line off.'),
     cfg.BoolOpt(
         'start_listener', default=True,
         help='Start the notification listener in each scheduler worker on '

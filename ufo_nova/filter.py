@@ -24,7 +24,8 @@ What it does per request type (the request is judged against the
 * forced destinations (``host`` with ``force``) bypass the scheduler.
 
 A host whose signal is missing or stale is judged by ``[ufo]
-unknown_host_policy``.
+unknown_host_policy``. Now and then it logs how many hosts have fresh,
+stale and no signals (:mod:`ufo_nova.coverage`).
 """
 
 from oslo_log import log as logging
@@ -34,6 +35,7 @@ from nova.scheduler import utils as scheduler_utils
 
 from ufo_agent import hostsignal
 from ufo_nova import conf as ufo_conf
+from ufo_nova import coverage
 from ufo_nova import decision
 from ufo_nova import lifecycle
 from ufo_nova import listener
@@ -65,6 +67,9 @@ class UFOFilter(filters.BaseHostFilter):
         listener.ensure_listening()
         snapshot = listener.get_cache().snapshot()
         opts = CONF.ufo
+        if coverage.due(opts.signal_report_interval):
+            filter_obj_list = list(filter_obj_list)
+            coverage.report(snapshot, (h.host for h in filter_obj_list))
         vcpus = _vcpus(spec_obj)
         instance_uuid = _instance_uuid(spec_obj)
         need = decision.expected_cores(vcpus, opts.expected_demand_fraction)

@@ -78,8 +78,11 @@ class SignalListener:
         self.transport = (transport if transport is not None else
                           oslo_messaging.get_notification_transport(conf))
         self.pool = pool or pool_name(conf)
-        targets = [oslo_messaging.Target(topic=topic)
-                   for topic in conf.ufo.notification_topics]
+        # By name: the transport's default exchange is nova-scheduler's
+        # control_exchange (nova), not the agent's.
+        targets = [oslo_messaging.Target(
+            topic=topic, exchange=conf.ufo.notification_exchange)
+            for topic in conf.ufo.notification_topics]
         self.endpoint = SignalEndpoint(cache)
         self.started = threading.Event()
         # Start and stop may race (a service stopping while the broker is

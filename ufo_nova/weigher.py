@@ -19,6 +19,7 @@ from nova.scheduler import utils as scheduler_utils
 from nova.scheduler import weights
 
 from ufo_nova import conf as ufo_conf
+from ufo_nova import coverage
 from ufo_nova import decision
 from ufo_nova import lifecycle
 from ufo_nova import listener
@@ -43,10 +44,15 @@ class UFOIdlePoolWeigher(weights.BaseHostWeigher):
 
     def weigh_objects(self, weighed_obj_list, weight_properties):
         listener.ensure_listening()
-        self._multiplier = CONF.ufo.idle_pool_weight_multiplier
+        opts = CONF.ufo
+        self._multiplier = opts.idle_pool_weight_multiplier
+        snapshot = listener.get_cache().snapshot()
+        if coverage.due(opts.signal_report_interval):
+            coverage.report(snapshot,
+                            (obj.obj.host for obj in weighed_obj_list))
         # Same result as decision.reclaimable_weight() of each host's
         # lookup, without building the lookups (this runs for every host).
-        weight = listener.get_cache().snapshot().reclaimable_cores
+        weight = snapshot.reclaimable_cores
         return [weight(obj.obj.host) for obj in weighed_obj_list]
 
     def _weigh_object(self, host_state, weight_properties):

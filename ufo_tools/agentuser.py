@@ -92,6 +92,17 @@ class AgentUser:
         os.chown(path, self.uid, self.gid)
         return path
 
+    def own_directory(self, path):
+        """``path`` created if missing, the user's alone (mode 0700).
+
+        What the unit's RuntimeDirectory= does for the host-wide lock's
+        directory at every start, also after an agent run as root.
+        """
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.chown(path, self.uid, self.gid)
+        os.chmod(path, 0o700)
+        return path
+
     def revoke(self):
         while self._granted:
             subprocess.run(['setfacl', '-x', 'u:%s' % self.name,

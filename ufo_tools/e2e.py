@@ -18,6 +18,7 @@ import time
 import urllib.request
 
 from ufo_agent.hypervisor.domain import NOVA_NS
+from ufo_agent.service import pidlock
 from ufo_tools import testguest
 
 NOVA_META = """<instance>
@@ -58,6 +59,9 @@ class AgentProcess:
         self.command_prefix = list(command_prefix)
         if user is not None:
             user.workdir(str(workdir))
+            # The host-wide lock's directory, as the packaged unit makes
+            # it for the agent's user.
+            user.own_directory(pidlock.HOST_LOCK_DIR)
             self.command_prefix = user.command() + self.command_prefix
         self.port = free_port()
         self.state = workdir / 'state'

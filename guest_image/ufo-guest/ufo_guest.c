@@ -92,6 +92,13 @@ struct ufo_state {
 	/* Owned by the thread, read by debugfs under the lock. */
 	bool host_valid;
 	bool watchdog;
+	/*
+	 * The heartbeat changed since binding: a host writes the page. The
+	 * first one read may be a dead writer's (an agent gone, the source
+	 * host of a migration): its target is not followed before this.
+	 */
+	bool host_alive;
+	bool heartbeat_read;
 	u64 heartbeat;
 	u64 heartbeat_seen_ns;
 	u32 host_target;
@@ -388,6 +395,9 @@ static bool ufo_poll_host(struct ufo_run *r, u64 now, u32 *target, u32 *seq)
 	ufo_set_flag(UFO_GUEST_FLAG_HOST_VALID, valid);
 
 	if (valid && s.heartbeat != ufo.heartbeat) {
+		if (ufo.heartbeat_read)
+			ufo.host_alive = true;
+		ufo.heartbeat_read = true;
 		ufo.heartbeat = s.heartbeat;
 		ufo.heartbeat_seen_ns = now;
 		if (ufo.watchdog) {
@@ -404,7 +414,7 @@ static bool ufo_poll_host(struct ufo_run *r, u64 now, u32 *target, u32 *seq)
 		ufo_set_flag(UFO_GUEST_FLAG_WATCHDOG, true);
 		fire = true;
 	}
-	if (valid && !ufo.watchdog && s.target_seq &&
+	if (valid && !ufo.watchdog && ufo.host_alive && s.target_seq &&
 	    (s.target_seq != ufo.pub.ack_target_seq || r->reapply)) {
 		/* Seq going backwards: a host restart or garbage; count it. */
 		if ((s32)(s.target_seq - ufo.pub.ack_target_seq) < 0)
@@ -452,6 +462,8 @@ static void ufo_check_binding(struct ufo_run *r, u64 now)
 	if (gen != r->generation) {
 		ufo.heartbeat_seen_ns = now;
 		ufo.heartbeat = 0;
+		ufo.heartbeat_read = false;
+		ufo.host_alive = false;
 		ufo.host_valid = false;
 		ufo.watchdog = false;
 		memset(&ufo.pub, 0, sizeof(ufo.pub));

@@ -7,13 +7,13 @@ schedstat``: time on a CPU, time waiting for one, times scheduled in):
 Utilization
     A guest vCPU can be busy only while its thread runs on the host or
     waits on a host run queue (a guest without steal-time accounting counts
-    that wait as busy). So the busy time a guest claims over its samples,
-    ``util x interval``, is at most the threads' CPU plus wait time over
-    the same span, plus ``tolerance`` (time a vCPU thread sleeps on a lock
-    while the guest is mid-instruction) and two scheduler ticks per vCPU
-    (a guest kernel that accounts CPU time by tick samples over-counts a
-    span by at most one tick at its start, and one more for the sampling
-    noise of a nearly idle vCPU).
+    that wait as busy). So the busy time a guest claims is at most the
+    threads' CPU plus wait time over a span that holds it, plus
+    ``tolerance`` (time a vCPU thread sleeps on a lock while the guest is
+    mid-instruction) and two scheduler ticks per vCPU (a guest kernel that
+    accounts CPU time by tick samples over-counts a span by at most one
+    tick at its start, and one more for the sampling noise of a nearly
+    idle vCPU).
 Scheduling frequency
     Every guest context switch executes guest code, so it happens while a
     vCPU thread runs on the host: switches are at most the threads' CPU
@@ -23,20 +23,32 @@ Scheduling frequency
     scheduled in (a guest wakes from idle through a host wake-up of its
     vCPU thread; two switches, out of idle and back, per wake-up).
 
-The two sides sample at different instants. A guest sample first seen at
-host time ``seen`` was published after ``after``, the host's previous read
-of the page; its window ``[T - interval, T]`` therefore lies within
-``[after - interval - margin, seen]``, and the host's counters over that
-span bound it. Over one sample this span is about two host ticks (a lie
-must be twice the truth to show); over the last :data:`HISTORY` samples,
-whose windows follow each other, it is ``HISTORY + 1`` ticks, so a lie
-that lasts is caught when it is more than about 20 % above the truth.
-Every suffix of the recent samples is checked. Where the host has no
+What is checked is each :class:`Use`: the guest's rates as the controller
+takes them, for one host tick. A rate used on a tick claims
+``rate x tick`` over the host's own interval: the same sample used on two
+ticks claims twice. Neither the length of a guest sample nor its time
+stamps enter the check; they are the guest's word.
+
+The two sides sample at different instants. A guest sample window lies
+between when its predecessor was published and when the host first saw
+it; the host knows both only as far as its reads tell
+(:func:`window_start`). Over one tick this span is about two host ticks
+(a lie must be twice the truth to show); over the last :data:`HISTORY`
+uses, whose samples follow each other, it is ``HISTORY + 1`` ticks, so a
+lie that lasts is caught when it is more than about 20 % above the truth.
+Every suffix of the recent uses is checked. Where the host has no
 counters (before its first observation), a vCPU counts as busy all the
 time: the bound stays sound, only looser.
+
+A guest whose samples arrive only every tick or so can have one used on
+two ticks where its next one came just after the host's read: a sample
+that was a one-off burst then reads as a lie for a few ticks, and the
+host's own measurement stands in for it.
 """
 
+import bisect
 import dataclasses
+import typing
 
 # The least CPU time one guest context switch takes, in ns. Measured on
 # this project's CI machines (AMD EPYC, a KVM-based VM, Linux 6.1): two
@@ -53,7 +65,7 @@ SWITCH_SLACK = 50
 UTIL_SLACK_S_PER_VCPU = 0.02
 # Time a guest may take between ending a sample and publishing it.
 PUBLISH_MARGIN_S = 0.25
-# Guest samples checked together (the longest suffix).
+# Uses of guest samples checked together (the longest suffix).
 HISTORY = 10
 
 
@@ -74,32 +86,60 @@ class HostPoint:
 
 
 @dataclasses.dataclass(frozen=True)
-class Claim:
-    """One guest sample, first seen by the host at ``seen``.
+class Use:
+    """A guest sample's rates, as the controller takes them for one tick.
 
-    ``after`` is the host time of the previous read of the page, which
-    did not show it yet. ``switches_per_s`` counts every switch, the
-    module's own included.
+    ``end`` is the host time of the tick and ``span_s`` the host interval
+    the rates stand for; ``start`` is the earliest host time the sample's
+    own window can begin (:func:`window_start`). ``switches_per_s``
+    counts every switch, the module's own included.
     """
 
-    after: float
-    seen: float
-    interval_s: float
+    start: float
+    end: float
+    span_s: float
     util_pct: float
     switches_per_s: float
     vcpus: int
 
     @property
     def busy_s(self):
-        return self.util_pct / 100.0 * self.interval_s
+        return self.util_pct / 100.0 * self.span_s
 
     @property
     def switches(self):
-        return self.switches_per_s * self.interval_s
+        return self.switches_per_s * self.span_s
 
 
-@dataclasses.dataclass(frozen=True)
-class HostUsage:
+def window_start(after, jumped, previous_after, longest):
+    """Earliest host time the window of a newly seen sample can begin.
+
+    ``after`` is the host time of the last read before the one that first
+    showed the sample; it showed an older sample (None: there was none).
+    The window starts where the guest's previous sample ended:
+
+    * ``jumped``: the host never saw that previous sample, which was
+      therefore published after ``after``;
+    * otherwise the previous sample is the one the host saw, first by the
+      read after ``previous_after`` (None: unknown).
+
+    A sample ends at most :data:`PUBLISH_MARGIN_S` before it is
+    published. ``longest`` is the longest sample window the host accepts
+    (a guest whose samples come further apart is stale anyway): it bounds
+    the start where the reads do not. None where nothing bounds it: such
+    a sample is not checkable.
+    """
+    if after is None:
+        return None
+    if jumped:
+        return after - PUBLISH_MARGIN_S
+    floor = after - PUBLISH_MARGIN_S - longest
+    if previous_after is None:
+        return floor
+    return max(floor, previous_after - PUBLISH_MARGIN_S)
+
+
+class HostUsage(typing.NamedTuple):
     """Upper bounds of what the vCPU threads did over a span."""
 
     runnable_s: float       # on a CPU or waiting for one
@@ -107,37 +147,75 @@ class HostUsage:
     slices: int             # times scheduled in
 
 
+class HostCounters:
+    """Cumulative points of a guest's vCPU threads, for many spans.
+
+    ``points`` are :class:`HostPoint` in time order. Each span costs a
+    binary search, not a walk over the points: the agent checks ten spans
+    of every guest on every tick.
+    """
+
+    def __init__(self, points):
+        points = list(points)
+        self.times = [p.time for p in points]
+        self._deltas = []               # per interval: cpu, runnable, slices
+        cpu = runnable = 0.0
+        slices = 0
+        self._sums = [(cpu, runnable, slices)]   # over the intervals before
+        for p0, p1 in zip(points, points[1:]):
+            d_cpu = max(0, p1.cpu_ns - p0.cpu_ns) / 1e9
+            d_run = d_cpu + max(0, p1.wait_ns - p0.wait_ns) / 1e9
+            d_slices = max(0, p1.slices - p0.slices)
+            self._deltas.append((d_cpu, d_run, d_slices))
+            cpu, runnable, slices = (cpu + d_cpu, runnable + d_run,
+                                     slices + d_slices)
+            self._sums.append((cpu, runnable, slices))
+
+    def usage(self, start, end, vcpus):
+        """:class:`HostUsage` over ``[start, end]``.
+
+        A host interval that the span covers in part counts in full, but
+        at most ``vcpus`` busy for the part covered; time before the
+        first point or after the last counts as ``vcpus`` busy (and no
+        wake-ups).
+        """
+        times = self.times
+        if not times:
+            return HostUsage((end - start) * vcpus, (end - start) * vcpus, 0)
+        uncovered = (max(0.0, min(end, times[0]) - start) +
+                     max(0.0, end - max(start, times[-1]))) * vcpus
+        runnable = cpu = uncovered
+        slices = 0
+        first = bisect.bisect_left(times, start)    # first point in span
+        last = bisect.bisect_right(times, end) - 1  # last point in span
+        if last > first:
+            cpu0, run0, slices0 = self._sums[first]
+            cpu1, run1, slices1 = self._sums[last]
+            cpu += cpu1 - cpu0
+            runnable += run1 - run0
+            slices += slices1 - slices0
+        # The intervals the span's ends cut (one, if it holds no point).
+        cut = (first - 1, last) if last != first - 1 else (last,)
+        for i in cut:
+            if not 0 <= i < len(self._deltas):
+                continue
+            overlap = min(end, times[i + 1]) - max(start, times[i])
+            if overlap <= 0:
+                continue
+            d_cpu, d_run, d_slices = self._deltas[i]
+            slices += d_slices
+            most = overlap * vcpus
+            runnable += d_run if d_run < most else most
+            cpu += d_cpu if d_cpu < most else most
+        return HostUsage(runnable, cpu, slices)
+
+
 def host_usage(points, start, end, vcpus):
     """:class:`HostUsage` over ``[start, end]`` from cumulative points.
 
-    ``points`` are :class:`HostPoint` in time order. A host interval that
-    the span covers in part counts in full, but at most ``vcpus`` busy
-    for the part covered; time before the first point or after the last
-    counts as ``vcpus`` busy (and no wake-ups).
+    See :meth:`HostCounters.usage`.
     """
-    points = list(points)
-    runnable = cpu = 0.0
-    slices = 0
-    if not points:
-        return HostUsage((end - start) * vcpus, (end - start) * vcpus, 0)
-    uncovered = max(0.0, min(end, points[0].time) - start) + \
-        max(0.0, end - max(start, points[-1].time))
-    runnable += uncovered * vcpus
-    cpu += uncovered * vcpus
-    for p0, p1 in zip(points, points[1:]):
-        overlap = min(end, p1.time) - max(start, p0.time)
-        if overlap <= 0:
-            continue
-        d_cpu = max(0, p1.cpu_ns - p0.cpu_ns) / 1e9
-        d_run = d_cpu + max(0, p1.wait_ns - p0.wait_ns) / 1e9
-        slices += max(0, p1.slices - p0.slices)
-        if start <= p0.time and p1.time <= end:
-            runnable += d_run
-            cpu += d_cpu
-        else:
-            runnable += min(d_run, overlap * vcpus)
-            cpu += min(d_cpu, overlap * vcpus)
-    return HostUsage(runnable, cpu, slices)
+    return HostCounters(points).usage(start, end, vcpus)
 
 
 def util_limit_s(usage, vcpus, tolerance):
@@ -152,42 +230,44 @@ def switch_limit(usage):
             SWITCHES_PER_SLICE * usage.slices + SWITCH_SLACK)
 
 
-def check_claims(points, claims, tolerance=0.10):
-    """Judge the recent samples of a guest: a :class:`Verdict`.
+def check_uses(points, uses, tolerance=0.10):
+    """Judge the recent uses of a guest's samples: a :class:`Verdict`.
 
-    ``claims`` are :class:`Claim` in the order they were seen; every
-    suffix of them (the newest alone, the two newest, ...) must stay
-    within what the host's ``points`` allow.
+    ``uses`` are :class:`Use` in tick order; every suffix of them (the
+    newest alone, the two newest, ...) must stay within what the host's
+    ``points`` allow over the span that holds their samples' windows.
     """
-    points = list(points)
-    claims = list(claims)[-HISTORY:]
+    counters = HostCounters(points)
+    uses = list(uses)[-HISTORY:]
+    if not uses:
+        return Verdict(True)
+    end = uses[-1].end
     busy = switches = span = 0.0
-    start = None
+    start = end
     vcpus = 1
-    for claim in reversed(claims):
-        busy += claim.busy_s
-        switches += claim.switches
-        span += claim.interval_s
-        vcpus = max(vcpus, claim.vcpus)
-        begin = claim.after - claim.interval_s - PUBLISH_MARGIN_S
-        start = begin if start is None else min(start, begin)
+    for use in reversed(uses):
+        busy += use.busy_s
+        switches += use.switches
+        span += use.span_s
+        vcpus = max(vcpus, use.vcpus)
+        start = min(start, use.start)
         if span <= 0:
             continue
-        usage = host_usage(points, start, claims[-1].seen, vcpus)
+        usage = counters.usage(start, end, vcpus)
         limit = util_limit_s(usage, vcpus, tolerance)
-        window = claims[-1].seen - start
+        window = end - start
         if busy > limit:
             return Verdict(False, (
-                'guest claims %.3f vCPU-s busy in its last %.1f s (%.1f%%); '
+                'guest claims %.3f vCPU-s busy in the last %.1f s (%.1f%%); '
                 'its vCPU threads ran or waited %.3f s in the %.1f s that '
-                'hold them' % (busy, span, 100.0 * busy / span,
-                               usage.runnable_s, window)))
+                'hold its samples' % (busy, span, 100.0 * busy / span,
+                                      usage.runnable_s, window)))
         most = switch_limit(usage)
         if switches > most:
             return Verdict(False, (
-                'guest claims %.0f context switches in its last %.1f s '
+                'guest claims %.0f context switches in the last %.1f s '
                 '(%.0f/s); %.3f s of CPU and %d wake-ups of its vCPU '
-                'threads in the %.1f s that hold them allow %.0f'
+                'threads in the %.1f s that hold its samples allow %.0f'
                 % (switches, span, switches / span, usage.cpu_s,
                    usage.slices, window, most)))
     return Verdict(True)

@@ -6,11 +6,15 @@ writes its area under its seqlock and reads the guest area with bounded
 seqlock retries. Every guest-written value is validated against what the
 host knows (the domain's vCPU count, the targets it issued, the previous
 sample); no guest value is used to index, size or allocate anything.
+
+The host does not map the file: it reads and writes it with ``pread`` and
+``pwrite``, which see the same page as QEMU's mapping. A file truncated
+under a mapping kills the process that touches it (SIGBUS); a short read
+is only a page that is not there.
 """
 
 import errno
 import grp
-import mmap
 import os
 import pwd
 import re
@@ -49,6 +53,10 @@ class UnsafePage(ChannelError):
     """The page path holds something the agent must not use or touch."""
 
 
+class TruncatedPage(ChannelError):
+    """The page file ends before the page does."""
+
+
 def shm_name(domain_uuid, prefix='ufo-'):
     """The shmem device name of a domain: also its file in /dev/shm."""
     name = prefix + str(domain_uuid)
@@ -57,16 +65,35 @@ def shm_name(domain_uuid, prefix='ufo-'):
     return name
 
 
+def _numeric_id(name):
+    """The id a decimal ``name`` stands for, or None for a name.
+
+    Under Kolla, QEMU runs as nova:nova of its container (42436), ids that
+    have no name on the host: such an id is taken as it is. Account names
+    are never all digits (useradd and systemd refuse them).
+    """
+    if re.fullmatch(r'[0-9]{1,10}', name) and int(name) < 0xFFFFFFFF:
+        return int(name)
+    return None
+
+
 def qemu_ids(user, group):
-    """(uid, gid) of QEMU's user and group, None for one that is missing."""
-    try:
-        uid = pwd.getpwnam(user).pw_uid
-    except KeyError:
-        uid = None
-    try:
-        gid = grp.getgrnam(group).gr_gid
-    except KeyError:
-        gid = None
+    """(uid, gid) of QEMU's user and group, None for one that is missing.
+
+    Each is a name looked up on the host or a numeric id.
+    """
+    uid = _numeric_id(user)
+    if uid is None:
+        try:
+            uid = pwd.getpwnam(user).pw_uid
+        except KeyError:
+            pass
+    gid = _numeric_id(group)
+    if gid is None:
+        try:
+            gid = grp.getgrnam(group).gr_gid
+        except KeyError:
+            pass
     return uid, gid
 
 
@@ -291,17 +318,13 @@ class HostChannel(object):
             raise ValueError('size must be a power of two >= one page')
         self.path = path
         self.max_vcpus = max_vcpus
-        self._mm = None
+        self._fd = None
         if trusted is None:
             trusted = trusted_uids(owner)
         self._trusted = frozenset(trusted)
-        fd, self.created = open_page(path, size, owner, self._trusted,
-                                     create=create)
-        try:
-            self._mm = mmap.mmap(fd, layout.PAGE_SIZE, mmap.MAP_SHARED,
-                                 mmap.PROT_READ | mmap.PROT_WRITE)
-        finally:
-            os.close(fd)
+        self._size = size
+        self._fd, self.created = open_page(path, size, owner, self._trusted,
+                                           create=create)
         self._host_seq = 0
         self._target = 0
         self._target_seq = 0
@@ -318,26 +341,39 @@ class HostChannel(object):
 
         A page without the host magic (new, or garbage) is zeroed first.
         Otherwise the target sequence continues where the page left it, so
-        that a restarted agent never makes the sequence run backwards.
+        that a restarted agent never makes the sequence run backwards, and
+        the target the page holds, the last one of an agent that is gone,
+        becomes every vCPU under a new sequence number. Written with a
+        fresh heartbeat, the old target would be taken up again by a
+        guest whose watchdog had brought its vCPUs back: it would take
+        them offline before this agent decided anything.
         """
         with self._lock:
             self._initialize()
 
     def _initialize(self):
-        host = self._read_area(layout.HOST_OFFSET, layout.HOST_STRUCT,
-                               layout.HOST_FIELDS)
+        try:
+            host = self._read_area(layout.HOST_OFFSET, layout.HOST_STRUCT,
+                                   layout.HOST_FIELDS)
+            guest = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
+                                    layout.GUEST_FIELDS)
+        except TruncatedPage:
+            self._restore_size()
+            host = guest = None
         if (host is not None and host['magic'] == layout.HOST_MAGIC and
                 host['abi_version'] == layout.ABI_VERSION):
             self._host_seq = host['seq'] & ~1
             self._target_seq = host['target_seq']
-            self._target = host['target_vcpus']
-            guest = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
-                                    layout.GUEST_FIELDS)
             if guest is not None and guest['magic'] == layout.GUEST_MAGIC:
                 self._target_seq = max(self._target_seq,
                                        guest['ack_target_seq'])
+            if self._target_seq:
+                self._target = self.max_vcpus
+                self._target_seq = (self._target_seq + 1) & _U32_MAX or 1
+            else:
+                self._target = 0            # no target was ever sent
         else:
-            self._mm[0:layout.PAGE_SIZE] = bytes(layout.PAGE_SIZE)
+            self._write(0, bytes(layout.PAGE_SIZE))
             self._host_seq = 0
             self._target_seq = 0
             self._target = 0
@@ -357,13 +393,37 @@ class HostChannel(object):
         self._host_seq = (self._host_seq + 1) & _U32_MAX
         if not self._host_seq & 1:
             self._host_seq = (self._host_seq + 1) & _U32_MAX
-        _U32.pack_into(self._mm, seq_off, self._host_seq)
+        self._write(seq_off, _U32.pack(self._host_seq))
         values['seq'] = self._host_seq
         data = layout.pack(layout.HOST_FIELDS, layout.HOST_STRUCT, values)
-        self._mm[layout.HOST_OFFSET:layout.HOST_OFFSET + layout.HOST_SIZE] = (
-            data)
+        self._write(layout.HOST_OFFSET, data)
         self._host_seq = (self._host_seq + 1) & _U32_MAX
-        _U32.pack_into(self._mm, seq_off, self._host_seq)
+        self._write(seq_off, _U32.pack(self._host_seq))
+
+    def _write(self, offset, data):
+        """Write into the page; past a truncated end the file grows."""
+        if os.pwrite(self._fd, data, offset) != len(data):
+            raise OSError(errno.EIO, 'short write to %s' % self.path)
+
+    def _restore_size(self):
+        """Grow a truncated page file back, zero-filled, to its size.
+
+        QEMU still maps the whole device: past the file's end the guest's
+        accesses would kill QEMU.
+        """
+        try:
+            if os.fstat(self._fd).st_size < self._size:
+                os.ftruncate(self._fd, self._size)
+        except OSError:
+            pass        # the next read says it is still truncated
+
+    def _read(self, offset, size):
+        """Read from the page; raises TruncatedPage past the file's end."""
+        data = os.pread(self._fd, size, offset)
+        if len(data) != size:
+            raise TruncatedPage('%s is truncated to %d bytes' % (
+                self.path, os.fstat(self._fd).st_size))
+        return data
 
     def beat(self):
         """Refresh the heartbeat; call at least every second.
@@ -371,7 +431,7 @@ class HostChannel(object):
         Safe from another thread; a closed channel is left alone.
         """
         with self._lock:
-            if self._mm is not None:
+            if self._fd is not None:
                 self._write_host()
 
     @property
@@ -406,10 +466,10 @@ class HostChannel(object):
         seq_off = base + 8
         deadline = time.monotonic_ns() + budget_ns
         for _ in range(max(1, retries)):
-            seq = _U32.unpack_from(self._mm, seq_off)[0]
+            seq = _U32.unpack(self._read(seq_off, 4))[0]
             if not seq & 1:
-                data = self._mm[base:base + st.size]
-                if _U32.unpack_from(self._mm, seq_off)[0] == seq:
+                data = self._read(base, st.size)
+                if _U32.unpack(self._read(seq_off, 4))[0] == seq:
                     return layout.unpack(fields, st, data)
             if time.monotonic_ns() >= deadline:
                 break
@@ -422,8 +482,17 @@ class HostChannel(object):
 
     def read_guest(self, retries=READ_RETRIES):
         """Read and validate the guest area: a :class:`report.GuestReport`."""
-        g = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
-                            layout.GUEST_FIELDS, retries)
+        try:
+            g = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
+                                layout.GUEST_FIELDS, retries)
+        except TruncatedPage as exc:
+            self.reset_history()
+            self._restore_size()
+            return report.GuestReport(report.STATUS_INVALID, str(exc))
+        except OSError as exc:
+            self.reset_history()
+            return report.GuestReport(report.STATUS_INVALID,
+                                      'cannot read %s: %s' % (self.path, exc))
         if g is None:
             return report.GuestReport(
                 report.STATUS_BUSY, 'guest area sequence odd or changing on '
@@ -554,16 +623,16 @@ class HostChannel(object):
     def write_raw(self, offset, data):
         if not 0 <= offset <= layout.PAGE_SIZE - len(data):
             raise ValueError('outside the page')
-        self._mm[offset:offset + len(data)] = data
+        self._write(offset, data)
 
     def read_raw(self):
-        return bytes(self._mm[0:layout.PAGE_SIZE])
+        return self._read(0, layout.PAGE_SIZE)
 
     def close(self):
         with self._lock:
-            if self._mm is not None:
-                self._mm.close()
-                self._mm = None
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def unlink(self):
         self.close()

@@ -7,12 +7,16 @@ its original pins back. SIGHUP reloads the options that may change at run
 time (``mutable`` in the sample configuration) and keeps every guest.
 ``--restore`` only gives the guests back, for the systemd unit's stop and
 failure paths (:func:`restore_host`): it needs libvirt, the managed CPUs
-and the state directory, nothing else.
+and the host-wide lock, nothing else, and retries libvirt within a time
+budget.
 
-One agent per host: both the agent and ``--restore`` take a lock in
-``[agent] state_path`` before they touch libvirt (:mod:`.pidlock`). Under
+One agent per host: both the agent and ``--restore`` take a host-wide
+lock, ``/run/ufo-agent/ufo-agent.lock`` whatever the configuration,
+before they touch libvirt (:mod:`.pidlock`). Under
 systemd (``Type=notify``) the agent reports READY=1 once it has adopted
-the guests, WATCHDOG=1 after every tick and STOPPING=1 when it stops.
+the guests, WATCHDOG=1 after every healthy tick and STOPPING=1 when it
+stops; ``[agent] max_failed_ticks`` failed ticks in a row make it give
+every guest back and exit with status 1.
 """
 
 import dataclasses
@@ -39,6 +43,7 @@ from ufo_agent.service import heartbeat as heartbeat_mod
 from ufo_agent.service import loop
 from ufo_agent.service import metrics
 from ufo_agent.service import pidlock
+from ufo_agent.service import restore as restore_mod
 from ufo_agent.service import sdnotify
 from ufo_agent.service import settings as settings_mod
 from ufo_agent import state
@@ -60,20 +65,41 @@ CLI_OPTS = [
 # How long --restore waits for a dying agent to let go of the lock (the
 # unit's ExecStopPost can start while the agent's process is exiting).
 RESTORE_LOCK_WAIT = 5.0
+# How long --restore keeps trying libvirt (connecting, listing, giving
+# guests back), and the pause between two rounds: with the lock wait,
+# inside the unit's TimeoutStopSec (60 s).
+RESTORE_BUDGET = 40.0
+RESTORE_RETRY_PAUSE = 1.0
+
+
+#: Exit statuses. systemd restarts the agent after EXIT_FAILURE (libvirt
+#: not reachable yet, another agent still stopping, ticks that kept
+#: failing) and not after EXIT_CONFIG (``RestartPreventExitStatus``): a
+#: mistake in a configuration file is not mended by starting again.
+EXIT_FAILURE = 1
+EXIT_CONFIG = 78        # EX_CONFIG of sysexits.h, systemd's "CONFIG"
 
 
 class StartupError(Exception):
-    """A configuration or environment problem found at start."""
+    """An environment problem found at start; trying again may help."""
+
+    exit_status = EXIT_FAILURE
+
+
+class ConfigError(StartupError):
+    """A configuration mistake found at start; it needs the operator."""
+
+    exit_status = EXIT_CONFIG
 
 
 def _driver():
     try:
         import libvirt  # noqa: F401
     except ImportError:
-        raise StartupError(
+        raise ConfigError(
             'libvirt-python is not installed: install ufo-nova with its '
-            'agent extra (pip install \'ufo-nova[agent]\'; building it '
-            'needs libvirt-dev and pkg-config)')
+            'agent extra (pip install \'.[agent]\' in its source '
+            'checkout; building it needs libvirt-dev and pkg-config)')
     from ufo_agent.driver.libvirt import driver as libvirt_driver
     return libvirt_driver
 
@@ -90,14 +116,17 @@ def resolve_managed_cpus(conf):
             conf.host_cpus.reserved_cpus, conf.host_cpus.nova_config,
             conf.host_cpus.nova_config_dir)
     except managed_cpus.ManagedCpusError as exc:
-        raise StartupError(str(exc))
+        raise ConfigError(str(exc))
 
 
-def take_lock(conf, restore=False):
-    """The single-instance lock; StartupError if another agent holds it."""
+def take_lock(restore=False):
+    """The host-wide lock; StartupError if another agent holds it.
+
+    Whatever the configuration: a second agent with its own file and
+    state directory finds the same lock.
+    """
     try:
-        return pidlock.acquire(conf.agent.state_path,
-                               wait=RESTORE_LOCK_WAIT if restore else 0.0)
+        return pidlock.acquire(wait=RESTORE_LOCK_WAIT if restore else 0.0)
     except pidlock.Locked as exc:
         who = 'pid %d' % exc.pid if exc.pid else 'another process'
         if restore:
@@ -110,8 +139,12 @@ def take_lock(conf, restore=False):
             'Two agents would fight over the same guests; stop it first'
             % (who, exc.path))
     except OSError as exc:
-        raise StartupError('[agent] state_path: cannot take the lock in %s: '
-                           '%s' % (conf.agent.state_path, exc))
+        raise StartupError(
+            'cannot take the host-wide lock %s: %s. It must be writable by '
+            'the agent\'s user only: the packaged unit creates %s for it '
+            '(RuntimeDirectory=ufo-agent); elsewhere run the agent as root '
+            'or create the directory, mode 0700, owned by its user'
+            % (pidlock.host_lock_path(), exc, pidlock.HOST_LOCK_DIR))
 
 
 def check_qemu_owner(conf, dry_run=False):
@@ -123,20 +156,20 @@ def check_qemu_owner(conf, dry_run=False):
     user, group = conf.channel.qemu_user, conf.channel.qemu_group
     uid, gid = host_channel.qemu_ids(user, group)
     if uid is None:
-        raise StartupError(
+        raise ConfigError(
             '[channel] qemu_user=%s: no such user. It must be the user QEMU '
             'runs as, "user" in libvirt\'s qemu.conf (libvirt-qemu on '
             'Debian and Ubuntu, qemu on RHEL)' % user)
     if gid is None:
-        raise StartupError(
+        raise ConfigError(
             '[channel] qemu_group=%s: no such group. It must be the group '
             'QEMU runs as, "group" in libvirt\'s qemu.conf (kvm on Debian '
             'and Ubuntu, qemu on RHEL)' % group)
     if not dry_run:
         problem = host_channel.group_problem(user, group)
         if problem:
-            raise StartupError('[channel] qemu_group=%s: %s'
-                               % (group, problem))
+            raise ConfigError('[channel] qemu_group=%s: %s'
+                              % (group, problem))
 
 
 def build(conf):
@@ -147,32 +180,35 @@ def build(conf):
     """
     try:
         controller = controller_config.ControllerConfig.from_conf(conf)
+        settings = settings_mod.AgentSettings.from_conf(conf)
     except (ValueError, cfg.ConfigFileValueError) as exc:
-        raise StartupError(str(exc))
+        raise ConfigError(str(exc))
     managed = resolve_managed_cpus(conf)
     try:
         host = sysfs.host_cpus()
         cores = topology.HostTopology(host.siblings, host.numa_of_cpu,
                                       managed=managed, little=host.little)
     except (topology.TopologyError, sysfs.CoreClassError) as exc:
-        raise StartupError(str(exc))
+        raise ConfigError(str(exc))
     if controller.be_policy == 'soak':
         try:
             cgroup.check_cpu_idle()
         except cgroup.CgroupError as exc:
-            raise StartupError('[controller] be_policy = soak needs cgroup '
-                               'cpu.idle: %s' % exc)
+            raise ConfigError(
+                '[controller] be_policy = soak needs cgroup cpu.idle: %s. '
+                'Set be_policy = idle-pool, or let the agent write the '
+                'guests\' cgroups ("BE soak mode" in the agent '
+                'documentation)' % exc)
     if len(cores) < controller.emulator_min_cores + 1:
-        raise StartupError(
+        raise ConfigError(
             '[host_cpus] managed_cpus: %d whole physical cores are managed; '
             'ufo-agent needs at least %d ([controller] emulator_min_cores '
             'plus one)' % (len(cores), controller.emulator_min_cores + 1))
     drivers = _driver()
-    settings = settings_mod.AgentSettings.from_conf(conf)
     if conf.dry_run:
         settings = dataclasses.replace(settings, dry_run=True)
     check_qemu_owner(conf, settings.dry_run)
-    lock = take_lock(conf)
+    lock = take_lock()
     try:
         driver, agent = _build_agent(conf, drivers, managed, controller,
                                      settings)
@@ -209,7 +245,7 @@ def _build_agent(conf, drivers, managed, controller, settings):
             hostsignal.Windows.from_conf(conf))
     except ValueError as exc:
         driver.close()
-        raise StartupError(str(exc))
+        raise ConfigError(str(exc))
     store = state.StateStore(conf.agent.state_path)
     agent = loop.Agent(driver, managed, controller, settings, store,
                        signal_tracker=tracker, publishers=outputs)
@@ -228,19 +264,6 @@ def _hypervisor_hostname(conf, driver):
                            'not tell this host\'s name: %s' % exc)
 
 
-def restore(driver):
-    """Release every managed guest; returns the number that failed."""
-    failed = 0
-    for guest in driver.guests():
-        try:
-            driver.release(guest.uuid)
-            LOG.info('Restored guest %s (%s)', guest.uuid, guest.name)
-        except base.DriverError as exc:
-            LOG.error('Could not restore guest %s: %s', guest.uuid, exc)
-            failed += 1
-    return failed
-
-
 def restore_host(conf):
     """``--restore``: give every guest back, then clear the trait.
 
@@ -251,19 +274,30 @@ def restore_host(conf):
     attached is asked, through it, to bring every vCPU online. ``[channel]
     qemu_user`` only says whose pages to trust and is not checked: with a
     user that does not exist, a page QEMU's user owns is not used.
-    Returns the exit status.
+    libvirt failing is tried again for up to :data:`RESTORE_BUDGET`
+    seconds (:mod:`ufo_agent.service.restore`). Returns the exit status:
+    1, after a message naming them, when guests could not be given back.
     """
     managed = resolve_managed_cpus(conf)
     drivers = _driver()
-    lock = take_lock(conf, restore=True)
-    try:
-        driver = _libvirt_driver(conf, drivers, managed,
-                                 attach_channels=False,
-                                 use_attached_channels=True)
+    lock = take_lock(restore=True)
+
+    def connect():
         try:
-            failed = restore(driver)
-            hypervisor_hostname = None
-            if conf.publishers.enabled and not conf.publishers.nodename:
+            return _libvirt_driver(conf, drivers, managed,
+                                   attach_channels=False,
+                                   use_attached_channels=True)
+        except StartupError as exc:
+            raise base.DriverError(str(exc))
+
+    hypervisor_hostname = None
+    try:
+        outcome = restore_mod.restore_guests(connect, RESTORE_BUDGET,
+                                             RESTORE_RETRY_PAUSE)
+        driver = outcome.driver
+        try:
+            if driver is not None and conf.publishers.enabled and \
+                    not conf.publishers.nodename:
                 try:
                     hypervisor_hostname = driver.hostname()
                 except base.DriverError as exc:
@@ -271,7 +305,8 @@ def restore_host(conf):
                                 'the trait is cleared on the host name: '
                                 '%s', exc)
         finally:
-            driver.close()
+            if driver is not None:
+                driver.close()
     finally:
         lock.release()
     if 'placement' in (conf.publishers.enabled or ()):
@@ -279,7 +314,13 @@ def restore_host(conf):
         # the node the agent named, libvirt's name unless nodename is set.
         from ufo_agent.publishers import placement
         placement.clear_trait(conf, hypervisor_hostname)
-    return 1 if failed else 0
+    if outcome.ok:
+        LOG.info('Gave %d guest(s) back', len(outcome.restored))
+        return 0
+    message = outcome.summary(RESTORE_BUDGET)
+    LOG.error('Restore failed: %s', message)
+    print('ufo-agent: restore failed: %s' % message, file=sys.stderr)
+    return EXIT_FAILURE
 
 
 def reload(conf, agent):
@@ -315,12 +356,17 @@ def run(agent, interval, max_ticks=0, server=None, notifier=None,
     """Tick until SIGTERM or SIGINT (or ``max_ticks``), then release.
 
     SIGHUP calls ``reload(agent)`` before the next tick. ``notifier``
-    tells systemd (READY, WATCHDOG after every tick, STOPPING);
-    ``heartbeat`` runs from start to stop. Each of ``checks`` is called
-    before every tick and returns None, or why the agent must not go on
-    (it then gives every guest back and returns 2).
+    tells systemd (READY, WATCHDOG after every healthy tick, STOPPING);
+    ``heartbeat`` runs from start to stop. ``[agent] max_failed_ticks``
+    failed ticks in a row stop the agent too: every guest is given back
+    and the exit status is 1, so that systemd starts a new agent (an
+    agent that stays up without managing would look healthy). Returns
+    the exit status. Each of ``checks`` is called before every tick and
+    returns None, or the configuration mistake that stops the agent (it
+    then gives every guest back and returns EXIT_CONFIG).
     """
     stopping, reloading = [], []
+    gave_up = False
     notifier = notifier or sdnotify.Notifier({})
 
     def stop(signum, frame):
@@ -357,8 +403,15 @@ def run(agent, interval, max_ticks=0, server=None, notifier=None,
                         LOG.exception('Reload failed; the agent keeps its '
                                       'configuration')
             agent.tick()
-            # Only a completed tick feeds systemd's watchdog.
-            notifier.watchdog()
+            if not agent.failed_ticks:
+                # Only healthy progress feeds systemd's watchdog.
+                notifier.watchdog()
+            elif agent.failed_ticks >= agent.settings.max_failed_ticks:
+                LOG.error('%d ticks in a row failed ([agent] '
+                          'max_failed_ticks): giving every guest back and '
+                          'exiting with status 1', agent.failed_ticks)
+                gave_up = True
+                break
             if server is not None:
                 server.snapshot = agent.snapshot
             if max_ticks and agent.ticks >= max_ticks:
@@ -382,8 +435,8 @@ def run(agent, interval, max_ticks=0, server=None, notifier=None,
         LOG.info('Released %d guests (%d failed)',
                  len(agent.guests) - len(failed), len(failed))
     if refused:
-        return 2
-    return 1 if failed else 0
+        return EXIT_CONFIG
+    return EXIT_FAILURE if failed or gave_up else 0
 
 
 def _check_watchdog(notifier, interval, settings):
@@ -398,6 +451,11 @@ def _check_watchdog(notifier, interval, settings):
                     'killed', usec / 1e6, needed)
 
 
+def _exit_status(exc):
+    """EXIT_CONFIG for a configuration mistake, else EXIT_FAILURE."""
+    return getattr(exc, 'exit_status', EXIT_CONFIG)
+
+
 def main(argv=None):
     CONF.register_cli_opts(CLI_OPTS)
     oslo_logging.register_options(CONF)
@@ -406,7 +464,7 @@ def main(argv=None):
              project='ufo-agent', prog='ufo-agent')
     except cfg.Error as exc:
         print('ufo-agent: %s' % exc, file=sys.stderr)
-        return 2
+        return EXIT_CONFIG
     oslo_logging.setup(CONF, 'ufo-agent')
     if CONF.restore:
         try:
@@ -414,13 +472,13 @@ def main(argv=None):
         except (StartupError, cfg.Error) as exc:
             LOG.error('Cannot restore: %s', exc)
             print('ufo-agent: %s' % exc, file=sys.stderr)
-            return 2
+            return _exit_status(exc)
     try:
         driver, agent, lock = build(CONF)
     except (StartupError, cfg.Error) as exc:
         LOG.error('Cannot start: %s', exc)
         print('ufo-agent: %s' % exc, file=sys.stderr)
-        return 2
+        return _exit_status(exc)
     try:
         try:
             for uuid in driver.remove_stale_pages():
@@ -435,7 +493,7 @@ def main(argv=None):
             except OSError as exc:
                 print('ufo-agent: [agent] metrics_port %d: %s'
                       % (CONF.agent.metrics_port, exc), file=sys.stderr)
-                return 2
+                return EXIT_FAILURE
             server.start()
         interval = CONF.controller.tick_interval
         notifier = sdnotify.Notifier()

@@ -5,6 +5,12 @@ from oslo_config import cfg
 from ufo_agent.service import settings
 
 _DEFAULTS = settings.AgentSettings()
+# ufo_guest's default watchdog (watchdog_ms in
+# guest_image/ufo-guest/ufo_guest.c): a guest that sees no new heartbeat
+# for this long brings every vCPU back. Two heartbeats fit in it at most
+# heartbeat_interval apart, so that one late beat does not set it off.
+GUEST_WATCHDOG = 5.0
+HEARTBEAT_INTERVAL_MAX = GUEST_WATCHDOG / 2
 
 GROUP = cfg.OptGroup(
     'agent',
@@ -74,14 +80,27 @@ OPTS = [
              'waits for ever (not recommended).'),
     cfg.FloatOpt(
         'heartbeat_interval', default=_DEFAULTS.heartbeat_interval,
-        min=0.05, max=10.0,
+        min=0.05, max=HEARTBEAT_INTERVAL_MAX,
         help='Seconds between two heartbeats on every guest channel, '
-             'written by a thread of their own. It must stay well below '
-             'the guests\' watchdog (ufo_guest.watchdog_ms, 5 s by '
-             'default). The heartbeat stops when the agent has completed '
-             'no tick for 3 x [controller] tick_interval + '
-             'libvirt_call_timeout, so that the guests bring every vCPU '
-             'back while the agent is stuck.'),
+             'written by a thread of their own. At most half the guests\' '
+             'watchdog (ufo_guest.watchdog_ms, 5 s by default), so that a '
+             'beat a little late never makes a guest bring every vCPU '
+             'back while the agent runs; a guest given a shorter watchdog '
+             'needs a shorter interval. The heartbeat stops when the '
+             'agent has completed no tick for 3 x [controller] '
+             'tick_interval + libvirt_call_timeout, so that the guests '
+             'bring every vCPU back while the agent is stuck.'),
+    cfg.IntOpt(
+        'max_failed_ticks', default=_DEFAULTS.max_failed_ticks, min=1,
+        max=3600, mutable=True,
+        help='Ticks in a row that may fail (an error abandoned the tick, '
+             'or the controller\'s plan broke an invariant and was not '
+             'applied) before ufo-agent gives every guest back (all vCPUs '
+             'online, original pins) and exits with status 1, so that '
+             'systemd restarts it (Restart=on-failure) with a fresh start. '
+             'A failed tick does not feed systemd\'s watchdog. Ticks that '
+             'fail for one guest only (a driver call on that guest) do '
+             'not count.'),
     cfg.BoolOpt(
         'manage_non_nova_domains', default=False,
         help='Manage libvirt domains that carry no Nova instance metadata.'),

@@ -32,19 +32,22 @@ OPTS = [
         'qemu_user', default=host_channel.DEFAULT_QEMU_USER,
         help='The user QEMU runs as: it must match "user" in libvirt\'s '
              'qemu.conf (libvirt-qemu on Debian and Ubuntu, qemu on RHEL, '
-             'CentOS Stream, Rocky and AlmaLinux). ufo-agent running as '
-             'root gives each guest\'s page file to this user, and trusts '
-             'page files it owns. A user that does not exist on the host '
-             'stops the agent at start.'),
+             'CentOS Stream, Rocky and AlmaLinux). A name or a numeric '
+             'uid: under Kolla-Ansible QEMU runs as the nova user of its '
+             'container, uid 42436, which has no name on the host. '
+             'ufo-agent running as root gives each guest\'s page file to '
+             'this user, and trusts page files it owns. A name that does '
+             'not exist on the host stops the agent at start.'),
     cfg.StrOpt(
         'qemu_group', default=host_channel.DEFAULT_QEMU_GROUP,
         help='The group QEMU runs as: it must match "group" in libvirt\'s '
              'qemu.conf (kvm on Debian and Ubuntu, qemu on RHEL, CentOS '
-             'Stream, Rocky and AlmaLinux). Each guest\'s page file gets '
-             'this group and mode 0660, so that QEMU can map it. ufo-agent '
-             'not running as root must be a member of this group, or it '
-             'does not start; a group that does not exist on the host '
-             'stops the agent at start.'),
+             'Stream, Rocky and AlmaLinux). A name or a numeric gid '
+             '(Kolla-Ansible: 42436, the nova group of its containers). '
+             'Each guest\'s page file gets this group and mode 0660, so '
+             'that QEMU can map it. ufo-agent not running as root must be '
+             'a member of this group, or it does not start; a name that '
+             'does not exist on the host stops the agent at start.'),
 ]
 
 

@@ -247,8 +247,11 @@ OPTS = [
                   'cpu.idle = 1): they soak up cycles the latency-critical '
                   'pools leave idle and are preempted at once when a '
                   'latency-critical vCPU wakes. Needs a kernel with '
-                  'cpu.idle (5.15 or later); the agent refuses to start '
-                  'without it.')],
+                  'cpu.idle (5.15 or later) and write access to the '
+                  'guests\' cgroups, which the packaged systemd unit '
+                  'does not give (see "BE soak mode" in the agent '
+                  'documentation); the agent refuses to start without '
+                  'them.')],
         help='Where the vCPU threads of best-effort guests run.'),
 ]
 

@@ -39,8 +39,9 @@ OPTS = [
         help='nova-compute\'s configuration files, in the order '
              'nova-compute reads them (its --config-file options); a later '
              'file overrides an earlier one. ufo-agent reads their '
-             '[compute] cpu_shared_set, [compute] cpu_dedicated_set and '
-             '[DEFAULT] vcpu_pin_set with oslo.config, as Nova does. The '
+             '[compute] cpu_shared_set, [compute] cpu_dedicated_set, '
+             '[DEFAULT] vcpu_pin_set and [DEFAULT] host (the name its host '
+             'signals carry) with oslo.config, as Nova does. The '
              'default files are skipped when they do not exist; any other '
              'file must exist. Empty: do not read Nova\'s configuration '
              '(managed_cpus must then be set).'),

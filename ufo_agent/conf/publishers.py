@@ -25,9 +25,14 @@ OPTS = [
              'ufo_agent.publishers namespace: notification, placement.'),
     cfg.StrOpt(
         'host',
-        help='Compute service host name the signal describes: Nova\'s '
-             '[DEFAULT] host of this compute node. Defaults to the '
-             'hostname.'),
+        help='Compute service host name the signal describes, the name '
+             'nova-scheduler knows this compute node by. Unset (the '
+             'recommended setting): nova-compute\'s own [DEFAULT] host, '
+             'read from [host_cpus] nova_config and nova_config_dir as '
+             'nova-compute reads them, else Nova\'s default, the '
+             'hostname. Set, it wins, and ufo-agent warns at start when '
+             'it differs from the host name found in Nova\'s '
+             'configuration.'),
     cfg.StrOpt(
         'nodename',
         help='Name of this host\'s compute node (its hypervisor hostname, '

@@ -220,29 +220,70 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
 
 
 def assign_cores(topology, emulator_current, emulator_count, vm_current,
-                 vm_counts):
-    """Return (emulator cores, {key: cores}, idle cores) as frozensets."""
+                 vm_counts, held=None, idle_needed=False):
+    """Return (emulator cores, {key: cores}, idle cores) as frozensets.
+
+    ``held`` maps ``'emulator'`` or a key to cores it keeps whatever its
+    count (threads there cannot move): others may get fewer than their
+    counts. Held cores of a key without a count stay idle. Where held
+    cores leave the idle pool empty while a VM runs there (``idle_needed``:
+    one is parked; or one was left without a core), a VM core goes idle.
+    """
     managed = topology.core_ids
+    held = held or {}
+    pinned = frozenset().union(*held.values()) & managed
     owners = [('emulator', emulator_current, emulator_count)]
     owners += [(key, vm_current.get(key, frozenset()), vm_counts[key])
                for key in sorted(vm_counts)]
     kept = {}
     taken = set()
     for key, current, count in owners:
-        mine = sorted((set(current) & managed) - taken)
-        if len(mine) > count:
-            mine = _shrink(topology, mine, count, key == 'emulator')
+        mine = sorted((set(held.get(key, ())) & managed) - taken,
+                      key=lambda c: (c not in current, c))
+        if key != 'emulator' and not count:
+            # A VM counted no core runs on the idle pool: its held cores
+            # stay idle (pinned: no other pool gets them).
+            mine = []
         kept[key] = set(mine)
+        taken.update(kept[key])
+    for key, current, count in owners:
+        mine = sorted((set(current) & managed) - taken - pinned)
+        room = max(0, count - len(kept[key]))
+        if len(mine) > room:
+            mine = _shrink(topology, mine, room, key == 'emulator')
+        kept[key].update(mine)
         taken.update(mine)
-    free = sorted(managed - taken)
+    free = sorted(managed - taken - pinned)
     for key, _, count in owners:
         while len(kept[key]) < count and free:
             core = _pick(topology, kept[key], free, key == 'emulator')
             free.remove(core)
             kept[key].add(core)
+    idle = set(free) | (pinned - taken)
+    if held and not idle and (idle_needed or any(
+            not kept[key] for key, _, _ in owners[1:])):
+        idle.update(_make_room(topology, kept, pinned,
+                               [key for key, _, _ in owners[1:]]))
     emulator = frozenset(kept.pop('emulator'))
     vms = {key: frozenset(cores) for key, cores in kept.items()}
-    return emulator, vms, frozenset(free)
+    return emulator, vms, frozenset(idle)
+
+
+def _make_room(topology, kept, pinned, vm_keys):
+    """One core for the idle pool, from the VM with most movable cores.
+
+    Held cores can leave a VM that was counted a core with none; it then
+    runs on the idle pool's CPUs, which must not be empty. Returns the
+    core taken (none when every VM core is held).
+    """
+    movable = {key: sorted(kept[key] - pinned) for key in vm_keys}
+    donor = max(vm_keys, key=lambda key: (len(movable[key]), key))
+    if not movable[donor]:
+        return set()
+    stays = _shrink(topology, movable[donor], len(movable[donor]) - 1)
+    core = set(movable[donor]) - set(stays)
+    kept[donor] -= core
+    return core
 
 
 def _misplaced(topology, core, emulator):

@@ -123,8 +123,21 @@ class BacklogDetector:
 
 
 def _ratio(sample):
-    """Bytes out per byte in, or None for a sample without traffic."""
-    if not sample.bytes_in or not sample.packets_in or \
-            not sample.packets_out or sample.bytes_out is None:
+    """Bytes out per byte in, or None for a sample that tells nothing.
+
+    That is a sample without traffic both ways, and one whose counters
+    cannot be: a packet carries at least a byte (a frame header), so
+    fewer bytes than packets (packets and no bytes, say) is a counter
+    that lies or wrapped. The ratio, when there is one, is positive and
+    finite: the usual ratio learned from it is what later samples are
+    divided by.
+    """
+    counts = (sample.packets_in, sample.packets_out, sample.bytes_in,
+              sample.bytes_out)
+    if any(c is None or not math.isfinite(c) or c <= 0 for c in counts):
         return None
-    return sample.bytes_out / sample.bytes_in
+    if sample.bytes_in < sample.packets_in or \
+            sample.bytes_out < sample.packets_out:
+        return None
+    ratio = sample.bytes_out / sample.bytes_in
+    return ratio if 0.0 < ratio < math.inf else None

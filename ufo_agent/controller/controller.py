@@ -93,6 +93,7 @@ class VmState:
         self.plan = None        # (fields, VmPlan) of the last tick
         self.drain_need = None  # demand plus this tick's unanswered work
         self.drain_back = None  # cores to go back to after a drain tick
+        self.reset_by = None    # the error its last update raised, if any
         self.forget_sf(config, pcpus_per_core)
 
     def forget_sf(self, config, pcpus_per_core):
@@ -151,6 +152,8 @@ class Controller:
         self._probe_yield = None
         # Ticks in a row that asked for an emulator grow taking guests' cores.
         self._squeeze_asks = 0
+        # uuid -> the exception that reset the VM on the last tick.
+        self.vm_errors = {}
 
     # -- inventory -------------------------------------------------------
     def add_vm(self, spec, learned=None, now=0.0):
@@ -237,15 +240,20 @@ class Controller:
                                       len(state.cores), 0, reason))
 
     # -- one tick --------------------------------------------------------
-    def tick(self, now, samples, emulator_busy_pct):
+    def tick(self, now, samples, emulator_busy_pct, held_cores=None):
         """Run one control step.
 
         ``samples`` maps VM uuid to a :class:`VmSample` for this tick (a VM
         without one keeps its allocation); ``emulator_busy_pct`` is the CPU
         time of all emulator threads over the tick, in percent of one CPU.
+        ``held_cores`` maps ``'emulator'`` or a VM's uuid to cores whose
+        threads cannot move this tick (a guest's calls hang): they stay
+        that pool's (a VM's, the idle pool's while the VM has no cores).
         """
         cfg = self.config
         decisions = []
+        self.vm_errors = {}
+        samples = self._usable_samples(samples)
         emu_now = len(self.emulator_cores)
         guest_pct = sum(s.util for u, s in samples.items()
                         if u in self.vms and
@@ -300,30 +308,16 @@ class Controller:
         self._pending = []
 
         for uuid in sorted(self.vms):
-            state = self.vms[uuid]
-            sample = samples.get(uuid)
-            if sample is None:
-                state.hold()
-                continue
-            state.last_sample = sample
-            self._note_sf_scale(state, sample)
-            self._observe(state, sample, now, decisions)
-            if state.mode != VmMode.ACTIVE:
-                state.drain_back = None
-                continue
-            if state.drain_back is not None:
-                self._end_drain(state)
-                continue
-            if not state.settled(now, cfg.settle_time):
-                state.hold()
-                continue
-            if emulator_grows:
-                # Nothing moves on a pool grow (paper Algorithm 1), but the
-                # sample still counts toward confirming the VM's next move.
-                self._count_sample(state, sample, now)
-                state.hold()
-                continue
-            self._predict(state, sample, now)
+            own = []
+            try:
+                self._update_vm(self.vms[uuid], samples.get(uuid), now,
+                                emulator_grows, own)
+            except Exception as exc:
+                # One VM's numbers, or a bug they reach, cost that VM
+                # what it learned, not the other VMs their tick.
+                self._reset_vm(uuid, now, exc, decisions)
+            else:
+                decisions += own
 
         offloaded = {u: s.emulator for u, s in samples.items()
                      if u in self.vms}
@@ -335,9 +329,83 @@ class Controller:
                                                     offloaded, entitled)
             if self._charged:
                 fair = emu_want
-        plan = self._allocate(now, emu_want, decisions, fair, yielded_to)
+        plan = self._allocate(now, emu_want, decisions, fair, yielded_to,
+                              held_cores)
         self.last_plan = plan
         return plan
+
+    def _update_vm(self, state, sample, now, emulator_grows, decisions):
+        """One VM's step of the tick: its class, mode and wish."""
+        if sample is None:
+            state.hold()
+            return
+        state.last_sample = sample
+        self._note_sf_scale(state, sample)
+        self._observe(state, sample, now, decisions)
+        if state.mode != VmMode.ACTIVE:
+            state.drain_back = None
+            return
+        if state.drain_back is not None:
+            self._end_drain(state)
+            return
+        if not state.settled(now, self.config.settle_time):
+            state.hold()
+            return
+        if emulator_grows:
+            # Nothing moves on a pool grow (paper Algorithm 1), but the
+            # sample still counts toward confirming the VM's next move.
+            self._count_sample(state, sample, now)
+            state.hold()
+            return
+        self._predict(state, sample, now)
+
+    def _reset_vm(self, uuid, now, exc, decisions):
+        """Start a VM whose update raised afresh, at its flavor size.
+
+        What it learned may be what raised, and the update may have
+        stopped half way: the VM gets a new state, as a new VM, asking
+        for its flavor from idle cores. It keeps the cores it holds and
+        the cores it had committed, so that no other VM loses a core to
+        it; the allocator places it with the others, as every tick.
+        """
+        old = self.vms[uuid]
+        state = VmState(old.spec, self.config, self.ppc)
+        state.cores = old.cores
+        state.changed_at = old.changed_at
+        if old.mode == VmMode.ACTIVE and state.mode == VmMode.ACTIVE:
+            state.committed = max(1, min(old.committed, state.max_cores))
+        text = '%s: %s' % (type(exc).__name__, exc)
+        why = 'its update failed (%s); it starts afresh at its flavor ' \
+            'size' % text
+        state.last_action = (Action.RESET, why)
+        state.reset_by = text
+        self.vms[uuid] = state
+        self.vm_errors[uuid] = exc
+        if old.reset_by != text:
+            decisions.append(Decision(now, uuid, Action.RESET,
+                                      len(old.cores), len(old.cores), why))
+
+    def _usable_samples(self, samples):
+        """The samples of managed VMs whose numbers can be computed with.
+
+        A sample with a number that is not finite, or negative, is left
+        out (its VM keeps its allocation, as without a sample) and noted
+        in :attr:`vm_errors`: it never reaches the host-wide sums.
+        """
+        usable = {}
+        for uuid, sample in samples.items():
+            if uuid not in self.vms:
+                continue
+            bad = [name for name in _SAMPLE_NUMBERS
+                   if not _plain_number(getattr(sample, name))]
+            if bad:
+                self.vm_errors[uuid] = ValueError(
+                    'unusable sample: %s' % ', '.join(
+                        '%s=%r' % (name, getattr(sample, name))
+                        for name in bad))
+                continue
+            usable[uuid] = sample
+        return usable
 
     def _note_sf_scale(self, state, sample):
         """Forget what was learned when the guest's SF changes its count.
@@ -819,11 +887,14 @@ class Controller:
         return max(1, committed - charge) if charge else committed
 
     def _allocate(self, now, emu_want, decisions, emu_fair=None,
-                  yielded_to=None):
+                  yielded_to=None, held_cores=None):
         active, counts = self._counts(emu_want, emu_fair, yielded_to)
         emu_cores, vm_cores, idle = allocator.assign_cores(
             self.topology, self.emulator_cores, counts.emulator,
-            {s.spec.uuid: s.cores for s in active}, counts.vms)
+            {s.spec.uuid: s.cores for s in active}, counts.vms,
+            held=self._held(held_cores),
+            idle_needed=bool(self.config.idle_pool_min_cores and
+                             self._some_vm_shares()))
         if counts.emulator != emu_want and decisions and \
                 decisions[0].vm == 'emulator':
             decisions[0] = Decision(
@@ -860,6 +931,27 @@ class Controller:
             overloaded=counts.shortfall > 0,
             shortfall_cores=counts.shortfall,
             decisions=tuple(decisions))
+
+    def _held(self, held_cores):
+        """``held_cores`` a VM may hold: its flavor at most; others idle.
+
+        A VM keeps the held cores it has first. What it may not hold (or
+        a VM without cores) stays idle: it is given to no other pool.
+        """
+        held = {}
+        for key, cores in (held_cores or {}).items():
+            state = self.vms.get(key)
+            if key == 'emulator' or state is None:
+                held[key] = frozenset(cores)
+                continue
+            keep = ()
+            if state.mode == VmMode.ACTIVE:
+                keep = sorted(cores, key=lambda c: (c not in state.cores,
+                                                    c))[:state.max_cores]
+            held[key] = frozenset(keep)
+            held[None] = held.get(None, frozenset()) | (
+                frozenset(cores) - held[key])
+        return held
 
     def _record_change(self, state, old, new, now, decisions):
         uuid = state.spec.uuid
@@ -934,6 +1026,17 @@ class Controller:
                 note=note, max_cores=state.max_cores, model_r2=r2,
                 fitted_models=fitted, sched_idle=soak))
         return state.plan[1]
+
+
+_SAMPLE_NUMBERS = ('util', 'sf', 'steal', 'emulator', 'emulator_wait',
+                   'emulator_threads', 'packets_in', 'packets_out',
+                   'bytes_in', 'bytes_out')
+
+
+def _plain_number(value):
+    """None (not known), or a finite number that is not negative."""
+    return value is None or (isinstance(value, (int, float)) and
+                             math.isfinite(value) and value >= 0)
 
 
 def _because(why, pred):

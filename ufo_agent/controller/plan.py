@@ -29,7 +29,7 @@ class Action(enum.StrEnum):
     The others come from the lifecycle (``start``, ``park``, ``wake``,
     class changes), the allocator (``squeeze``, ``restore``,
     ``probe-denied``), the end of a grow's drain cores (``drained``) and
-    the emulator pool.
+    the emulator pool; ``reset`` starts a VM whose update failed afresh.
     """
 
     STAY = 'stay'
@@ -49,6 +49,7 @@ class Action(enum.StrEnum):
     DRAINED = 'drained'
     EMULATOR_GROW = 'emulator-grow'
     EMULATOR_SHRINK = 'emulator-shrink'
+    RESET = 'reset'
 
 
 @dataclasses.dataclass(frozen=True)

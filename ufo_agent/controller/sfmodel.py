@@ -319,7 +319,8 @@ class SchedFreqModel:
                     raise ValueError('bad curve %r' % (row,))
                 curves[int(key)] = quadfit.Quadratic(a, b, c, r2,
                                                      int(points))
-        except (KeyError, TypeError, AttributeError) as exc:
+        except (KeyError, TypeError, AttributeError, OverflowError) as exc:
+            # OverflowError: an integer too large for a float.
             raise ValueError('malformed model state: %s' % exc)
         self.threshold = threshold
         self.samples = restored

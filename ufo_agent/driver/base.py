@@ -23,6 +23,13 @@ class DriverError(Exception):
     """An operation on one guest or on the hypervisor failed."""
 
 
+class GuestBusy(DriverError):
+    """Nothing was done: an earlier call on the guest has not returned.
+
+    The guest's threads are where they were before the operation.
+    """
+
+
 class GuestEvent(str, enum.Enum):
     """Lifecycle changes the loop must react to."""
 
@@ -138,11 +145,26 @@ class HypervisorDriver(abc.ABC):
 
     @abc.abstractmethod
     def pin_vcpus(self, uuid, cpus):
-        """Pin every vCPU thread of a guest to ``cpus`` (live only)."""
+        """Pin every vCPU thread of a guest to ``cpus`` (live only).
+
+        Raises :class:`GuestBusy` when it pinned nothing because an
+        earlier call on the guest has not returned; any other
+        DriverError may leave some threads pinned and others not.
+        """
 
     @abc.abstractmethod
     def pin_emulator(self, uuid, cpus):
-        """Pin every non-vCPU thread of a guest to ``cpus`` (live only)."""
+        """Pin every non-vCPU thread of a guest to ``cpus`` (live only).
+
+        Raises as :meth:`pin_vcpus` does.
+        """
+
+    def busy_guests(self):
+        """The uuids of guests whose earlier calls have not returned.
+
+        Nothing can move their threads until those calls return.
+        """
+        return frozenset()
 
     @abc.abstractmethod
     def set_vcpu_target(self, uuid, vcpus):

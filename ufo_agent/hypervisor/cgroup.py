@@ -151,9 +151,38 @@ def write_idle(group, idle):
         raise CgroupError('%s: %s' % (path, exc.strerror or exc))
 
 
+def _read_only(mount, proc_root):
+    """True when the mount point ``mount`` is mounted read-only."""
+    for line in _read(os.path.join(proc_root, 'self/mountinfo')).splitlines():
+        fields = line.partition(' - ')[0].split()
+        if len(fields) >= 6 and fields[4] == mount:
+            return 'ro' in fields[5].split(',')
+    return False
+
+
+def _may_write(path):
+    """None when this process may open ``path`` for writing, else why.
+
+    Opened, never written: the kernel checks the mount, the file's mode
+    and this process's capabilities as a write would.
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+    except OSError as exc:
+        return '%s: %s' % (path, exc.strerror or exc)
+    return None
+
+
 def check_cpu_idle(proc_root='/proc'):
-    """Raise CgroupError unless a cpu hierarchy offers ``cpu.idle``."""
+    """Raise CgroupError unless this process can set ``cpu.idle``.
+
+    A cpu hierarchy must offer ``cpu.idle`` (Linux 5.15+), be mounted
+    read-write (systemd's ``ProtectControlGroups=yes`` mounts it
+    read-only for the service) and let this process write its groups'
+    files (root's, the packaged unit's unprivileged user may not).
+    """
     v1, v2 = cpu_mounts(proc_root)
+    found = None
     for point, _ in filter(None, (v1, v2)):
         # The v2 root has no cpu.* files: look one level down too.
         try:
@@ -163,11 +192,24 @@ def check_cpu_idle(proc_root='/proc'):
         candidates = [point] + sorted(
             os.path.join(point, name) for name in names
             if os.path.isdir(os.path.join(point, name)))
-        if any(os.path.exists(os.path.join(c, 'cpu.idle'))
-               for c in candidates):
-            return
-    if v1 is None and v2 is None:
-        raise CgroupError('no cgroup hierarchy with the cpu controller is '
-                          'mounted')
-    raise CgroupError('the kernel\'s cpu controller has no cpu.idle '
-                      '(Linux 5.15 or later)')
+        files = [os.path.join(c, 'cpu.idle') for c in candidates
+                 if os.path.exists(os.path.join(c, 'cpu.idle'))]
+        if files:
+            found = point, files
+            break
+    if found is None:
+        if v1 is None and v2 is None:
+            raise CgroupError('no cgroup hierarchy with the cpu controller '
+                              'is mounted')
+        raise CgroupError('the kernel\'s cpu controller has no cpu.idle '
+                          '(Linux 5.15 or later)')
+    point, files = found
+    if _read_only(point, proc_root):
+        raise CgroupError('%s is mounted read-only for ufo-agent (under '
+                          'systemd: ProtectControlGroups=yes, as in the '
+                          'packaged unit)' % point)
+    problems = [_may_write(path) for path in files]
+    if all(problems):
+        raise CgroupError('ufo-agent (uid %d) may not write the cpu.idle '
+                          'of the cgroups: %s' % (os.geteuid(),
+                                                  problems[-1]))

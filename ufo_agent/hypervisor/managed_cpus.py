@@ -117,11 +117,14 @@ def _existing(paths, option, default_paths):
     return found
 
 
-def read_nova_cpu_sets(files, config_dir=None):
-    """Read Nova's CPU sets; None when no Nova configuration exists.
+def read_nova_config(files, config_dir=None, opts=()):
+    """Parse nova-compute's configuration with the options ``opts``.
 
     ``files`` are read in order, then the ``*.conf`` files of
-    ``config_dir``, with oslo.config as nova-compute reads them.
+    ``config_dir``, with oslo.config as nova-compute reads them; ``opts``
+    are ``(group, opt)`` pairs, group None for ``[DEFAULT]``. Returns
+    ``(paths read, ConfigOpts)``, or None when no Nova configuration
+    exists.
     """
     files = _existing(_paths(files), NOVA_CONFIG, NOVA_CONFIG_FILES)
     dirs = _existing([config_dir] if config_dir else [], NOVA_CONFIG_DIR_OPT,
@@ -136,9 +139,8 @@ def read_nova_cpu_sets(files, config_dir=None):
     if not read:
         return None
     nova = cfg.ConfigOpts()
-    nova.register_opts([cfg.StrOpt('cpu_shared_set'),
-                        cfg.StrOpt('cpu_dedicated_set')], group='compute')
-    nova.register_opts([cfg.StrOpt('vcpu_pin_set')])
+    for group, opt in opts:
+        nova.register_opt(opt, group=group)
     args = []
     for path in files:
         args += ['--config-file', path]
@@ -152,6 +154,22 @@ def read_nova_cpu_sets(files, config_dir=None):
     except (cfg.Error, OSError) as exc:
         raise ManagedCpusError('%s, nova_config_dir: cannot read Nova\'s '
                                'configuration: %s' % (NOVA_CONFIG, exc))
+    return tuple(read), nova
+
+
+def read_nova_cpu_sets(files, config_dir=None):
+    """Read Nova's CPU sets; None when no Nova configuration exists.
+
+    ``files`` are read in order, then the ``*.conf`` files of
+    ``config_dir``, with oslo.config as nova-compute reads them.
+    """
+    loaded = read_nova_config(files, config_dir, (
+        ('compute', cfg.StrOpt('cpu_shared_set')),
+        ('compute', cfg.StrOpt('cpu_dedicated_set')),
+        (None, cfg.StrOpt('vcpu_pin_set'))))
+    if loaded is None:
+        return None
+    read, nova = loaded
     sets = NovaCpuSets(tuple(read))
     values = {}
     for field, group, name, option in (

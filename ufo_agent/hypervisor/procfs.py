@@ -168,10 +168,17 @@ def parse_schedstat(text):
 def schedstat(pid, tid=None, root='/proc'):
     """:class:`SchedStat` of a thread (or of a process's main thread)."""
     if tid is None:
-        path = os.path.join(root, str(pid), 'schedstat')
+        path = '%s/%d/schedstat' % (root, pid)
     else:
-        path = os.path.join(root, str(pid), 'task', str(tid), 'schedstat')
-    return parse_schedstat(_read(path))
+        path = '%s/%d/task/%d/schedstat' % (root, pid, tid)
+    # Read for every thread of every guest on each tick: one read(2) of
+    # the bytes, without a text file object (several times cheaper).
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.read(fd, 256)
+    finally:
+        os.close(fd)
+    return parse_schedstat(data)
 
 
 def allowed_cpus(pid, tid, root='/proc'):

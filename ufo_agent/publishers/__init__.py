@@ -2,8 +2,13 @@
 
 A publisher is a stevedore plugin in the ``ufo_agent.publishers``
 namespace, chosen by ``[publishers] enabled``. Its class is called as
-``cls(conf, host, nodename)`` and the object has two methods:
+``cls(conf, host, nodename)`` and the object has these methods:
 
+``start()``
+    Called once, before the first ``publish``, from the thread that
+    publishes: prepare and check what the publisher needs (the placement
+    publisher creates its trait and looks its resource provider up). It
+    logs what it finds and must not raise for a transient outage.
 ``publish(signal)``
     Called with every :class:`ufo_agent.hostsignal.HostSignal` the agent
     computes (once per controller tick). The publisher decides itself what
@@ -20,11 +25,13 @@ publisher and isolates their failures from each other.
 """
 
 import abc
-import socket
+import dataclasses
 import threading
 
 from oslo_log import log as logging
 from stevedore import named
+
+from ufo_agent.hypervisor import nova_host
 
 LOG = logging.getLogger(__name__)
 NAMESPACE = 'ufo_agent.publishers'
@@ -37,6 +44,9 @@ class Publisher(metaclass=abc.ABCMeta):
         self.conf = conf
         self.host = host
         self.nodename = nodename
+
+    def start(self):
+        """Prepare and check, once, before the first signal."""
 
     @abc.abstractmethod
     def publish(self, signal):
@@ -51,6 +61,14 @@ class PublisherSet:
 
     def __init__(self, publishers):
         self.publishers = list(publishers)
+
+    def start(self):
+        for publisher in self.publishers:
+            try:
+                publisher.start()
+            except Exception:
+                LOG.exception('Publisher %s failed to start',
+                              type(publisher).__name__)
 
     def publish(self, signal):
         for publisher in self.publishers:
@@ -77,7 +95,9 @@ class BackgroundPublisher:
     guests' heartbeat watchdog. :meth:`publish` only stores the signal;
     the thread sends the newest one it finds, so signals that pile up
     during an outage are coalesced into the latest, which is all a
-    receiver needs. :meth:`close` sends the last signal, then closes the
+    receiver needs. The thread starts the publishers before it sends
+    anything, so their checks at start never delay the agent either.
+    :meth:`close` sends the last signal, then closes the
     publishers (the placement one clears its trait).
     """
 
@@ -97,6 +117,10 @@ class BackgroundPublisher:
             self._cond.notify()
 
     def _run(self):
+        try:
+            self._inner.start()
+        except Exception:
+            LOG.exception('Publishers failed to start')
         while True:
             with self._cond:
                 while self._pending is None and not self._closing:
@@ -117,25 +141,68 @@ class BackgroundPublisher:
         self._inner.close()
 
 
-def host_and_node(conf, hypervisor_hostname=None):
-    """The signal's host and node names.
+@dataclasses.dataclass(frozen=True)
+class SignalNames:
+    """The host and node a signal describes, and where each name is from."""
 
-    ``hypervisor_hostname`` is libvirt's name of the host, which Nova's
-    libvirt driver gives the compute node; the node name falls back to the
-    host when it is not known either.
+    host: str
+    host_origin: str
+    nodename: str
+    node_origin: str
+
+
+def signal_names(conf, hypervisor_hostname=None):
+    """The signal's host and node names (:class:`SignalNames`).
+
+    The host is ``[publishers] host`` if set, else nova-compute's own
+    ``[DEFAULT] host`` read from ``[host_cpus] nova_config`` and
+    ``nova_config_dir`` (:mod:`ufo_agent.hypervisor.nova_host`), which is
+    the name nova-scheduler knows the host by. ``hypervisor_hostname`` is
+    libvirt's name of the host, which Nova's libvirt driver gives the
+    compute node; the node name falls back to the host when it is not
+    known either. A ``[publishers] host`` that differs from Nova's host is
+    used, with a warning.
+
+    :raises ValueError: naming the file and option, when Nova's
+        configuration cannot be read.
     """
-    host = conf.publishers.host or socket.gethostname()
-    return host, conf.publishers.nodename or hypervisor_hostname or host
+    nova = nova_host.read_nova_host(conf.host_cpus.nova_config,
+                                    conf.host_cpus.nova_config_dir)
+    host, host_origin = nova.name, nova.origin
+    if conf.publishers.host:
+        host, host_origin = conf.publishers.host, '[publishers] host'
+        if nova.files and host != nova.name:
+            LOG.warning(
+                '[publishers] host is %s but nova-compute\'s host is %s '
+                '(%s): nova-scheduler looks host signals up by Nova\'s host '
+                'name, so UFOFilter and UFOIdlePoolWeigher will find none '
+                'for this host. Unset [publishers] host unless Nova\'s '
+                'configuration above is not the one nova-compute uses.',
+                host, nova.name, nova.origin)
+    if conf.publishers.nodename:
+        node, node_origin = conf.publishers.nodename, '[publishers] nodename'
+    elif hypervisor_hostname:
+        node, node_origin = (hypervisor_hostname,
+                             'the host name libvirt reports')
+    else:
+        node, node_origin = host, 'the host name'
+    return SignalNames(host, host_origin, node, node_origin)
+
+
+def host_and_node(conf, hypervisor_hostname=None):
+    """``(host, nodename)`` of :func:`signal_names`."""
+    names = signal_names(conf, hypervisor_hostname)
+    return names.host, names.nodename
 
 
 def load(conf, hypervisor_hostname=None):
     """Load the publishers of ``[publishers] enabled``.
 
     :raises ValueError: naming the option, when an enabled name has no
-        plugin.
+        plugin or Nova's configuration cannot be read
+        (:func:`signal_names`).
     """
     names = conf.publishers.enabled
-    host, nodename = host_and_node(conf, hypervisor_hostname)
 
     def missing(names_missing):
         raise ValueError(
@@ -145,9 +212,13 @@ def load(conf, hypervisor_hostname=None):
 
     if not names:
         return PublisherSet([])
+    found = signal_names(conf, hypervisor_hostname)
+    LOG.info('Host signals describe host %s (%s), compute node %s (%s)',
+             found.host, found.host_origin, found.nodename,
+             found.node_origin)
     manager = named.NamedExtensionManager(
         NAMESPACE, names, invoke_on_load=True,
-        invoke_args=(conf, host, nodename), name_order=True,
+        invoke_args=(conf, found.host, found.nodename), name_order=True,
         on_missing_entrypoints_callback=missing,
         propagate_map_exceptions=True, on_load_failure_callback=_load_failed)
     return PublisherSet(ext.obj for ext in manager.extensions)

@@ -1,5 +1,13 @@
 """The ``placement`` publisher: the CUSTOM_UFO_OVERLOADED trait.
 
+The trait itself is created when the publisher starts (and again before
+it is set, all idempotent): Placement refuses, with 400 "No such
+trait(s)", every request that names an unknown trait, forbidden ones
+included, so a flavor with ``trait:CUSTOM_UFO_OVERLOADED=forbidden``
+could boot nowhere until a host had once been overloaded. At start it
+also checks that Placement has a resource provider named after the
+compute node, and logs an error naming the options when not.
+
 The trait is on the host's compute-node resource provider while the host is
 overloaded: set on entering overload, cleared on leaving it and at agent
 shutdown (and on the first signal after a start, in case an earlier run
@@ -32,6 +40,10 @@ class PlacementError(Exception):
     """Placement refused or failed a request."""
 
 
+class NoSuchProvider(PlacementError):
+    """Placement has no resource provider of the node's name."""
+
+
 class PlacementTraitPublisher(publishers.Publisher):
 
     def __init__(self, conf, host, nodename, client=None,
@@ -44,16 +56,49 @@ class PlacementTraitPublisher(publishers.Publisher):
         self._retry_at = None
         self._rp_uuid = None
         self._applied = None   # None: unknown, else whether the trait is set
+        self._trait_created = False
+
+    def start(self):
+        """Create the trait and look the node's provider up; log, not raise.
+
+        Whatever fails here is tried again by :meth:`publish`.
+        """
+        try:
+            self._ensure_trait()
+        except Exception as exc:
+            LOG.warning('Could not create trait %s in Placement, will retry: '
+                        '%s. Until it exists, Placement refuses every '
+                        'request of a flavor that names it.', TRAIT, exc)
+        try:
+            rp_uuid = self._provider()
+        except NoSuchProvider as exc:
+            LOG.error('%s. This host\'s %s trait cannot be set until it '
+                      'is (nova-compute may not have registered the node '
+                      'yet).', exc, TRAIT)
+        except Exception as exc:
+            LOG.warning('Could not look up the resource provider of compute '
+                        'node %s in Placement, will retry: %s',
+                        self.nodename, exc)
+        else:
+            LOG.info('Placement knows compute node %s (resource provider '
+                     '%s)', self.nodename, rp_uuid)
 
     def publish(self, signal):
+        """Create the trait if not yet done, set or clear it on change.
+
+        Returns True when Placement was changed.
+        """
         wanted = signal.state == hostsignal.OVERLOADED
-        if wanted == self._applied:
+        if wanted == self._applied and self._trait_created:
             return False
         now = self._clock()
         if self._retry_at is not None and now < self._retry_at:
             return False
         try:
-            self.apply(wanted)
+            if not self._trait_created:
+                self._ensure_trait()
+            if wanted != self._applied:
+                self.apply(wanted)
         except Exception as exc:
             self._retry_at = now + self._retry_interval
             LOG.warning('Could not %s trait %s on %s, will retry in %.0f s: '
@@ -119,18 +164,35 @@ class PlacementTraitPublisher(publishers.Publisher):
                                      % (resp.status_code, resp.text))
             found = resp.json()['resource_providers']
             if not found:
-                raise PlacementError('no resource provider named %s (is '
-                                     '[publishers] nodename the compute '
-                                     'node\'s hypervisor hostname?)'
-                                     % self.nodename)
+                raise NoSuchProvider(self._no_provider_message())
             self._rp_uuid = found[0]['uuid']
         return self._rp_uuid
 
+    def _no_provider_message(self):
+        message = ('Placement has no resource provider named %s: '
+                   '[publishers] nodename must be the name of this host\'s '
+                   'compute node, its hypervisor hostname ("openstack '
+                   'hypervisor list"); unset, it is the host name libvirt '
+                   'reports' % self.nodename)
+        if self.host != self.nodename:
+            # A node named after the host gives away a wrong nodename.
+            resp = self._request('get', '/resource_providers',
+                                 params={'name': self.host})
+            if resp.status_code == 200 and resp.json()['resource_providers']:
+                message += ('; a provider named %s (the host name) exists: '
+                            'set [publishers] nodename = %s'
+                            % (self.host, self.host))
+        return message
+
     def _ensure_trait(self):
+        # 201 Created or 204 No Content (it existed): idempotent.
         resp = self._request('put', '/traits/%s' % TRAIT)
         if resp.status_code not in (201, 204):
             raise PlacementError('PUT trait %s: HTTP %d %s'
                                  % (TRAIT, resp.status_code, resp.text))
+        if not self._trait_created:
+            LOG.info('Trait %s exists in Placement', TRAIT)
+        self._trait_created = True
 
     def _get_traits(self, rp_uuid):
         resp = self._request('get', '/resource_providers/%s/traits'
@@ -152,12 +214,13 @@ def clear_trait(conf, hypervisor_hostname=None):
     ``[placement]`` section, Placement unreachable) is logged, not raised.
     Returns True when the trait is not set any more.
     """
-    host, nodename = publishers.host_and_node(conf, hypervisor_hostname)
+    nodename = None
     try:
+        host, nodename = publishers.host_and_node(conf, hypervisor_hostname)
         PlacementTraitPublisher(conf, host, nodename).apply(False)
     except Exception as exc:
-        LOG.warning('Could not clear trait %s on %s: %s', TRAIT, nodename,
-                    exc)
+        LOG.warning('Could not clear trait %s on %s: %s', TRAIT,
+                    nodename or 'this host', exc)
         return False
     return True
 

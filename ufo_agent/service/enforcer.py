@@ -138,11 +138,12 @@ class Enforcer:
         """The guest runs again, on the pins it had: targets may follow."""
         self.paused.discard(uuid)
 
-    def _adopt_pins(self, uuid):
+    def _adopt_pins(self, uuid, keys=None):
+        """Record the guest's pins as found (``keys``: only those)."""
         guest = self.guests[uuid]
         vcpu = guest.restore_vcpu_cpus
         emulator = guest.restore_emulator_cpus
-        exact = False
+        exact = guessed = False
         try:
             live_vcpus, live_emulator = self.driver.read_pins(uuid)
             sets = [s for s in live_vcpus if s]
@@ -152,10 +153,31 @@ class Enforcer:
         except base.DriverError as exc:
             LOG.debug('Live pins of %s unknown (%s): assuming its '
                       'definition and every managed CPU', uuid, exc)
+            if keys is not None:
+                return
             every = self.managed_cpus or frozenset()
             vcpu, emulator = vcpu | every, emulator | every
-        self.ledger.adopt((uuid, VCPU), vcpu, exact)
-        self.ledger.adopt((uuid, EMULATOR), emulator, exact)
+            guessed = True
+        for kind, cpus in ((VCPU, vcpu), (EMULATOR, emulator)):
+            if keys is None or (uuid, kind) in keys:
+                self.ledger.adopt((uuid, kind), cpus, exact, guessed)
+
+    def _read_guessed(self, uuids):
+        """Read again the pins that could not be read when adopted.
+
+        Only pinnings nothing was written to since: a pin that failed
+        may still land, and reading now would not cover it.
+        """
+        for uuid in uuids:
+            keys = {key for key in ((uuid, VCPU), (uuid, EMULATOR))
+                    if self._untouched_guess(key)}
+            if keys:
+                self._adopt_pins(uuid, keys)
+
+    def _untouched_guess(self, key):
+        entry = self.ledger.get(key)
+        return entry is not None and entry.guessed and \
+            entry.pool == ledger_mod.unknown(key)
 
     # -- one pass ----------------------------------------------------------
     def apply(self, plan, guest_online=None):
@@ -200,10 +222,15 @@ class Enforcer:
         # Idle priority before any pin may widen over other pools.
         soaking = self._enter_idle(uuids, plan, failed)
         # Pins: narrow every pinning, then widen where the ledger allows.
+        # A guessed pinning does not narrow: its threads may never have
+        # run on the CPUs it would keep (see the ledger).
+        self._read_guessed(uuids)
         wanted = self._wanted_pins(uuids, plan, soaking, deferred)
         pinned = 0
         for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
             entry = self.ledger.get(key)
+            if entry.guessed:
+                continue
             kept = entry.cpus & cpus
             if kept and (kept != entry.cpus or not entry.exact):
                 pinned += self._pin(key, None, kept, failed)
@@ -220,7 +247,7 @@ class Enforcer:
                                       for pool, _ in wanted.values()):
             floating = ledger_mod.SHARED
         pinned += self._widen(pending, plan.shared_cpus, failed, deferred,
-                              floating)
+                              floating, plan.idle_cpus)
         self._leave_idle(uuids, plan, wanted, failed, deferred)
 
         # Growing guests last; their answer is collected on a later tick.
@@ -309,7 +336,8 @@ class Enforcer:
         self.idle[uuid] = idle
         return True
 
-    def _widen(self, pending, shared_cpus, failed, deferred, floating=None):
+    def _widen(self, pending, shared_cpus, failed, deferred, floating=None,
+               idle_cpus=frozenset()):
         """Widen or move what the ledger allows, in rounds.
 
         A pinning waits while a pinning of another pool may hold a CPU it
@@ -317,13 +345,13 @@ class Enforcer:
         (a swap, or pins adopted from a crashed agent), one of them moves
         to the shared CPUs first, which frees its old CPUs. ``floating``
         is the pool that takes part in no ownership (see
-        :meth:`~ufo_agent.service.ledger.Ledger.holders`).
+        :meth:`~ufo_agent.service.ledger.Ledger.holders`); ``idle_cpus``
+        the idle pool's CPUs, where guests without cores are parked.
         """
         pinned = 0
         for _ in range(2 * len(pending) + 2):
             progress, blocked = False, {}
-            joining = {key: pool for key, (pool, cpus) in pending.items()
-                       if self.ledger.get(key).cpus <= cpus}
+            joining = self._joining(pending, idle_cpus)
             for key, pool in sorted(joining.items()):
                 # Inside its new pool already: join it where it is first,
                 # so the ledger never shows a member under its old pool.
@@ -371,6 +399,28 @@ class Enforcer:
                                 % (key[1], ', '.join('%s %s' % h
                                                      for h in holders)))
         return pinned
+
+    def _joining(self, pending, idle_cpus):
+        """Pending pinnings that are inside a pool's CPUs: its members.
+
+        A pinning inside the CPUs it is wanted on joins its new pool
+        there. One that waits for CPUs elsewhere but sits inside the idle
+        pool (parked by an earlier plan, or found there at start) is a
+        member of the shared pool meanwhile, like the guests parked
+        beside it: otherwise pinnings parked together would each hold
+        the idle CPUs from the other, and a guest that must park to free
+        the cores they wait for never could. The idle pool's CPUs are no
+        other pool's, so a pinning inside them holds nothing more as a
+        member of the shared pool than under its old label.
+        """
+        joining = {}
+        for key, (pool, cpus) in pending.items():
+            held = self.ledger.get(key).cpus
+            if held <= cpus:
+                joining[key] = pool
+            elif idle_cpus and held <= idle_cpus:
+                joining[key] = ledger_mod.SHARED
+        return joining
 
     def _wanted_online(self, uuid, plan):
         st = self.acks[uuid]
@@ -445,7 +495,8 @@ class Enforcer:
         except base.DriverError as exc:
             self.errors[method] += 1
             failed[uuid] = '%s pin: %s' % (kind, exc)
-            if pool is not None:
+            # A pin not made (GuestBusy) left the threads where they were.
+            if pool is not None and not isinstance(exc, base.GuestBusy):
                 self.ledger.failed(key, pool, cpus)
             return 0
         if pool is None:
@@ -453,6 +504,12 @@ class Enforcer:
         else:
             self.ledger.succeeded(key, pool, cpus)
         return 1
+
+    def held_cpus(self, uuid):
+        """(vCPU CPUs, emulator CPUs) the guest's threads may run on."""
+        return tuple(entry.cpus if entry is not None else frozenset()
+                     for entry in (self.ledger.get((uuid, kind))
+                                   for kind in (VCPU, EMULATOR)))
 
     # -- checks between passes -----------------------------------------------
     def check_guest(self, uuid, online):
@@ -472,8 +529,10 @@ class Enforcer:
         st.online = None
         return True
 
-    def check_drift(self):
+    def check_drift(self, uuids=None):
         """Compare live pins with the ledger; re-adopt what drifted.
+
+        ``uuids``: the guests to check (default: every one).
 
         The live pins are libvirt's and the kernel's of every vCPU thread
         present. Returns the uuids whose pins someone else changed: they
@@ -481,7 +540,7 @@ class Enforcer:
         plan again (``pin_repairs`` counts them).
         """
         drifted = []
-        for uuid in sorted(self.guests):
+        for uuid in sorted(self.guests if uuids is None else uuids):
             vcpu = self.ledger.get((uuid, VCPU))
             emulator = self.ledger.get((uuid, EMULATOR))
             if vcpu is None or emulator is None or \

@@ -54,6 +54,9 @@ class GuardedDriver(base.HypervisorDriver):
     def heartbeat(self):
         return self.driver.heartbeat()
 
+    def busy_guests(self):
+        return self.driver.busy_guests()
+
     def close(self):
         return self.driver.close()
 

@@ -14,6 +14,13 @@ subset, keeping its labels) is always allowed. So whatever fails, no CPU
 is ever in two pools once it has been given to one; guests adopted from
 Nova's default (every vCPU floating over the shared set) start with a
 label of their own and join their pools after their first narrow.
+
+A narrow is safe because the threads may already run on every CPU it
+keeps. That holds for pins seen (read, or written by the agent), not for
+a pinning whose pins could not be read: it is assumed on every managed
+CPU (*guessed*) so that nobody moves onto CPUs it may hold, but its
+threads may never have run on most of them. Its first pin is therefore
+a widen: onto CPUs no other pool may hold.
 """
 
 import dataclasses
@@ -47,6 +54,9 @@ class Entry:
 
     parts: tuple              # ((pool, frozenset of CPUs), ...)
     exact: bool = True        # False: a superset of where the threads are
+    # True: the CPUs are assumed (pins unreadable), not seen: a pin within
+    # them may move threads onto CPUs they never ran on.
+    guessed: bool = False
 
     @property
     def cpus(self):
@@ -63,39 +73,59 @@ class Ledger:
 
     def __init__(self):
         self._entries = {}
+        # CPU -> keys whose threads may run there: holders() looks up
+        # the CPUs it is asked about instead of every pinning.
+        self._by_cpu = {}
 
     def get(self, key):
         return self._entries.get(key)
 
-    def adopt(self, key, cpus, exact=False):
-        """A pinning found as it is (not written by us): pool unknown."""
-        self._entries[key] = Entry(((unknown(key), frozenset(cpus)),),
-                                   exact)
+    def _set(self, key, entry):
+        old = self._entries.get(key)
+        if old is not None:
+            for cpu in old.cpus - entry.cpus:
+                self._by_cpu[cpu].discard(key)
+        for cpu in entry.cpus:
+            self._by_cpu.setdefault(cpu, set()).add(key)
+        self._entries[key] = entry
+
+    def adopt(self, key, cpus, exact=False, guessed=False):
+        """A pinning found as it is (not written by us): pool unknown.
+
+        ``guessed``: its pins could not be read; ``cpus`` is where they
+        may be, not where they were seen.
+        """
+        self._set(key, Entry(((unknown(key), frozenset(cpus)),),
+                             exact and not guessed, guessed))
 
     def succeeded(self, key, pool, cpus):
-        self._entries[key] = Entry(((pool, frozenset(cpus)),))
+        self._set(key, Entry(((pool, frozenset(cpus)),)))
 
     def joined(self, key, pool):
         """The pinning is inside ``pool``'s CPUs: only its label changes."""
         entry = self._entries[key]
-        self._entries[key] = Entry(((pool, entry.cpus),), entry.exact)
+        self._set(key, Entry(((pool, entry.cpus),), entry.exact,
+                             entry.guessed))
 
     def narrowed(self, key, kept):
         """A pin to a subset succeeded: same pools, fewer CPUs."""
         parts = [(pool, cpus & kept) for pool, cpus in
                  self._entries[key].parts if cpus & kept]
-        self._entries[key] = Entry(tuple(parts), True)
+        self._set(key, Entry(tuple(parts), True))
 
     def failed(self, key, pool, attempted):
         """A pin call failed: the threads may be in the old or new set."""
-        parts = dict(self._entries[key].parts) if key in self._entries \
-            else {}
+        entry = self._entries.get(key)
+        parts = dict(entry.parts) if entry is not None else {}
         parts[pool] = parts.get(pool, frozenset()) | frozenset(attempted)
-        self._entries[key] = Entry(tuple(sorted(parts.items())), False)
+        # Threads left where they were still are where nobody saw them.
+        self._set(key, Entry(tuple(sorted(parts.items())), False,
+                             entry is not None and entry.guessed))
 
     def forget_guest(self, uuid):
         for key in [k for k in self._entries if k[0] == uuid]:
-            del self._entries[key]
+            for cpu in self._entries.pop(key).cpus:
+                self._by_cpu[cpu].discard(key)
 
     def holders(self, cpus, pool, exclude, joining=None, floating=None):
         """Pinnings of another pool that may run on any of ``cpus``.
@@ -111,12 +141,17 @@ class Ledger:
             return []
         cpus = frozenset(cpus)
         joining = joining or {}
-        return sorted(key for key, entry in self._entries.items()
+        near = set()
+        for cpu in cpus:
+            near.update(self._by_cpu.get(cpu, ()))
+        entries = self._entries
+        return sorted(key for key in near
                       if key != exclude and joining.get(key) != pool and
-                      not self._own_unknown(key, entry, pool, exclude) and
+                      not self._own_unknown(key, entries[key], pool,
+                                            exclude) and
                       any(part_pool not in (pool, floating, SOAK) and
                           part_cpus & cpus
-                          for part_pool, part_cpus in entry.parts))
+                          for part_pool, part_cpus in entries[key].parts))
 
     @staticmethod
     def _own_unknown(key, entry, pool, exclude):
@@ -126,8 +161,11 @@ class Ledger:
         not yet placed: a label nobody else shares, so only that guest's
         own threads run there. Found pins may need a swap (a guest that
         migrated in from a host whose plan differs): its vCPUs go first.
+        Guessed pins (unreadable) hold every CPU, so either pinning of
+        the guest may go first, into any pool.
         """
-        return (key[0] == exclude[0] and pool == vm_pool(exclude[0]) and
+        return (key[0] == exclude[0] and
+                (pool == vm_pool(exclude[0]) or entry.guessed) and
                 all(part_pool == unknown(key) for part_pool, _ in
                     entry.parts))
 

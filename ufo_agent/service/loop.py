@@ -9,14 +9,20 @@ next ``start`` re-applies everything it finds.
 A tick survives its own errors: an exception is logged with its
 traceback and counted (``tick_errors``); one raised by a driver call on
 one guest only costs that guest its tick (:mod:`.guard`), any other
-abandons the tick and the next one runs. ``last_progress`` is when the
-last tick completed without one; the heartbeat thread
-(:mod:`.heartbeat`) beats only while it is recent.
+abandons the tick and the next one runs. A tick is healthy when it
+completed without one and enforced a plan that passed the invariants.
+``last_progress`` is when the last healthy tick ended and
+``failed_ticks`` how many failed since: the heartbeat thread
+(:mod:`.heartbeat`) beats only while progress is recent, systemd's
+watchdog is fed only after a healthy tick, and ``[agent]
+max_failed_ticks`` failures in a row end the agent, which gives every
+guest back (``ufo_agent.cmd.agent.run``).
 """
 
 import collections
 import dataclasses
 import logging
+import math
 import time
 
 from ufo_agent.controller import controller as controller_mod
@@ -104,15 +110,18 @@ class Agent:
         self.tick_seconds_sum = 0.0
         self.ticks = 0
         self.tick_errors = 0
+        self.failed_ticks = 0       # in a row, since the last healthy one
         # Counted since start, for the metrics (see also the enforcer's).
         self.host_only_fallbacks = 0    # guest signals lost to host-only
         self.decisions = collections.Counter()      # action -> count
         self.last_progress = time.monotonic()
         self._errors_seen = {}      # (uuid, where) -> last error text
         self._failed = {}           # uuid -> last enforcement failure
+        self._deferred = {}         # uuid -> why its enforcement waits
         self._signals = {}          # uuid -> last (signal, reason) logged
         self._last_save = clock()
         self._last_drift_check = clock()
+        self._drift_order = []      # guests not yet checked this round
         self.signal_tracker = signal_tracker
         self.publishers = publishers
         self.wallclock = wallclock
@@ -135,9 +144,17 @@ class Agent:
         A dry run pinned nothing, so it gives nothing back: releasing would
         reset the pins of an agent that does run beside it.
         """
-        self.save_learned()
+        # Giving the guests back must not depend on what may be the
+        # reason the agent stops (a broken controller or publisher).
+        try:
+            self.save_learned()
+        except Exception:
+            LOG.exception('Could not save the learned state')
         if self.publishers is not None:
-            self.publishers.close()
+            try:
+                self.publishers.close()
+            except Exception:
+                LOG.exception('Could not close the publishers')
         failed = []
         if self.settings.dry_run:
             return failed
@@ -196,6 +213,7 @@ class Agent:
         """One tick; never raises (see the module docstring)."""
         started = time.monotonic()
         now = self.clock()
+        violations = self.invariant_violations
         ok = True
         try:
             plan = self._tick(now)
@@ -211,8 +229,12 @@ class Agent:
             ok = False
             self.tick_errors += 1
             LOG.exception('Could not finish tick %d', self.ticks)
-        if ok:
+        # A refused plan is no progress either: the pins stay as they were.
+        if ok and self.invariant_violations == violations:
             self.last_progress = time.monotonic()
+            self.failed_ticks = 0
+        else:
+            self.failed_ticks += 1
         return plan
 
     def _guest_error(self, uuid, where, exc):
@@ -235,7 +257,11 @@ class Agent:
         self._handle_events()
         self._sync_guests()
         samples, online, emulator_busy = self._observe()
-        plan = self.controller.tick(now, samples, emulator_busy)
+        busy = self._busy_guests()
+        plan = self.controller.tick(now, samples, emulator_busy,
+                                    self._held_cores(busy))
+        for uuid, exc in self.controller.vm_errors.items():
+            self._guest_error(uuid, 'controller update', exc)
         try:
             invariants.check_plan(plan, self.topology, self.specs,
                                   self.controller.config)
@@ -253,12 +279,9 @@ class Agent:
                 if self.enforcer.check_guest(uuid, count):
                     LOG.warning('Guest %s keeps %d vCPUs online, not its '
                                 'target: sending it again', uuid, count)
-            interval = self.settings.drift_check_interval
-            if interval and now - self._last_drift_check >= interval:
-                self._last_drift_check = now
-                for uuid in self.enforcer.check_drift():
-                    LOG.warning('Pins of guest %s changed behind ufo-agent; '
-                                'applying them again', uuid)
+            for uuid in self._check_drift(now):
+                LOG.warning('Pins of guest %s changed behind ufo-agent; '
+                            'applying them again', uuid)
             outcome = self.enforcer.apply(plan, online)
             for uuid, reason in outcome.failed.items():
                 # A guest that keeps failing the same way is logged once.
@@ -269,11 +292,78 @@ class Agent:
                     self.status[uuid].reason = reason
             self._failed = dict(outcome.failed)
             for uuid, reason in outcome.deferred.items():
-                LOG.info('Guest %s: %s', uuid, reason)
+                # A guest that waits the same way tick after tick is
+                # logged once (a host of hundreds of guests waits often).
+                log = LOG.debug if self._deferred.get(uuid) == reason \
+                    else LOG.info
+                log('Guest %s: %s', uuid, reason)
+            self._deferred = dict(outcome.deferred)
         self._update_status(plan)
+        for uuid in busy:
+            self.status[uuid].reason = ('an earlier call has not returned: '
+                                        'its CPUs stay its own meanwhile')
         self.last_plan = plan
         self._signal(plan)
         return plan
+
+    def _check_drift(self, now):
+        """Check a share of the guests' pins: each once an interval.
+
+        Spread over the ticks, so that no tick reads every guest's pins.
+        """
+        interval = self.settings.drift_check_interval
+        if not interval:
+            return []
+        share = (now - self._last_drift_check) / interval
+        if share <= 0:
+            return []
+        self._last_drift_check = now
+        if not self._drift_order:
+            self._drift_order = sorted(self.guests)
+        count = len(self._drift_order) if share >= 1 else \
+            math.ceil(len(self.guests) * share)
+        due = self._drift_order[:count]
+        del self._drift_order[:count]
+        return self.enforcer.check_drift(
+            [uuid for uuid in due if uuid in self.guests])
+
+    def _busy_guests(self):
+        """The managed guests whose earlier driver calls have not returned."""
+        try:
+            busy = self.driver.busy_guests()
+        except base.DriverError as exc:
+            LOG.warning('Could not tell which guests hang: %s', exc)
+            return ()
+        return sorted(set(busy) & set(self.guests))
+
+    def _held_cores(self, busy):
+        """{'emulator' or uuid: cores} where hung guests' threads may run.
+
+        Their threads cannot move until their calls return: planning
+        those cores to another pool would only make it wait for them.
+        So the emulator pool keeps the cores of their emulator threads,
+        and each guest the cores of its vCPUs (idle ones if it has none).
+        Threads pinned wider than their pool and the idle pool (floating
+        over every CPU, or not known) hold nothing: freezing every core
+        for them would leave no pool for anyone else.
+        """
+        ctl = self.controller
+        held = {}
+        for uuid in busy:
+            vcpu, emulator = self.enforcer.held_cpus(uuid)
+            cores = self._cores_of(emulator)
+            if cores <= ctl.emulator_cores | ctl.idle_cores:
+                held.setdefault('emulator', set()).update(cores)
+            state = ctl.vms.get(uuid)
+            own = state.cores if state is not None else frozenset()
+            cores = self._cores_of(vcpu)
+            if cores <= own | ctl.idle_cores:
+                held[uuid] = cores
+        return held
+
+    def _cores_of(self, cpus):
+        return {core.core_id for core in self.topology.cores
+                if not cpus.isdisjoint(core.cpus)}
 
     def _finish_tick(self, started, now):
         self.ticks += 1
@@ -377,7 +467,16 @@ class Agent:
         uuid = guest.uuid
         learned = self.store.load(uuid) if self.store else None
         spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
-        self.controller.add_vm(spec, learned, now)
+        try:
+            self.controller.add_vm(spec, learned, now)
+        except Exception as exc:
+            if learned is None:
+                raise
+            # What was saved must never keep a guest unmanaged.
+            self.store.discard(uuid, 'not usable: %s: %s'
+                               % (type(exc).__name__, exc))
+            learned = None
+            self.controller.add_vm(spec, None, now)
         self.specs[uuid] = spec
         self.enforcer.track(guest)
         self.guests[uuid] = guest
@@ -406,6 +505,7 @@ class Agent:
         del self.guests[uuid]
         self.status.pop(uuid, None)
         self._failed.pop(uuid, None)
+        self._deferred.pop(uuid, None)
         self._signals.pop(uuid, None)
         for key in [k for k in self._errors_seen if k[0] == uuid]:
             del self._errors_seen[key]

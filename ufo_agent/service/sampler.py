@@ -21,7 +21,7 @@ from ufo_agent.driver import base
 MODE_GUEST = 'guest'
 MODE_HOST_ONLY = 'host-only'
 # Torn reads in a row that a guest in guest mode is forgiven (its last
-# sample is used again); one more and it is host-only.
+# sample is used, and checked, again); one more and it is host-only.
 BUSY_FORGIVEN = 1
 
 
@@ -50,22 +50,45 @@ def _traffic_rates(before, after, span):
     return dict(zip(base.NicCounters._fields, rates))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Sighting:
+    """A guest sample the host has seen, as it first saw it."""
+
+    count: int
+    first_seen: float       # host time of the read that first showed it
+    after: float            # host time of the read before (None: none)
+    start: float            # earliest start of its window (None: unknown)
+    stats: tuple            # its statistics when first seen
+
+
+def _stats(sample):
+    """The values a guest module changes only with a new sample count."""
+    return (sample.timestamp_ns, sample.interval_ns, sample.util,
+            sample.steal, sample.ctxsw_per_sec, sample.own_ctxsw_per_sec,
+            sample.sched_in_per_sec)
+
+
 class _History:
     """What the sampler remembers of one guest."""
 
     def __init__(self):
         self.last = None                  # the previous Observation
-        self.points = collections.deque(maxlen=crosscheck.HISTORY + 4)
-        self.claims = collections.deque(maxlen=crosscheck.HISTORY)
+        self.points = collections.deque(maxlen=crosscheck.HISTORY + 6)
+        # What the controller was told, every tick; kept when the page
+        # breaks, so that a lie is not forgotten by breaking it.
+        self.uses = collections.deque(maxlen=crosscheck.HISTORY)
+        self.sighting = None              # the newest sample seen
         self.read_at = None               # host time of the last good read
-        self.count = None                 # sample_count it showed
-        self.count_since = None           # host time that count appeared
         self.busy = 0                     # torn reads in a row
-        self.held = None                  # (VmSample, online) of guest mode
+        self.held = None                  # GuestSample used last tick
 
 
 class Sampler:
-    """Keeps recent observations of each guest to compute and check rates."""
+    """Keeps recent observations of each guest to compute and check rates.
+
+    Every guest sample the controller gets is checked, on every tick it
+    is used, against the host's counters (:mod:`.crosscheck`).
+    """
 
     def __init__(self, tolerance=0.10, stale_after=2.5,
                  busy_forgiven=BUSY_FORGIVEN):
@@ -89,7 +112,7 @@ class Sampler:
         hist.points.append(crosscheck.HostPoint(
             obs.time, obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices))
         report = obs.guest
-        self._note_claim(hist, obs.time, report)
+        self._note_sighting(hist, obs.time, report)
         if last is None:
             return None
         span = obs.time - last.time
@@ -102,22 +125,14 @@ class Sampler:
         emu.update(_traffic_rates(last.nics, obs.nics, span))
         delay_ms = max(0, obs.vcpu_wait_ns - last.vcpu_wait_ns) / span / 1e6
         slices = max(0, obs.vcpu_slices - last.vcpu_slices) / span
-        reason = self._guest_problem(hist, obs, report)
-        if reason is None:
-            # A torn read forgiven: the guest's last sample once more.
-            sample, online = hist.held
-            return GuestRates(dataclasses.replace(sample, **emu),
-                              MODE_GUEST, '', vcpu_pct, emu_pct, delay_ms,
-                              online)
-        if not reason:
-            sample = report.sample
+        reason, sample = self._guest_sample(hist, obs, report, span)
+        hist.held = sample
+        if sample is not None:
             vm_sample = VmSample(
                 sample.util, float(sample.scheduling_frequency),
                 sf_counts_idle=sample.sf_counts_idle, **emu)
-            hist.held = (vm_sample, sample.online_vcpus)
             return GuestRates(vm_sample, MODE_GUEST, '', vcpu_pct, emu_pct,
                               delay_ms, sample.online_vcpus)
-        hist.held = None
         online = report.sample.online_vcpus if (
             report is not None and report.ok) else 0
         return GuestRates(dataclasses.replace(
@@ -125,55 +140,80 @@ class Sampler:
                           MODE_HOST_ONLY, reason,
                           vcpu_pct, emu_pct, delay_ms, online)
 
-    @staticmethod
-    def _note_claim(hist, now, report):
-        """Record a guest sample the first time it is read."""
+    def _note_sighting(self, hist, now, report):
+        """Note when a guest sample first shows on the page."""
         if report is None or report.status == report_mod.STATUS_BUSY:
             return              # no read: the last good one still bounds
         if not report.ok:
-            # No module, or a broken page: the next samples start afresh.
-            hist.claims.clear()
-            hist.read_at = hist.count = None
+            # No module, or a broken page: what comes next was not seen
+            # being published.
+            hist.sighting = hist.read_at = None
             return
         sample = report.sample
-        if sample.sample_count != hist.count:
-            if hist.read_at is not None and sample.sample_count and \
-                    sample.interval_ns > 0:
-                hist.claims.append(crosscheck.Claim(
-                    after=hist.read_at, seen=now,
-                    interval_s=sample.interval_ns / 1e9,
-                    util_pct=sample.util,
-                    switches_per_s=float(sample.ctxsw_per_sec +
-                                         sample.own_ctxsw_per_sec),
-                    vcpus=max(1, sample.present_vcpus)))
-            hist.count = sample.sample_count
-            hist.count_since = now
+        seen = hist.sighting
+        if seen is None or sample.sample_count != seen.count:
+            jumped = seen is not None and \
+                sample.sample_count != seen.count + 1
+            hist.sighting = _Sighting(
+                sample.sample_count, now, hist.read_at,
+                crosscheck.window_start(
+                    hist.read_at, jumped,
+                    seen.after if seen is not None else None,
+                    self.stale_after),
+                _stats(sample))
         hist.read_at = now
 
-    def _guest_problem(self, hist, obs, report):
-        """Why the guest's numbers cannot be used ('' if they can).
+    def _guest_sample(self, hist, obs, report, span):
+        """(reason, GuestSample): the guest's numbers, or why not.
 
-        None: a torn read that is forgiven (use the last sample again).
+        The sample is None, with the reason, when they cannot be used;
+        every one that can is checked against the host's counters first.
+        A torn read is forgiven ``busy_forgiven`` times in a row: the
+        sample used last tick stands in for it, and is checked again.
         """
         if report is None:
-            return 'no guest channel'
+            return 'no guest channel', None
         if report.status == report_mod.STATUS_BUSY:
             hist.busy += 1
-            if hist.busy <= self.busy_forgiven and hist.held is not None:
-                return None
-            return '%s: %s (%d reads in a row)' % (report.status,
-                                                   report.reason, hist.busy)
-        hist.busy = 0
-        if not report.ok:
-            return '%s: %s' % (report.status, report.reason)
-        if obs.time - hist.count_since > self.stale_after:
+            if hist.busy > self.busy_forgiven or hist.held is None:
+                return '%s: %s (%d reads in a row)' % (
+                    report.status, report.reason, hist.busy), None
+            sample = hist.held
+        else:
+            hist.busy = 0
+            if not report.ok:
+                return '%s: %s' % (report.status, report.reason), None
+            sample = report.sample
+        seen = hist.sighting
+        if not sample.sample_count:
+            return 'the guest module has published no sample yet', None
+        if _stats(sample) != seen.stats:
+            return ('guest statistics changed without a new sample '
+                    'count'), None
+        if seen.start is None:
+            return ('guest sample %d was not seen being published: it '
+                    'cannot be checked' % seen.count), None
+        if obs.time - seen.first_seen > self.stale_after:
             return 'guest stats stale for %.1f s' % (
-                obs.time - hist.count_since)
-        verdict = crosscheck.check_claims(hist.points, hist.claims,
-                                          self.tolerance)
+                obs.time - seen.first_seen), None
+        # A window that may begin before the host's first counters is
+        # not checkable, but for the publishing lag, which the start
+        # allows for and a sample seldom takes.
+        first = hist.points[0].time
+        if seen.start < first - crosscheck.PUBLISH_MARGIN_S:
+            return ('the host has not measured the vCPU threads over the '
+                    'window of guest sample %d' % seen.count), None
+        hist.uses.append(crosscheck.Use(
+            start=max(seen.start, first), end=obs.time, span_s=span,
+            util_pct=sample.util,
+            switches_per_s=float(sample.ctxsw_per_sec +
+                                 sample.own_ctxsw_per_sec),
+            vcpus=max(1, sample.present_vcpus)))
+        verdict = crosscheck.check_uses(hist.points, hist.uses,
+                                        self.tolerance)
         if not verdict.ok:
-            return verdict.reason
-        return ''
+            return verdict.reason, None
+        return '', sample
 
 
 def host_only_sample(host_vcpu_pct, slices_per_s, run_delay_ms):

@@ -20,6 +20,7 @@ class AgentSettings:
     drift_check_interval: float = 10.0
     libvirt_call_timeout: float = 5.0
     heartbeat_interval: float = 0.5
+    max_failed_ticks: int = 10
 
     def liveness_window(self, tick_interval):
         """Seconds without a completed tick after which the loop is stuck.

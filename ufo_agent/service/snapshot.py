@@ -4,14 +4,37 @@ The loop builds one after every tick and swaps it in with one reference
 assignment, so the HTTP thread never sees a half-updated agent.
 """
 
+import copy
 import dataclasses
+
+_IMMUTABLE = (str, int, float, bool, type(None))
+_FIELDS = {}                # dataclass -> its field names
+
+
+def _record(status):
+    """A flat dataclass as a dict, equal to ``dataclasses.asdict``'s.
+
+    asdict copies every value deep, scalars included: for the status of
+    every guest, every tick, that cost more than the controller's tick.
+    Here only values that are not immutable scalars are copied.
+    """
+    names = _FIELDS.get(type(status))
+    if names is None:
+        names = _FIELDS[type(status)] = tuple(
+            f.name for f in dataclasses.fields(status))
+    out = {}
+    for name in names:
+        value = getattr(status, name)
+        out[name] = value if type(value) in _IMMUTABLE else \
+            copy.deepcopy(value)
+    return out
 
 
 def build(agent, now):
     plan = agent.last_plan
     vms = []
     for uuid in sorted(agent.status):
-        vms.append(dataclasses.asdict(agent.status[uuid]))
+        vms.append(_record(agent.status[uuid]))
     pools = {}
     if plan is not None:
         pools = {

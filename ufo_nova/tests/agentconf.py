@@ -11,6 +11,7 @@ import importlib.util
 import os
 
 from oslo_config import cfg
+import oslo_messaging.opts
 
 import ufo_agent
 
@@ -27,13 +28,38 @@ def option_module(name):
 
 
 def agent_conf(config_file=None, **publishers):
-    """A private ufo-agent ConfigOpts with [publishers] and [signal]."""
+    """A private ufo-agent ConfigOpts with [publishers] and [signal].
+
+    And [host_cpus], whose nova_config and nova_config_dir say where the
+    publishers read nova-compute's host name: by default none, so that
+    nothing of the machine running the tests is read; ``config_file`` may
+    name files.
+    """
     conf = cfg.ConfigOpts()
     option_module('publishers').register_opts(conf)
     option_module('signal').register_opts(conf)
+    option_module('host_cpus').register_opts(conf)
+    conf.set_default('nova_config', [], group='host_cpus')
+    conf.set_default('nova_config_dir', '', group='host_cpus')
     args = ['--config-file', config_file] if config_file else []
     conf(args, project='ufo-agent', default_config_files=[],
          default_config_dirs=[])
+    _agent_exchange(conf)
     for name, value in publishers.items():
         conf.set_override(name, value, group='publishers')
     return conf
+
+
+def _agent_exchange(conf):
+    """Give conf the exchange an agent process has: oslo.messaging's own.
+
+    Nova sets the shared default of ``control_exchange`` to ``nova`` in its
+    process (``nova.rpc``), which would otherwise reach this private
+    configuration and put the agent on Nova's exchange, where no real
+    agent publishes.
+    """
+    for group, opts in oslo_messaging.opts.list_opts():
+        if group is None:
+            conf.register_opts(
+                [o for o in opts if o.name == 'control_exchange'])
+    conf.set_default('control_exchange', 'openstack')

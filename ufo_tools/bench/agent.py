@@ -1,32 +1,96 @@
-"""Run the real agent loop over N real test guests; time its CPU per tick."""
+"""Run the real agent loop over guests; time its ticks, CPU and memory.
 
+Without ``--fake`` it boots ``--guests`` real test guests (libvirt and
+QEMU). With ``--fake`` the loop, controller, enforcer, sampler and
+libvirt driver run unchanged over a fake host of ``--guests`` loaded Nova
+guests on 128 CPUs (:mod:`ufo_tools.fakes.hypervisor`); each count runs
+in a process of its own, so that its peak RSS is its own.
+"""
+
+import argparse
+import collections
 import contextlib
+import cProfile
+import dataclasses
+import grp
+import logging
+import os
+import pwd
 import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 from ufo_agent.hypervisor.domain import NOVA_NS
 
+FAKE_GUESTS = (100, 300, 500)
+
+
+def _counts(text):
+    try:
+        counts = [int(n) for n in text.split(',')]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(
+            'a guest count or a comma-separated list of them: %r' % text)
+    return counts
+
 
 def add_arguments(parser):
-    parser.add_argument('--guests', type=int, default=3,
-                        help='test guests to boot (default 3)')
+    parser.add_argument('--guests', type=_counts, default=None,
+                        help='guests to boot (default 3); with --fake, one '
+                             'count or a list (default %s)'
+                             % ','.join(map(str, FAKE_GUESTS)))
     parser.add_argument('--vcpus', type=int, default=2,
-                        help='vCPUs per guest (default 2)')
+                        help='vCPUs per real guest (default 2)')
     parser.add_argument('--ticks', type=int, default=30,
                         help='timed ticks per repeat (default 30)')
     parser.add_argument('--repeats', type=int, default=3,
                         help='repeats (default 3)')
     parser.add_argument('--rate', type=int, default=200,
-                        help='requests/s of each guest\'s workload')
+                        help='requests/s of each real guest\'s workload')
+    fake = parser.add_argument_group('fake host (--fake)')
+    fake.add_argument('--fake', action='store_true',
+                      help='run over a fake host of loaded Nova guests '
+                           'instead of real test guests')
+    fake.add_argument('--interval', type=float, default=1.0,
+                      help='seconds from one tick to the next (default 1)')
+    fake.add_argument('--warmup', type=int, default=15,
+                      help='untimed ticks after start (default 15)')
+    fake.add_argument('--load', type=float, default=0.6,
+                      help='the guests\' mean demand as a share of the '
+                           'managed CPUs (default 0.6)')
+    fake.add_argument('--seed', type=int, default=1)
+    fake.add_argument('--call-timeout', type=float, default=None,
+                      help='libvirt call deadline, s (default: the '
+                           'agent\'s, [agent] libvirt_call_timeout)')
+    fake.add_argument('--hang-ticks', type=int, default=12,
+                      help='ticks with one guest whose libvirt calls hang '
+                           '(default 12; 0: none)')
+    fake.add_argument('--profile', metavar='FILE',
+                      help='write cProfile statistics of the timed ticks '
+                           '(FILE.<guests> for a list of counts)')
+    fake.add_argument('--log', metavar='FILE',
+                      help='keep the agent\'s log (INFO) in FILE '
+                           '(FILE.<guests> for a list of counts)')
 
 
+def run(args):
+    if args.fake:
+        return _run_fake(args)
+    return _run_real(args)
+
+
+# -- real test guests --------------------------------------------------------
 def _metadata(name, vcpus):
     return ('<instance><name>%s</name><flavor name="bench"><vcpus>%d'
             '</vcpus></flavor></instance>' % (name, vcpus))
 
 
-def run(args):
+def _run_real(args):
     import libvirt
 
     from ufo_agent.controller import ControllerConfig
@@ -35,12 +99,17 @@ def run(args):
     from ufo_agent.service import loop
     from ufo_tools import testguest
 
+    if args.guests and len(args.guests) > 1:
+        print('ufo-bench agent: --guests takes one count without --fake',
+              file=sys.stderr)
+        return 2
+    count = (args.guests or [3])[0]
     testguest.start_libvirtd()
     print('ufo-bench agent: booting %d test guests (%s)'
-          % (args.guests, testguest.accel()))
+          % (count, testguest.accel()))
     with contextlib.ExitStack() as stack:
         guests = []
-        for i in range(args.guests):
+        for i in range(count):
             guest = testguest.TestGuest(
                 vcpus=args.vcpus, channel=False,
                 cmdline='ufo.rate=%d ufo.svc_us=500' % args.rate)
@@ -82,5 +151,360 @@ def run(args):
         print('agent CPU: %.2f%% of one core at one tick per second '
               '(the paper\'s host module: < 5%%)' % share)
         print('RESULT tick_cpu_ms_median=%.3f rss_mb=%.1f guests=%d'
-              % (statistics.median(medians), rss_mb, args.guests))
+              % (statistics.median(medians), rss_mb, count))
     return 0
+
+
+# -- a fake host -------------------------------------------------------------
+def _run_fake(args):
+    counts = args.guests or list(FAKE_GUESTS)
+    if len(counts) == 1:
+        measure(args, counts[0])
+        return 0
+    status = 0
+    for count in counts:
+        sys.stdout.flush()
+        # A process per count: ru_maxrss is the peak of the process.
+        status |= subprocess.call(
+            [sys.executable, '-m', 'ufo_tools.bench.cli', 'agent',
+             '--guests', str(count)] + _fake_options(args, count))
+    return status
+
+
+def _fake_options(args, count):
+    """The options of one count's process; its files are named by it."""
+    options = ['--fake', '--ticks', str(args.ticks), '--repeats',
+               str(args.repeats), '--interval', repr(args.interval),
+               '--warmup', str(args.warmup), '--load', repr(args.load),
+               '--seed', str(args.seed), '--hang-ticks',
+               str(args.hang_ticks)]
+    if args.call_timeout is not None:
+        options += ['--call-timeout', repr(args.call_timeout)]
+    if args.profile:
+        options += ['--profile', '%s.%d' % (args.profile, count)]
+    if args.log:
+        options += ['--log', '%s.%d' % (args.log, count)]
+    return options
+
+
+@contextlib.contextmanager
+def _fake_libvirt(fake):
+    """``fake`` imported as ``libvirt``, with no event loop thread."""
+    from ufo_agent.driver.libvirt import host as libvirt_host
+    saved = sys.modules.get('libvirt')
+    started = libvirt_host._event_loop_started
+    sys.modules['libvirt'] = fake
+    libvirt_host._event_loop_started = True
+    try:
+        yield
+    finally:
+        libvirt_host._event_loop_started = started
+        if saved is None:
+            sys.modules.pop('libvirt', None)
+        else:
+            sys.modules['libvirt'] = saved
+
+
+@contextlib.contextmanager
+def _agent_log(path):
+    """The agent's log at INFO into ``path``, as in production; counts.
+
+    Returns a Counter of records by level name.
+    """
+    counts = collections.Counter()
+
+    class Counting(logging.FileHandler):
+        def emit(self, record):
+            counts[record.levelname] += 1
+            super().emit(record)
+
+    handler = Counting(path, mode='w')
+    handler.setFormatter(logging.Formatter(
+        '%(asctime)s %(levelname)s %(name)s %(message)s'))
+    logger = logging.getLogger('ufo_agent')
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield counts
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+        handler.close()
+
+
+@dataclasses.dataclass
+class Measurement:
+    """What one fake-host run measured, and what it left to check."""
+
+    guests: int
+    figures: dict
+    hung: dict
+    host: object                # the FakeHypervisor (closed)
+    plan: object                # the agent's plan after the timed ticks
+    pinned: dict                # the host's affinities then
+    released: dict              # the host's affinities after its stop
+    log_counts: dict
+
+
+def _memory_dir():
+    """/dev/shm where it is writable: /proc and /sys are not on a disk.
+
+    On a disk file system, writing the counters and reading them back
+    costs far more than reading the kernel's files does.
+    """
+    shm = '/dev/shm'
+    return shm if os.access(shm, os.W_OK | os.X_OK) else None
+
+
+def _me():
+    return (pwd.getpwuid(os.getuid()).pw_name,
+            grp.getgrgid(os.getgid()).gr_name)
+
+
+def _percentile(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p * (len(values) - 1))))]
+
+
+class _Ticker:
+    """Ticks the agent at ``interval``, the fake guests in between."""
+
+    def __init__(self, agent, host, interval, profile=None):
+        self.agent = agent
+        self.host = host
+        self.interval = interval
+        self.profile = profile
+        self.next = time.monotonic()
+
+    def tick(self, timed=False):
+        """One tick; returns (start, wall s, agent CPU s)."""
+        self.next += self.interval
+        self.host.advance()
+        guests = self.host.guest_seconds
+        if timed and self.profile is not None:
+            self.profile.enable()
+        cpu0, start = time.process_time(), time.monotonic()
+        self.agent.tick()
+        wall = time.monotonic() - start
+        cpu = time.process_time() - cpu0
+        if timed and self.profile is not None:
+            self.profile.disable()
+        # The fake guests answered targets inside the tick (the
+        # enforcer's waits): their CPU is not the agent's.
+        cpu -= self.host.guest_seconds - guests
+        delay = self.next - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        else:
+            self.next = time.monotonic()
+        return start, wall, cpu
+
+
+class _Lag:
+    """How long each guest's pins trail the agent's plan.
+
+    A guest falls behind at the start of the first tick after which
+    libvirt does not show the vCPU and emulator pins the plan gives it,
+    and catches up when libvirt last pinned it before it shows them.
+    A guest waiting for its acknowledgement trails by a tick or so.
+    """
+
+    def __init__(self, host, skip=()):
+        self.host = host
+        self.skip = frozenset(skip)
+        self.behind = {}            # uuid -> since when
+        self.lags = []              # seconds, of guests that caught up
+
+    def after_tick(self, agent, start):
+        plan = agent.last_plan
+        if plan is None:
+            return
+        actual = self.host.affinities()
+        doms = {g.uuid: g.domain for g in self.host.guests}
+        for uuid, vm in plan.vms.items():
+            if uuid in self.skip or uuid in agent.paused:
+                continue
+            if actual.get(uuid) == (vm.cpus, plan.emulator_cpus):
+                since = self.behind.pop(uuid, None)
+                if since is not None:
+                    self.lags.append(max(0.0, doms[uuid].pinned_at - since))
+            else:
+                self.behind.setdefault(uuid, start)
+
+    def worst(self, now):
+        """The longest lag, counting those still behind up to ``now``."""
+        return max(self.lags + [now - t for t in self.behind.values()],
+                   default=0.0)
+
+
+def measure(args, count, out=print):
+    """Run the agent over a fake host of ``count`` guests; print RESULTs."""
+    from ufo_agent.controller import ControllerConfig
+    from ufo_agent.driver.libvirt import driver as libvirt_driver
+    from ufo_agent.service import heartbeat as heartbeat_mod
+    from ufo_agent.service import loop
+    from ufo_agent.service import settings as settings_mod
+    from ufo_tools.fakes import hypervisor
+
+    settings = settings_mod.AgentSettings()
+    if args.call_timeout is not None:
+        settings = dataclasses.replace(
+            settings, libvirt_call_timeout=args.call_timeout)
+    deadline = settings.libvirt_call_timeout
+    # Process CPU: what the libvirt call threads burn counts where the
+    # loop waits for them.
+    profile = (cProfile.Profile(time.process_time) if args.profile
+               else None)
+    user, group = _me()
+    with contextlib.ExitStack() as stack:
+        root = stack.enter_context(tempfile.TemporaryDirectory(
+            prefix='ufo-bench-agent-', dir=_memory_dir()))
+        host = hypervisor.FakeHypervisor(root, count, seed=args.seed,
+                                         load=args.load)
+        stack.callback(host.close)
+        log_counts = stack.enter_context(_agent_log(
+            args.log or os.path.join(root, 'agent.log')))
+        stack.enter_context(_fake_libvirt(host.libvirt))
+        driver = libvirt_driver.LibvirtDriver(
+            'qemu:///system', host.managed, shm_dir=host.shm,
+            run_dir=host.run_dir, proc_root=host.proc,
+            sysfs_root=host.sysfs, call_timeout=deadline,
+            qemu_user=user, qemu_group=group)
+        stack.callback(driver.close)
+        agent = loop.Agent(driver, host.managed, ControllerConfig(),
+                           settings)
+        # The guests answer while the enforcer waits for them.
+        agent.enforcer.sleep = host.sleep
+        beat = heartbeat_mod.Heartbeat(
+            agent.driver, settings.heartbeat_interval,
+            settings.liveness_window(args.interval),
+            lambda: agent.last_progress)
+        out('ufo-bench agent --fake: %d guests (%d vCPUs) on %d CPUs, '
+            '%d managed; call deadline %.1f s'
+            % (count, sum(g.vcpus for g in host.guests),
+               2 * host.cores, len(host.managed), deadline))
+        started = time.monotonic()
+        agent.start()
+        start_ms = 1000.0 * (time.monotonic() - started)
+        beat.start()
+        stack.callback(beat.stop)
+        ticker = _Ticker(agent, host, args.interval, profile)
+        for _ in range(args.warmup):
+            ticker.tick()
+
+        walls, cpus, per_s = [], [], []
+        lag = _Lag(host)
+        for rep in range(args.repeats):
+            wall_ms, cpu_ms = [], []
+            del host.pin_log[:]
+            cpu0, guests0 = time.process_time(), host.guest_seconds
+            wall0 = time.monotonic()
+            for _ in range(args.ticks):
+                start, wall, cpu = ticker.tick(timed=True)
+                lag.after_tick(agent, start)
+                wall_ms.append(1000.0 * wall)
+                cpu_ms.append(1000.0 * cpu)
+            # Everything the process did but the fake guests: ticks,
+            # heartbeat thread, libvirt call threads.
+            per_s.append(1000.0 * ((time.process_time() - cpu0) -
+                                   (host.guest_seconds - guests0)) /
+                         (time.monotonic() - wall0))
+            walls.append(statistics.median(wall_ms))
+            cpus.append(statistics.median(cpu_ms))
+            out('repeat %d: tick wall median %.1f ms (p95 %.1f, max %.1f); '
+                'agent CPU median %.2f ms a tick (max %.2f), %.2f ms a '
+                'second with its threads; %d pins'
+                % (rep + 1, walls[-1], _percentile(wall_ms, 0.95),
+                   max(wall_ms), cpus[-1], max(cpu_ms), per_s[-1],
+                   len(host.pin_log)))
+        lag_ms = 1000.0 * lag.worst(time.monotonic())
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+        managed = len(agent.guests)
+        vms = agent.last_plan.vms.values() if agent.last_plan else ()
+        with_cores = sum(1 for vm in vms if vm.cores)
+        figures = {
+            'tick_wall_ms_median': statistics.median(walls),
+            'agent_cpu_ms_per_tick_median': statistics.median(cpus),
+            'agent_cpu_ms_per_s': statistics.median(per_s),
+            'rss_mb': rss_mb,
+            'start_ms': start_ms,
+            'enforce_lag_ms_max': lag_ms,
+            'managed': managed,
+            'vms_with_cores': with_cores,
+        }
+        out('RESULT agent_fake_guests=%d tick_wall_ms_median=%.1f '
+            'agent_cpu_ms_per_tick_median=%.2f agent_cpu_ms_per_s=%.2f '
+            'rss_mb=%.1f start_ms=%.0f enforce_lag_ms_max=%.0f managed=%d '
+            'vms_with_cores=%d'
+            % (count, figures['tick_wall_ms_median'],
+               figures['agent_cpu_ms_per_tick_median'],
+               figures['agent_cpu_ms_per_s'], rss_mb, start_ms, lag_ms,
+               managed, with_cores))
+
+        pinned = host.affinities()
+        plan = agent.last_plan
+        hung = {}
+        if args.hang_ticks > 0:
+            hung = _hung_guest(ticker, host, agent, args.hang_ticks,
+                               deadline, out, count)
+            # Its last calls return (2 deadlines) before the agent stops.
+            time.sleep(2 * deadline)
+        if profile is not None:
+            profile.dump_stats(args.profile)
+            out('cProfile statistics of the timed ticks: %s' % args.profile)
+        beat.stop()
+        agent.stop()
+        released = host.affinities()
+        out('agent log: %s' % (', '.join(
+            '%d %s' % (n, level) for level, n in sorted(log_counts.items()))
+            or 'empty'))
+    return Measurement(count, figures, hung, host, plan, pinned, released,
+                       dict(log_counts))
+
+
+def _hung_guest(ticker, host, agent, ticks, deadline, out, count):
+    """Ticks with one guest whose libvirt calls sleep past the deadline.
+
+    The guest with the most cores of its own hangs (its QEMU monitor
+    stops answering): every call on it sleeps twice the deadline. Returns
+    the figures, and prints them.
+    """
+    plan = agent.last_plan
+    victim = min(host.guests, key=lambda g: (
+        -len(plan.vms[g.uuid].cores) if plan and g.uuid in plan.vms
+        else 0, g.index))
+    del host.pin_log[:]
+    lag = _Lag(host, skip={victim.uuid})
+    host.hang(victim, 2 * deadline)
+    walls = []
+    try:
+        for _ in range(ticks):
+            start, wall, _ = ticker.tick()
+            lag.after_tick(agent, start)
+            walls.append(1000.0 * wall)
+    finally:
+        host.hang(victim, 0)
+    figures = {
+        'call_deadline_ms': 1000.0 * deadline,
+        'hung_tick_wall_ms_median': statistics.median(walls),
+        'hung_tick_wall_ms_max': max(walls),
+        'other_enforce_lag_ms_max': 1000.0 * lag.worst(time.monotonic()),
+        'others_behind': len(lag.behind),
+        'other_pins': sum(1 for _, uuid, _ in host.pin_log
+                          if uuid != victim.uuid),
+    }
+    out('hung guest %s (%d vCPUs): %d ticks, walls %s ms'
+        % (victim.uuid, victim.vcpus, ticks,
+           ' '.join('%.0f' % w for w in walls)))
+    out('RESULT agent_fake_guests=%d hung_guests=1 call_deadline_ms=%.0f '
+        'hung_tick_wall_ms_median=%.1f hung_tick_wall_ms_max=%.1f '
+        'other_enforce_lag_ms_max=%.0f others_behind=%d other_pins=%d'
+        % (count, figures['call_deadline_ms'],
+           figures['hung_tick_wall_ms_median'],
+           figures['hung_tick_wall_ms_max'],
+           figures['other_enforce_lag_ms_max'], figures['others_behind'],
+           figures['other_pins']))
+    return figures

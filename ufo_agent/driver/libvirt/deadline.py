@@ -5,8 +5,11 @@ monitor does not answer (a stopped or wedged QEMU) waits for it, and every
 later call on that domain waits about 30 s for libvirt's job lock before
 it fails. One such domain would stall the whole agent.
 
-So each call runs on a worker thread of its own, and the caller waits at
-most ``timeout`` seconds. A call that misses its deadline is abandoned
+So each call runs on a worker thread, and the caller waits at most
+``timeout`` seconds. Workers are kept for the next calls (starting a
+thread per call cost more than the calls themselves at a few hundred
+guests); a worker whose call is abandoned is not reused until it
+returns. A call that misses its deadline is abandoned
 (its thread is left to finish whenever libvirt lets it) and its *key* is
 marked busy: the domain's uuid, or :data:`CONNECTION` for calls on the
 connection itself. Until the abandoned call returns, every call on a busy
@@ -16,6 +19,7 @@ not one per call, and the other domains carry on.
 """
 
 import logging
+import queue
 import threading
 import time
 
@@ -24,6 +28,8 @@ from ufo_agent.driver import base
 LOG = logging.getLogger(__name__)
 
 CONNECTION = 'the libvirt connection'
+# Idle workers kept for later calls; more are started when calls overlap.
+IDLE_WORKERS = 4
 
 
 class CallTimedOut(base.DriverError):
@@ -32,6 +38,10 @@ class CallTimedOut(base.DriverError):
 
 class CallSkipped(base.DriverError):
     """A call was not made: an earlier one on its key has not returned."""
+
+
+class OperationSkipped(CallSkipped, base.GuestBusy):
+    """An operation of several calls was skipped before its first."""
 
 
 class _Call:
@@ -56,6 +66,7 @@ class Deadlines:
         self.timeouts = 0           # calls abandoned since start
         self._lock = threading.Lock()
         self._outstanding = {}      # key -> abandoned _Call
+        self._idle = []             # workers waiting for a call
 
     def busy(self, key):
         """The description of the call that keeps ``key`` busy, or None."""
@@ -87,10 +98,11 @@ class Deadlines:
         if self.timeout is None or self.timeout <= 0:
             return func(*args)
         call = _Call(key, what, self.clock())
-        worker = threading.Thread(target=self._work,
-                                  args=(call, func, args, discard),
-                                  name='libvirt-call', daemon=True)
-        worker.start()
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = _Worker(self._work)
+        worker.calls.put((worker, call, func, args, discard))
         if not call.done.wait(self.timeout):
             with self._lock:
                 if not call.finished:
@@ -108,7 +120,7 @@ class Deadlines:
             raise call.error
         return call.value
 
-    def _work(self, call, func, args, discard):
+    def _work(self, worker, call, func, args, discard):
         try:
             call.value = func(*args)
         except BaseException as exc:    # handed to the caller
@@ -129,4 +141,27 @@ class Deadlines:
                         self.clock() - call.started,
                         ' (%s)' % call.error if call.error is not None
                         else '', call.key)
+        with self._lock:
+            # Before done: the caller's next call may take this worker.
+            if len(self._idle) < IDLE_WORKERS:
+                self._idle.append(worker)
+            else:
+                worker.calls.put(None)
         call.done.set()
+
+
+class _Worker:
+    """A daemon thread that runs calls handed to it, one at a time."""
+
+    def __init__(self, work):
+        self.calls = queue.SimpleQueue()
+        self._work = work
+        threading.Thread(target=self._run, name='libvirt-call',
+                         daemon=True).start()
+
+    def _run(self):
+        while True:
+            task = self.calls.get()
+            if task is None:
+                return
+            self._work(*task)

@@ -24,6 +24,7 @@ from ufo_agent.channel import host_channel
 from ufo_agent import cpuset
 from ufo_agent.driver import base
 from ufo_agent.driver.libvirt import config
+from ufo_agent.driver.libvirt import deadline
 from ufo_agent.driver.libvirt import guest as libvirt_guest
 from ufo_agent.driver.libvirt import host as libvirt_host
 from ufo_agent.hypervisor import domain as domain_xml
@@ -315,10 +316,26 @@ class LibvirtDriver(base.HypervisorDriver):
         return self._get(uuid).observe(self.read_retries)
 
     def pin_vcpus(self, uuid, cpus):
+        self._check_free(uuid)
         self._get(uuid).pin_vcpus(cpus)
 
     def pin_emulator(self, uuid, cpus):
+        self._check_free(uuid)
         self._get(uuid).pin_emulator(cpus)
+
+    def _check_free(self, uuid):
+        """Raise GuestBusy, before any call, while its calls hang."""
+        held = self._host.deadlines.busy(uuid)
+        if held is not None:
+            raise deadline.OperationSkipped(
+                '%s: not pinned while an earlier call has not returned '
+                '(%s)' % (uuid, held))
+
+    def busy_guests(self):
+        outstanding = self._host.deadlines.outstanding()
+        if deadline.CONNECTION in outstanding:
+            return frozenset(self._guests)
+        return frozenset(outstanding) & frozenset(self._guests)
 
     def read_pins(self, uuid):
         return self._get(uuid).read_pins()

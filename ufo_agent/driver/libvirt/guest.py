@@ -115,7 +115,19 @@ class Guest:
         return self.info.uuid
 
     def _dom(self):
-        return self.host.lookup(self.uuid)
+        """The domain, while it still runs the QEMU adopted.
+
+        Looked up by uuid, a domain restarted unseen (events lost, the
+        listing failing) is another QEMU, maybe of another policy: no
+        call made for this one may reach it. The driver adopts it anew.
+        """
+        dom = self.host.lookup(self.uuid)
+        dom_id = dom.ID()
+        if dom_id != self.dom_id:
+            raise base.DriverError(
+                'domain %s runs another QEMU (ID %s, adopted as %s)'
+                % (self.uuid, dom_id, self.dom_id))
+        return dom
 
     def _call(self, what, func, *args):
         """A libvirt call on this domain, with its deadline."""

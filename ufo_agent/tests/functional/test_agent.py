@@ -20,6 +20,7 @@ import time
 
 import pytest
 
+from ufo_agent.cmd import agent as cmd_agent
 from ufo_tools.e2e import AgentProcess
 from ufo_tools.e2e import free_port
 from ufo_tools.e2e import host_online_cpus
@@ -226,7 +227,7 @@ def test_bad_configuration_is_refused_naming_the_option(
     agent = agent_process(**options)
     proc = subprocess.run(agent.command(), capture_output=True, text=True,
                           timeout=60)
-    assert proc.returncode == 2
+    assert proc.returncode == cmd_agent.EXIT_CONFIG
     assert re.search(message, proc.stderr), proc.stderr
 
 

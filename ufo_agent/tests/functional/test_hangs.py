@@ -18,6 +18,8 @@ import time
 
 import pytest
 
+from ufo_agent.cmd import agent as cmd_agent
+from ufo_agent.service import pidlock
 from ufo_tools.e2e import AgentProcess
 from ufo_tools.e2e import free_port
 from ufo_tools.e2e import live_pins
@@ -79,19 +81,21 @@ def test_a_second_agent_and_restore_are_refused_while_one_runs(
     agent = AgentProcess(tmp_path).start()
     try:
         agent.wait(managed(uuid, online=1), what='web managed')
-        lock = agent.state / 'ufo-agent.lock'
-        # The same host and state, its own metrics port: only the lock
-        # keeps it from managing the same guests.
+        lock = pidlock.host_lock_path()
+        # The same host, its own configuration file, state directory and
+        # metrics port: only the host-wide lock keeps it from managing
+        # the same guests.
         other = tmp_path / 'other.conf'
         other.write_text(agent.conf.read_text().replace(
             'metrics_port = %d' % agent.port,
-            'metrics_port = %d' % free_port()))
+            'metrics_port = %d' % free_port()).replace(
+            str(agent.state), str(tmp_path / 'other-state')))
         rc, err = _run(_agent_cmd(agent, conf=other))
-        assert rc == 2, err
+        assert rc == cmd_agent.EXIT_FAILURE, err
         assert ('another ufo-agent (pid %d) is running on this host: it '
                 'holds %s' % (agent.proc.pid, lock)) in err
         rc, err = _run(_agent_cmd(agent, '--restore'))
-        assert rc == 2, err
+        assert rc == cmd_agent.EXIT_FAILURE, err
         assert ('not restoring: ufo-agent (pid %d) is running and holds %s'
                 % (agent.proc.pid, lock)) in err
         # The first agent runs on and its guest was not given back.

@@ -93,3 +93,39 @@ def test_agent_defaults_are_written_once():
     options = {opt.name: opt.default for opt in agent_opts.OPTS}
     for field in dataclasses.fields(settings.AgentSettings):
         assert options[field.name] == field.default, field.name
+
+
+def _guest_watchdog_default():
+    """ufo_guest's default watchdog_ms, in seconds, from its source."""
+    import os
+    import re
+    top = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.abspath(__file__)))))
+    with open(os.path.join(top, 'guest_image', 'ufo-guest',
+                           'ufo_guest.c')) as handle:
+        [ms] = re.findall(r'static unsigned int watchdog_ms = (\d+);',
+                          handle.read())
+    return int(ms) / 1000.0
+
+
+def test_the_guest_watchdog_the_agent_assumes_is_the_modules():
+    assert agent_opts.GUEST_WATCHDOG == _guest_watchdog_default()
+
+
+@pytest.mark.parametrize('interval, ok', [
+    (0.5, True), (2.5, True), (2.6, False), (5.0, False), (10.0, False)])
+def test_the_heartbeat_stays_within_half_the_guest_watchdog(
+        tmp_path, interval, ok):
+    path = tmp_path / 'ufo-agent.conf'
+    path.write_text('[agent]\nheartbeat_interval = %s\n' % interval)
+    conf = cfg.ConfigOpts()
+    agent_opts.register_opts(conf)
+    conf(['--config-file', str(path)], project='ufo-agent')
+    if ok:
+        assert settings.AgentSettings.from_conf(conf).heartbeat_interval \
+            == interval
+        assert 2 * interval <= _guest_watchdog_default()
+    else:
+        with pytest.raises(cfg.ConfigFileValueError,
+                           match='heartbeat_interval'):
+            settings.AgentSettings.from_conf(conf)

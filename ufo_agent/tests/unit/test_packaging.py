@@ -2,6 +2,8 @@
 
 import configparser
 import os
+import subprocess
+import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))))
@@ -32,6 +34,17 @@ def test_systemd_unit_watches_the_agent_and_reloads_with_sighup():
     assert watchdog > settings.AgentSettings().liveness_window(1.0)
     assert service['ExecReload'] == '/bin/kill -HUP $MAINPID'
     assert service['ExecStopPost'].endswith('--restore')
+
+
+def test_systemd_unit_does_not_restart_on_a_configuration_mistake():
+    """A typo stops the agent for good; libvirt not answering yet does not."""
+    from ufo_agent.cmd import agent
+    service = dict(_unit_lines('Service'))
+    assert service['Restart'] == 'on-failure'
+    prevent = service['RestartPreventExitStatus'].split()
+    assert str(agent.EXIT_CONFIG) in prevent
+    assert str(agent.EXIT_FAILURE) not in prevent
+    assert agent.EXIT_CONFIG != agent.EXIT_FAILURE
 
 
 def test_console_scripts_are_declared():
@@ -99,6 +112,26 @@ def test_systemd_unit_works_with_libvirtd_and_virtqemud():
         if key in ('Wants', 'Requires', 'BindsTo', 'Requisite'):
             assert 'libvirtd' not in value and 'virtqemud' not in value
 
+
+def test_systemd_unit_gives_the_agent_the_host_wide_lock_directory():
+    service = dict(_unit_lines('Service'))
+    # pidlock's own value, not the one unit tests point elsewhere.
+    lock_dir = subprocess.run(
+        [sys.executable, '-c', 'from ufo_agent.service import pidlock; '
+         'print(pidlock.HOST_LOCK_DIR)'], capture_output=True, text=True,
+        check=True, cwd=TOP).stdout.strip()
+    assert lock_dir == '/run/' + service['RuntimeDirectory']
+    # The agent's user's alone: nobody else can open and hold the lock.
+    assert service['RuntimeDirectoryMode'] == '0700'
+    # Never removed under an agent that holds it.
+    assert service['RuntimeDirectoryPreserve'] == 'yes'
+
+
+def test_systemd_unit_leaves_restore_its_whole_budget():
+    from ufo_agent.cmd import agent
+    service = dict(_unit_lines('Service'))
+    assert float(service['TimeoutStopSec']) > (agent.RESTORE_BUDGET +
+                                               agent.RESTORE_LOCK_WAIT)
 
 
 def _sample_options(path):

@@ -2,7 +2,10 @@
 
 import dataclasses
 import json
+import logging
 import os
+
+import pytest
 
 from ufo_agent.controller import Controller
 from ufo_agent.controller import HostTopology
@@ -140,3 +143,55 @@ def test_store_is_atomic_versioned_and_prunes(tmp_path):
             pass
         else:
             raise AssertionError('accepted uuid %r' % bad)
+
+
+def _state_text(learned_json):
+    return '{"version": 1, "uuid": "a", "learned": %s}' % learned_json
+
+
+@pytest.mark.parametrize('text, reason', [
+    (_state_text('{"vcpus": Infinity}'), 'Infinity is not a JSON number'),
+    (_state_text('{"vcpus": -Infinity}'), '-Infinity is not a JSON number'),
+    (_state_text('{"vcpus": NaN}'), 'NaN is not a JSON number'),
+    ('[' * 100000 + ']' * 100000, 'nested too deep'),
+    (_state_text('[' * 100000 + ']' * 100000), 'nested too deep'),
+    ('[1, 2]', 'an array, not an object'),
+    (_state_text('"x"'), 'its learned state is a string, not an object'),
+    (_state_text('null'), 'its learned state is null, not an object'),
+    ('{"version": 1, "uuid": "b", "learned": {}}', "saved for instance 'b'"),
+    (b'\xff\xfe{', 'unreadable'),
+])
+def test_a_state_file_that_cannot_be_used_is_discarded_naming_it(
+        tmp_path, caplog, text, reason):
+    store = state.StateStore(str(tmp_path))
+    path = tmp_path / 'a.json'
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    with caplog.at_level(logging.WARNING, logger='ufo_agent.state'):
+        assert store.load('a') is None
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING
+    assert str(path) in record.getMessage()
+    assert reason in record.getMessage()
+    # Replaced by the next save, which loads again.
+    store.save('a', {'x': 1})
+    assert store.load('a') == {'x': 1}
+
+
+def test_learned_numbers_too_large_for_a_float_are_dropped():
+    learned = _learned_controller().export_learned('nginx', now=119.0)
+    learned['model']['samples']['2'][0][0] = 10 ** 400
+    after = Controller(HostTopology.uniform(16, 2))
+    after.add_vm(VmSpec('nginx', 8, 'lc'), learned, now=5000.0)
+    assert not after.vms['nginx'].model.samples
+
+
+def test_the_store_never_writes_what_it_would_not_read(tmp_path):
+    store = state.StateStore(str(tmp_path))
+    store.save('a', {'x': 1})
+    with pytest.raises(ValueError):
+        store.save('a', {'x': float('inf')})
+    assert store.load('a') == {'x': 1}
+    assert sorted(os.listdir(tmp_path)) == ['a.json']

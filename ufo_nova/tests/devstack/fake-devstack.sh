@@ -70,6 +70,9 @@ function stop_process {
 function setup_develop {
     _record setup_develop "$@"
 }
+function pip_install_gr {
+    _record pip_install_gr "$@"
+}
 # sudo runs the command as the caller: everything it touches is scratch.
 # "sudo -u USER" is recorded, then runs as the caller too.
 function sudo {
@@ -122,6 +125,8 @@ NOVA_FILTERS="ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter"
 NOVA_FILTERS+=",ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter"
 NOVA_FILTERS+=",SameHostFilter,DifferentHostFilter"
 UFO_CONF_DIR=$SCRATCH/etc/ufo
+UFO_LOCK_DIR=$SCRATCH/run/ufo-agent
+UFO_POLKIT_RULES_DIR=$SCRATCH/etc/polkit-1/rules.d
 mkdir -p "$NOVA_CONF_DIR" "$DATA_DIR" "$SCRATCH/bin"
 
 # lib/nova's create_nova_conf, as far as the scheduler options go: run

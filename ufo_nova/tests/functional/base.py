@@ -19,6 +19,7 @@ from nova.tests.functional import integrated_helpers
 
 from ufo_agent import hostsignal
 from ufo_agent.publishers import notification
+from ufo_nova import coverage
 from ufo_nova import listener
 from ufo_nova.tests import agentconf
 
@@ -90,6 +91,7 @@ class UFOSchedulerTestCase(integrated_helpers.ProviderUsageBaseTestCase):
                    group='filter_scheduler')
         self.flags(start_listener=False, **self.ufo_flags, group='ufo')
         listener.reset()
+        coverage.reset()
         super().setUp()
         for host in self.hosts:
             self._start_compute(host)

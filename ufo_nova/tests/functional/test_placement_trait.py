@@ -3,14 +3,20 @@
 CUSTOM_UFO_OVERLOADED set through ufo_agent.publishers.placement survives
 nova-compute's periodic provider updates, a flavor with
 trait:CUSTOM_UFO_OVERLOADED=forbidden avoids the host, other traits are
-never touched, and 409 generation conflicts are retried.
+never touched, and 409 generation conflicts are retried. On a fresh cloud,
+where no host was ever overloaded, the agent's start creates the trait so
+that such a flavor boots.
 """
+
+import os
+import time
 
 import fixtures
 
 from nova.tests import fixtures as nova_fixtures
 
 from ufo_agent import hostsignal
+from ufo_agent import publishers
 from ufo_agent.publishers import placement
 from ufo_nova.tests.functional import base
 
@@ -29,6 +35,7 @@ class ConflictingClient:
 
     Requests pass through, but another client changes the provider's traits
     just before our first trait update, as a concurrent nova-compute would.
+    ``statuses`` are those of the updates of the provider's traits.
     """
 
     def __init__(self, adapter, interfere):
@@ -40,15 +47,17 @@ class ConflictingClient:
         return self._adapter.get(*args, **kwargs)
 
     def put(self, url, **kwargs):
-        if url.endswith('/traits') and self._interfere is not None:
+        provider_traits = url.endswith('/traits')
+        if provider_traits and self._interfere is not None:
             interfere, self._interfere = self._interfere, None
             interfere()
         resp = self._adapter.put(url, **kwargs)
-        self.statuses.append(resp.status_code)
+        if provider_traits:
+            self.statuses.append(resp.status_code)
         return resp
 
 
-class TestOverloadTrait(base.UFOSchedulerTestCase):
+class PlacementPublisherTestCase(base.UFOSchedulerTestCase):
     hosts = ('host1', 'host2')
     # Nova's HostNameWeigher prefers host1; UFO's weigher is left out so
     # that only Placement decides here.
@@ -60,7 +69,8 @@ class TestOverloadTrait(base.UFOSchedulerTestCase):
         # The [placement] section of ufo-agent.conf, as an operator writes
         # it (keystoneauth1 plugin options), pointing at the in-process
         # Placement.
-        path = self.useFixture(fixtures.TempDir()).join('ufo-agent.conf')
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(self.tmp, 'ufo-agent.conf')
         with open(path, 'w') as f:
             f.write('[placement]\nauth_type = admin_token\n'
                     'endpoint = %s\ntoken = %s\n'
@@ -68,6 +78,9 @@ class TestOverloadTrait(base.UFOSchedulerTestCase):
                        self.placement.fixture.token))
         self.agent_conf = base.agent_conf(path, enabled=['placement'])
         self.rp_uuid = self._get_provider_uuid_by_host('host1')
+
+
+class TestOverloadTrait(PlacementPublisherTestCase):
 
     def _publisher(self, client=None):
         return placement.PlacementTraitPublisher(
@@ -152,3 +165,67 @@ class TestOverloadTrait(base.UFOSchedulerTestCase):
         self.assertNotIn(TRAIT, traits)
         self.assertIn('CUSTOM_SOMEONE_ELSE', traits)
         self.assertIn('COMPUTE_NODE', traits)
+
+
+class TestFreshCloud(PlacementPublisherTestCase):
+    """A cloud where no host was ever overloaded, as devstack leaves it.
+
+    Placement answers 400 "No such trait(s)" to a request that names an
+    unknown trait, forbidden ones included, so the plugin's flavor boots
+    nowhere until the trait exists.
+    """
+
+    def _trait_exists(self):
+        resp = self.placement.get('/traits/%s' % TRAIT, version='1.6')
+        self.assertIn(resp.status, (204, 404))
+        return resp.status == 204
+
+    def _nova_conf_sets_host(self, host):
+        path = os.path.join(self.tmp, 'nova-cpu.conf')
+        with open(path, 'w') as f:
+            f.write('[DEFAULT]\nhost = %s\n' % host)
+        self.agent_conf.set_override('nova_config', [path],
+                                     group='host_cpus')
+
+    def _forbidding_flavor(self):
+        return self._create_flavor(
+            name='ufo.small', extra_spec={'trait:%s' % TRAIT: 'forbidden'})
+
+    def test_agent_start_makes_the_forbidding_flavor_bootable(self):
+        flavor = self._forbidding_flavor()
+        self.assertFalse(self._trait_exists())
+        # Before any agent ran: the failure this guards against.
+        server = self._create_server(flavor_id=flavor, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+
+        # ufo-agent starts on host1 as cmd/agent.py builds it: the
+        # publishers of [publishers] enabled, named after nova-compute's
+        # host (its nova.conf) and libvirt's node name, in their thread.
+        self._nova_conf_sets_host('host1')
+        outputs = publishers.BackgroundPublisher(
+            publishers.load(self.agent_conf, 'host1'))
+        self.addCleanup(outputs.close)
+        # The publishers start in the background; no signal was sent, the
+        # host was never overloaded.
+        deadline = time.monotonic() + 10
+        while not self._trait_exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+        server = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual('host1', self.host_of(server))
+        self.assertNotIn(TRAIT, self._get_provider_traits(self.rp_uuid))
+        self.assertIn('Placement knows compute node host1',
+                      self.stdlog.logger.output)
+
+    def test_start_names_the_options_for_an_unknown_node(self):
+        # libvirt's name of the host is not the compute node's.
+        self._nova_conf_sets_host('host1')
+        found = publishers.load(self.agent_conf, 'host1.example.org')
+        found.start()
+        self.assertTrue(self._trait_exists())
+        output = self.stdlog.logger.output
+        self.assertIn('Placement has no resource provider named '
+                      'host1.example.org', output)
+        self.assertIn('set [publishers] nodename = host1', output)
+        found.close()

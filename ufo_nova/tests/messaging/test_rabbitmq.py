@@ -46,6 +46,11 @@ class TestSignalsOverRabbitMQ(testtools.TestCase):
         super().setUp()
         self.broker = self.useFixture(rabbitmq.RabbitMQFixture())
         path = os.path.join(self.broker.dir, 'messaging.conf')
+        # nova-scheduler's control exchange: Nova sets its default to nova
+        # (nova/rpc.py); the agent keeps oslo.messaging's (openstack).
+        nova_only = os.path.join(self.broker.dir, 'nova-exchange.conf')
+        with open(nova_only, 'w') as f:
+            f.write('[DEFAULT]\ncontrol_exchange = nova\n')
         with open(path, 'w') as f:
             f.write(RABBIT_OPTS)
             # nova-scheduler's own notification transport, as in nova.conf.
@@ -54,7 +59,8 @@ class TestSignalsOverRabbitMQ(testtools.TestCase):
 
         self.sched_conf = cfg.ConfigOpts()
         ufo_conf.register_opts(self.sched_conf)
-        self.sched_conf(['--config-file', path], project='nova',
+        self.sched_conf(['--config-file', path, '--config-file', nova_only],
+                        project='nova',
                         default_config_files=[], default_config_dirs=[])
 
         self.agent_conf = agentconf.agent_conf(

@@ -27,6 +27,7 @@ from testtools import content
 
 from ufo_agent.controller import topology
 from ufo_agent.hypervisor import managed_cpus
+from ufo_agent import publishers
 import ufo_nova
 from ufo_nova.tests import agentconf
 
@@ -211,6 +212,28 @@ run_plugin_phase stack extra
         self.assertEqual(sorted(online), cpu['cpu_shared_set'])
         self.assert_agent_manages(online, online, [(0,), (1,)])
         self.assert_agent_runs_as_its_user('libvirt', 'libvirt-qemu', 'kvm')
+        # The trait exists before the flavor that forbids it: Placement
+        # refuses requests that name an unknown trait.
+        calls = self.calls_made()
+        trait = calls.index('openstack --os-placement-api-version 1.6 '
+                            'trait create CUSTOM_UFO_OVERLOADED')
+        flavor = [i for i, c in enumerate(calls)
+                  if c.startswith('openstack flavor create ')]
+        self.assertEqual(1, len(flavor))
+        self.assertLess(trait, flavor[0])
+        self.assertIn('--property trait:CUSTOM_UFO_OVERLOADED=forbidden '
+                      'ufo.small', calls[flavor[0]])
+        # placement-api's node has osc-placement (lib/placement).
+        self.assertFalse([c for c in calls if c.startswith('pip_install')])
+
+    def test_api_node_without_placement_gets_the_trait_command(self):
+        self.stack('n-api,n-cond', UFO_CREATE_FLAVOR='False')
+        calls = self.calls_made()
+        self.assertEqual(
+            ['pip_install_gr osc-placement',
+             'openstack --os-placement-api-version 1.6 trait create '
+             'CUSTOM_UFO_OVERLOADED'],
+            [c for c in calls if c.startswith(('pip_install', 'openstack'))])
 
     def assert_agent_runs_as_its_user(self, libvirt_group, qemu_user,
                                       qemu_group):
@@ -228,9 +251,13 @@ run_plugin_phase stack extra
         self.assertTrue(useradd.endswith(' ufo-agent'), useradd)
         for group in (libvirt_group, qemu_group):
             self.assertIn('add_user_to_group ufo-agent %s' % group, before)
-        # ... that owns its state directory (the lock is there) ...
+        # ... that owns its state directory ...
         self.assertIn('chown -R ufo-agent:ufo-agent %s' % state, before)
         self.assertEqual(0o700, os.stat(state).st_mode & 0o777)
+        # ... and the directory of the host-wide lock, its alone ...
+        lock_dir = os.path.join(self.scratch, 'run', 'ufo-agent')
+        self.assertIn('chown ufo-agent:ufo-agent %s' % lock_dir, before)
+        self.assertEqual(0o700, os.stat(lock_dir).st_mode & 0o777)
         # ... and reads ufo-agent.conf, which others cannot (a password).
         self.assertIn('chgrp ufo-agent %s' % self.agent_conf_path, before)
         self.assertEqual(0o640,
@@ -244,10 +271,24 @@ run_plugin_phase stack extra
         sysfs, online = self.fake_sysfs([(0,), (1,)])
         self.stack('n-cpu', sysfs, FAKE_OS='fedora')
         self.assert_agent_runs_as_its_user('libvirtd', 'qemu', 'qemu')
+        # devstack's polkit rule admits $STACK_USER by name only; the
+        # agent's user gets a rule of its own.
+        rule = os.path.join(self.scratch, 'etc', 'polkit-1', 'rules.d',
+                            '50-libvirt-ufo-agent.rules')
+        with open(rule) as f:
+            text = f.read()
+        self.assertIn("action.id == 'org.libvirt.unix.manage'", text)
+        self.assertIn("subject.user == 'ufo-agent'", text)
         # A second stack.sh: the user is there, not made again.
         self.stack('n-cpu', sysfs, FAKE_OS='fedora')
         self.assertEqual(1, len([c for c in self.calls_made()
                                  if c.startswith('useradd ')]))
+
+    def test_debian_gets_no_polkit_rule(self):
+        sysfs, online = self.fake_sysfs([(0,), (1,)])
+        self.stack('n-cpu', sysfs)
+        self.assertFalse(os.path.exists(
+            os.path.join(self.scratch, 'etc', 'polkit-1')))
 
     def test_scheduler_node_keeps_other_plugins_filters_either_order(self):
         for before, after in ((OTHER_PLUGIN, ''), ('', OTHER_PLUGIN)):
@@ -290,6 +331,8 @@ run_plugin_phase stack extra
         self.assertEqual(os.path.join(self.scratch, 'opt', 'stack', 'data',
                                       'ufo-agent'), conf.agent.state_path)
         self.assertIsNone(conf.publishers.nodename)
+        # The agent reads Nova's host itself, from nova-cpu.conf.
+        self.assertIsNone(conf.publishers.host)
         self.assertEqual(['notification', 'placement'],
                          conf.publishers.enabled)
         self.assertEqual('password', conf.placement.auth_type)
@@ -315,6 +358,22 @@ run_plugin_phase stack extra
         self.assertEqual([1, 2, 3, 5, 6, 7], cpu['cpu_shared_set'])
         self.assert_agent_manages(frozenset(cpu['cpu_shared_set']), online,
                                   siblings)
+
+    def test_agent_signals_under_the_host_local_conf_sets(self):
+        """local.conf's ``host`` is merged after the plugin's post-config.
+
+        [[post-config|$NOVA_CONF]] sets [DEFAULT] host once the plugins'
+        post-config phase ran; nova-compute's nova-cpu.conf is copied from
+        nova.conf later. The agent names its signals after that host.
+        """
+        siblings = [(0,), (1,)]
+        sysfs, online = self.fake_sysfs(siblings)
+        self.stack('n-cpu', sysfs,
+                   after='iniset "$NOVA_CONF" DEFAULT host compute-12')
+        conf = agent_conf(self.agent_conf_path)
+        self.assertEqual(
+            ('compute-12', 'compute-12.example.org'),
+            publishers.host_and_node(conf, 'compute-12.example.org'))
 
     def test_cpu_shared_set_of_operator_is_kept(self):
         siblings = [(0,), (1,), (2,), (3,)]

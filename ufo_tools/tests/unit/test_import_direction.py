@@ -10,10 +10,10 @@
   anything.
 
 Every non-test module is parsed, imports inside functions included; test
-directories are exempt (the agent's functional tests boot ufo_tools' test
-guests). A second test imports the agent, the scheduler plugins and the
-tooling with the extras' packages (libvirt, numpy, matplotlib) hidden: the
-base install must import them.
+directories are exempt (the agent's unit tests use ufo_tools' fakes, its
+functional tests boot ufo_tools' test guests). A second test imports the
+agent, the scheduler plugins and the tooling with the extras' packages
+(libvirt, numpy, matplotlib) hidden: the base install must import them.
 """
 
 import ast

@@ -1,5 +1,9 @@
 """A guest's claims checked against what the host saw its vCPUs do."""
 
+import dataclasses
+
+import hypothesis
+from hypothesis import strategies as st
 import pytest
 
 from ufo_agent.channel import crosscheck as cc
@@ -12,10 +16,15 @@ def points(*rows):
             for t, cpu, wait, slices in rows]
 
 
-def claim(seen, util, switches=0.0, interval=1.0, vcpus=2, after=None):
-    return cc.Claim(after=seen - 1.0 if after is None else after,
-                    seen=seen, interval_s=interval, util_pct=util,
-                    switches_per_s=switches, vcpus=vcpus)
+def claim(seen, util, switches=0.0, vcpus=2, after=None):
+    """A sample first seen at ``seen``, used on that one-second tick.
+
+    ``after``: the read before the one that showed its predecessor (by
+    default the one two ticks back).
+    """
+    after = seen - 2.0 if after is None else after
+    return cc.Use(start=after - cc.PUBLISH_MARGIN_S, end=seen, span_s=1.0,
+                  util_pct=util, switches_per_s=switches, vcpus=vcpus)
 
 
 STEADY = points(*[(100.0 + i, 0.5 * i, 0.1 * i, 100 * i)
@@ -47,58 +56,58 @@ def test_an_honest_steady_guest_passes():
     # Claims what the threads ran, and more (its wait counts as busy
     # without steal-time accounting): 60 %.
     claims = [claim(102.0 + i, 60.0, switches=50_000) for i in range(10)]
-    assert cc.check_claims(STEADY, claims).ok
+    assert cc.check_uses(STEADY, claims).ok
 
 
 def test_a_guest_without_steal_accounting_may_count_waits_as_busy():
     # 50 % on a CPU and 10 % waiting for one: up to 60 % (+10 %) is fine.
     claims = [claim(102.0 + i, 65.0) for i in range(10)]
-    assert cc.check_claims(STEADY, claims).ok
+    assert cc.check_uses(STEADY, claims).ok
 
 
 def test_a_lasting_lie_of_a_third_is_caught():
     claims = [claim(102.0 + i, 80.0) for i in range(10)]
-    verdict = cc.check_claims(STEADY, claims)
+    verdict = cc.check_uses(STEADY, claims)
     assert not verdict.ok and 'vCPU-s busy' in verdict.reason
     # A single sample can be explained by the misalignment...
-    assert cc.check_claims(STEADY, claims[-1:]).ok
+    assert cc.check_uses(STEADY, claims[-1:]).ok
     # ...but not a gross lie.
-    assert not cc.check_claims(STEADY, [claim(110.0, 200.0)]).ok
+    assert not cc.check_uses(STEADY, [claim(110.0, 200.0)]).ok
 
 
 def test_an_idle_guest_cannot_claim_to_be_busy():
     # Its vCPU threads ran 0.2 % of a CPU; the idle threshold is 1 %.
     idle = points(*[(100.0 + i, 0.002 * i, 0, 50 * i) for i in range(12)])
     honest = [claim(102.0 + i, 0.15) for i in range(10)]
-    assert cc.check_claims(idle, honest).ok
-    assert not cc.check_claims(idle, [claim(110.0, 10.0)]).ok
+    assert cc.check_uses(idle, honest).ok
+    assert not cc.check_uses(idle, [claim(110.0, 10.0)]).ok
     lie = [claim(102.0 + i, 1.5) for i in range(10)]
-    assert not cc.check_claims(idle, lie[:5]).ok      # within 5 seconds
+    assert not cc.check_uses(idle, lie[:5]).ok      # within 5 seconds
 
 
 def test_an_idle_guest_cannot_claim_thousands_of_switches():
     # 0.2 ms of CPU a second and 50 wake-ups: its module's poll thread.
     idle = points(*[(100.0 + i, 0.0002 * i, 0, 50 * i) for i in range(12)])
     honest = [claim(102.0 + i, 0.02, switches=100) for i in range(10)]
-    assert cc.check_claims(idle, honest).ok
-    verdict = cc.check_claims(idle, [claim(110.0, 0.02, switches=5000)])
+    assert cc.check_uses(idle, honest).ok
+    verdict = cc.check_uses(idle, [claim(110.0, 0.02, switches=5000)])
     assert not verdict.ok and 'context switches' in verdict.reason
     # With 1 ms of CPU a second, 4000 switches a second are possible.
     idle = points(*[(100.0 + i, 0.001 * i, 0, 50 * i) for i in range(12)])
-    assert cc.check_claims(idle, [claim(102.0 + i, 0.1, switches=3000)
-                                  for i in range(10)]).ok
-    assert not cc.check_claims(idle, [claim(110.0, 0.1, switches=30000)]).ok
+    assert cc.check_uses(idle, [claim(102.0 + i, 0.1, switches=3000)
+                                for i in range(10)]).ok
+    assert not cc.check_uses(idle, [claim(110.0, 0.1, switches=30000)]).ok
 
 
 def test_switches_are_bounded_by_cpu_time():
     # 0.5 s of CPU a second: at most 0.5 / MIN_SWITCH_NS switches.
     most = 0.5e9 / cc.MIN_SWITCH_NS
-    assert cc.check_claims(STEADY, [claim(102.0 + i, 50.0,
-                                          switches=0.9 * most)
-                                    for i in range(10)]).ok
-    assert not cc.check_claims(STEADY, [claim(102.0 + i, 50.0,
-                                              switches=1.5 * most)
-                                        for i in range(10)]).ok
+    assert cc.check_uses(STEADY, [claim(102.0 + i, 50.0,
+                                        switches=0.9 * most)
+                                  for i in range(10)]).ok
+    assert not cc.check_uses(STEADY, [claim(102.0 + i, 50.0,
+                                            switches=1.5 * most)
+                                      for i in range(10)]).ok
 
 
 def test_a_burst_across_a_tick_boundary_is_not_a_lie():
@@ -106,17 +115,76 @@ def test_a_burst_across_a_tick_boundary_is_not_a_lie():
     # guest's sample window holds all of it, each host tick half.
     pts = points((100.0, 0, 0, 0), (101.0, 0, 0, 0), (102.0, 0.5, 0, 10),
                  (103.0, 1.0, 0, 20), (104.0, 1.0, 0, 30))
-    burst = claim(103.0, 100.0, after=102.0)
-    assert cc.check_claims(pts, [claim(102.0, 0.0, after=101.0), burst]).ok
+    burst = claim(103.0, 100.0, after=101.0)
+    assert cc.check_uses(pts, [claim(102.0, 0.0, after=100.0), burst]).ok
 
 
-def test_sample_windows_that_overlap_do_not_add_up():
-    # A guest that says its samples cover 3 s each while it publishes
-    # every second counts each busy second three times.
-    claims = [claim(102.0 + i, 50.0, interval=3.0) for i in range(10)]
-    assert not cc.check_claims(STEADY, claims).ok
+def test_a_sample_used_on_two_ticks_claims_twice():
+    # 0.6 s runnable a second: one sample of 150 % used on one tick fits
+    # the 2.25 s that hold it; used on three ticks, 4.5 s do not fit 4.25.
+    once = claim(105.0, 150.0)
+    again = [dataclasses.replace(once, end=105.0 + i) for i in range(3)]
+    assert cc.check_uses(STEADY, [once]).ok
+    verdict = cc.check_uses(STEADY, again)
+    assert not verdict.ok and 'vCPU-s busy' in verdict.reason
+
+
+def test_the_window_of_a_sample_comes_from_the_host_s_reads():
+    # Seen first at 105, the one before it first at 104: its window
+    # starts after the read at 103 (a quarter second of publishing lag).
+    assert cc.window_start(104.0, False, 103.0, 2.5) == 102.75
+    # Its predecessor never showed: published after the read at 104.
+    assert cc.window_start(104.0, True, 103.0, 2.5) == 103.75
+    # Its predecessor showed at the first read: at most the longest
+    # window the host accepts before that.
+    assert cc.window_start(104.0, False, None, 2.5) == 101.25
+    assert cc.window_start(104.0, False, 50.0, 2.5) == 101.25
+    # Nothing before it: not checkable.
+    assert cc.window_start(None, False, None, 2.5) is None
 
 
 def test_host_only_sample_is_never_negative():
     s = sampler.host_only_sample(-1.0, 300.0, -5.0)
     assert (s.util, s.sf, s.steal) == (0.0, 300.0, 0.0)
+
+
+def _usage_by_walking(points, start, end, vcpus):
+    """host_usage's rule, interval by interval: the reference."""
+    if not points:
+        return cc.HostUsage((end - start) * vcpus, (end - start) * vcpus, 0)
+    uncovered = max(0.0, min(end, points[0].time) - start) + \
+        max(0.0, end - max(start, points[-1].time))
+    runnable = cpu = uncovered * vcpus
+    slices = 0
+    for p0, p1 in zip(points, points[1:]):
+        overlap = min(end, p1.time) - max(start, p0.time)
+        if overlap <= 0:
+            continue
+        d_cpu = max(0, p1.cpu_ns - p0.cpu_ns) / 1e9
+        d_run = d_cpu + max(0, p1.wait_ns - p0.wait_ns) / 1e9
+        slices += max(0, p1.slices - p0.slices)
+        if start <= p0.time and p1.time <= end:
+            runnable, cpu = runnable + d_run, cpu + d_cpu
+        else:
+            runnable += min(d_run, overlap * vcpus)
+            cpu += min(d_cpu, overlap * vcpus)
+    return cc.HostUsage(runnable, cpu, slices)
+
+
+@hypothesis.given(
+    steps=st.lists(st.tuples(st.floats(0.01, 3.0), st.integers(-10, 10 ** 9),
+                             st.integers(-10, 10 ** 9),
+                             st.integers(-10, 1000)), max_size=16),
+    start=st.floats(90.0, 140.0), length=st.floats(0.0, 30.0),
+    vcpus=st.integers(1, 8))
+def test_spans_from_sums_are_the_interval_walk(steps, start, length, vcpus):
+    rows, t, cpu, wait, slices = [], 100.0, 0, 0, 0
+    for dt, d_cpu, d_wait, d_slices in steps:
+        t, cpu, wait, slices = (t + dt, cpu + d_cpu, wait + d_wait,
+                                slices + d_slices)
+        rows.append(cc.HostPoint(t, cpu, wait, slices))
+    got = cc.HostCounters(rows).usage(start, start + length, vcpus)
+    want = _usage_by_walking(rows, start, start + length, vcpus)
+    assert got.slices == want.slices
+    assert got.runnable_s == pytest.approx(want.runnable_s, abs=1e-6)
+    assert got.cpu_s == pytest.approx(want.cpu_s, abs=1e-6)

@@ -2,8 +2,10 @@
 
 import os
 import struct
+import subprocess
+import sys
+import textwrap
 import time
-from unittest import mock
 
 import hypothesis
 from hypothesis import strategies as st
@@ -76,10 +78,50 @@ def test_initialize_zeroes_garbage_and_keeps_live_state(tmp_path):
     # A restarted agent continues the sequence: it never runs backwards.
     ch = host_channel.HostChannel(path, VCPUS)
     ch.initialize()
-    assert ch.target_seq == 1 and ch.target == 2
-    assert ch.set_target(3) == 2
+    assert ch.target_seq == 2 and ch.target == VCPUS
+    assert ch.set_target(3) == 3
     assert ch.read_guest().ok
     ch.close()
+
+
+def test_a_restarted_agent_asks_for_every_vcpu_not_the_old_target(tmp_path):
+    """The dead agent's last shrink must not come back with a heartbeat.
+
+    The guest's watchdog brought every vCPU back when the old agent's
+    heartbeat stopped; on the first new heartbeat ufo_guest takes up the
+    page's target again (ufo_poll_host: ``reapply``). That target must
+    be every vCPU until the new agent decides otherwise.
+    """
+    path = str(tmp_path / 'page')
+    old = host_channel.HostChannel(path, VCPUS)
+    old.initialize()
+    seq = old.set_target(1)
+    write_guest(old, ack_target_seq=seq, applied_target=1, online_vcpus=1,
+                online_mask=(1, 0, 0, 0))
+    stale = host_area(old)['heartbeat']
+    old.close()
+    # The watchdog fired: every vCPU online again, the ack unchanged.
+    new = host_channel.HostChannel(path, VCPUS)
+    write_guest(new, ack_target_seq=seq, applied_target=1, online_vcpus=4,
+                flags=layout.GUEST_FLAG_HOST_VALID |
+                layout.GUEST_FLAG_WATCHDOG)
+    new.initialize()
+    h = host_area(new)
+    assert h['heartbeat'] > stale
+    assert (h['target_vcpus'], h['target_seq']) == (VCPUS, seq + 1)
+    assert (new.target, new.target_seq) == (VCPUS, seq + 1)
+    assert new.read_guest().ok
+    new.close()
+
+
+def test_a_page_that_never_had_a_target_gets_none(tmp_path):
+    path = str(tmp_path / 'page')
+    host_channel.HostChannel(path, VCPUS).initialize()
+    again = host_channel.HostChannel(path, VCPUS)
+    again.initialize()
+    h = host_area(again)
+    assert (h['target_vcpus'], h['target_seq']) == (0, 0)
+    again.close()
 
 
 def test_heartbeat_and_target(chan):
@@ -199,15 +241,14 @@ def test_a_guest_holding_its_seq_odd_costs_the_host_little(chan, retries):
 def test_a_seq_that_keeps_changing_is_busy_too(chan, monkeypatch):
     write_guest(chan)
     seq_off = layout.offset('guest', 'seq')
-    real = host_channel._U32.unpack_from
+    real = chan._read
     counter = iter(range(0, 10 ** 9, 2))
 
-    def moving(buf, offset=0):
-        if offset == seq_off:
-            return (next(counter),)
-        return real(buf, offset)
-    monkeypatch.setattr(host_channel, '_U32', mock.Mock(
-        unpack_from=moving, pack_into=host_channel._U32.pack_into))
+    def moving(offset, size):
+        if (offset, size) == (seq_off, 4):
+            return host_channel._U32.pack(next(counter))
+        return real(offset, size)
+    monkeypatch.setattr(chan, '_read', moving)
     start = time.perf_counter()
     assert chan.read_guest(retries=1000).status == report.STATUS_BUSY
     assert time.perf_counter() - start < 0.005
@@ -277,3 +318,40 @@ def test_shm_name():
     for bad in ('../etc', 'a b', "x'y", ''):
         with pytest.raises(ValueError):
             host_channel.shm_name(bad, prefix='')
+
+
+_TRUNCATE = textwrap.dedent('''
+    import os, sys
+    from ufo_agent.channel import host_channel, report
+    path = sys.argv[1]
+    ch = host_channel.HostChannel(path, 4)
+    ch.initialize()
+    for size in (0, 100, 200):
+        os.truncate(path, size)
+        got = ch.read_guest()
+        assert got.status == report.STATUS_INVALID, got
+        print(got.reason)
+        # Grown back whole: QEMU maps all of it.
+        assert os.path.getsize(path) == host_channel.DEFAULT_SHM_SIZE
+        os.truncate(path, size)
+        ch.beat()
+        ch.set_target(2)
+    ch.initialize()
+    assert ch.read_guest().status == report.STATUS_ABSENT
+    print('alive')
+''')
+
+
+def test_a_truncated_page_file_is_an_invalid_page_not_a_crash(tmp_path):
+    # Whoever can write the page file (QEMU) can truncate it: reads and
+    # writes past its end must not kill the agent. In a child process,
+    # so that a SIGBUS would be its death, not the test run's.
+    root = os.path.dirname(os.path.dirname(host_channel.__file__))
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(root))
+    done = subprocess.run([sys.executable, '-c', _TRUNCATE,
+                           str(tmp_path / 'page')], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    lines = done.stdout.splitlines()
+    assert lines[-1] == 'alive'
+    assert lines[0].endswith('is truncated to 0 bytes')

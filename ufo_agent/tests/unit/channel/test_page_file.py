@@ -111,7 +111,9 @@ def test_a_restarted_agent_keeps_the_page_content(tmp_path):
     again = host_channel.HostChannel(path, VCPUS)
     assert again.read_raw() == before
     again.initialize()
-    assert again.target_seq == seq and again.read_guest().ok
+    # The sequence goes on, with every vCPU until the agent decides.
+    assert (again.target_seq, again.target) == (seq + 1, VCPUS)
+    assert again.read_guest().ok
     again.close()
 
 
@@ -261,6 +263,40 @@ def test_qemus_user_and_group_are_the_ones_given():
         nobody, None)
     assert host_channel.qemu_owner('nobody', 'ufo-no-such-group') is None
     assert host_channel.page_owner('ufo-no-such-user', 'root') is None
+
+
+def test_numeric_ids_are_taken_as_they_are():
+    # Kolla-Ansible's QEMU (nova:nova in its container): no name on the
+    # host, nothing looked up.
+    with pytest.raises(KeyError):
+        pwd.getpwuid(42436)
+    assert host_channel.qemu_ids('42436', '42436') == (42436, 42436)
+    assert host_channel.qemu_owner('42436', '0') == (42436, 0)
+    # A name still works beside an id.
+    nobody = pwd.getpwnam('nobody').pw_uid
+    assert host_channel.qemu_ids('nobody', '42436') == (nobody, 42436)
+
+
+@pytest.mark.parametrize('value', ['4294967295', '-1', '+5', ' 42',
+                                   '\u0664\u0662', '12345678901', ''])
+def test_what_is_not_a_plain_id_is_a_name(value):
+    # (uid_t)-1 is no id; signs, blanks and other scripts' digits are not
+    # decimal ids. None of them names an account here.
+    assert host_channel.qemu_ids(value, value) == (None, None)
+
+
+def test_a_page_goes_to_numeric_ids(tmp_path):
+    _need_root()
+    owner = host_channel.page_owner('42436', '42436')
+    assert owner == (42436, 42436)
+    ch = host_channel.HostChannel(_page(tmp_path), VCPUS, owner=owner)
+    ch.close()
+    st = os.stat(_page(tmp_path))
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (
+        42436, 42436, host_channel.PAGE_MODE)
+    # The page QEMU now owns is trusted again on the next start.
+    host_channel.HostChannel(_page(tmp_path), VCPUS, owner=owner).unlink()
+    assert not os.path.exists(_page(tmp_path))
 
 
 def test_a_channel_trusts_and_unlinks_with_the_uids_it_is_given(tmp_path):

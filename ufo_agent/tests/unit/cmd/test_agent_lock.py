@@ -1,7 +1,9 @@
-"""A second ufo-agent (or --restore) is refused while one runs.
+"""One ufo-agent per host, whatever its configuration.
 
-The refusal comes before anything touches libvirt: these tests fail if
-the driver is built.
+A second agent (or --restore) is refused while one runs, also with a
+configuration file and a state directory of its own: the lock is
+host-wide, at a place no option moves. The refusal comes before
+anything touches libvirt: these tests fail if the driver is built.
 """
 
 import subprocess
@@ -16,10 +18,18 @@ from ufo_agent.cmd import agent
 HOLDER = textwrap.dedent('''
     import sys, time
     from ufo_agent.service import pidlock
-    lock = pidlock.acquire(sys.argv[1])
+    pidlock.HOST_LOCK_DIR = sys.argv[1]
+    lock = pidlock.acquire()
     print('locked', flush=True)
     time.sleep(60)
 ''')
+
+
+def _conf(path, state):
+    path.write_text('[agent]\nstate_path = %s\n[host_cpus]\n'
+                    'managed_cpus = 0-7\nnova_config =\nnova_config_dir =\n'
+                    % state)
+    return path
 
 
 @pytest.fixture
@@ -31,13 +41,10 @@ def main(agent_main_state, eight_cpu_host, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(agent, '_driver', lambda: types.SimpleNamespace(
         LibvirtDriver=no_driver))
     monkeypatch.setattr(agent, 'RESTORE_LOCK_WAIT', 0.3)
-    conf = tmp_path / 'ufo-agent.conf'
-    conf.write_text('[agent]\nstate_path = %s\n[host_cpus]\n'
-                    'managed_cpus = 0-7\nnova_config =\nnova_config_dir =\n'
-                    % (tmp_path / 'state'))
+    conf = _conf(tmp_path / 'ufo-agent.conf', tmp_path / 'state')
 
-    def run(*extra):
-        rc = agent.main(['--config-file', str(conf), '--log-file',
+    def run(*extra, config=conf):
+        rc = agent.main(['--config-file', str(config), '--log-file',
                          str(tmp_path / 'agent.log')] + list(extra))
         return rc, capsys.readouterr().err
 
@@ -45,10 +52,10 @@ def main(agent_main_state, eight_cpu_host, tmp_path, monkeypatch, capsys):
 
 
 @pytest.fixture
-def running(tmp_path):
-    """Another agent's process, holding the lock."""
+def running(host_lock_dir):
+    """Another agent's process, holding the host-wide lock."""
     proc = subprocess.Popen([sys.executable, '-c', HOLDER,
-                             str(tmp_path / 'state')],
+                             str(host_lock_dir)],
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == 'locked'
@@ -58,21 +65,32 @@ def running(tmp_path):
         proc.wait()
 
 
-def test_a_second_agent_exits_2_naming_the_pid_and_the_lock(
-        main, running, tmp_path):
+def test_a_second_agent_exits_naming_the_pid_and_the_lock(
+        main, running, host_lock_dir):
     rc, err = main()
-    assert rc == 2
+    assert rc == agent.EXIT_FAILURE
     assert ('ufo-agent: another ufo-agent (pid %d) is running on this host: '
-            'it holds %s' % (running.pid, tmp_path / 'state' /
+            'it holds %s' % (running.pid, host_lock_dir /
                              'ufo-agent.lock')) in err
     assert running.poll() is None
 
 
-def test_restore_is_refused_while_an_agent_runs(main, running, tmp_path):
+def test_another_configuration_and_state_directory_do_not_escape_the_lock(
+        main, running, tmp_path, host_lock_dir):
+    other = _conf(tmp_path / 'other.conf', tmp_path / 'other-state')
+    rc, err = main(config=other)
+    assert rc == agent.EXIT_FAILURE
+    assert 'another ufo-agent (pid %d) is running on this host' % (
+        running.pid) in err
+    assert str(host_lock_dir / 'ufo-agent.lock') in err
+    assert running.poll() is None
+
+
+def test_restore_is_refused_while_an_agent_runs(main, running, host_lock_dir):
     rc, err = main('--restore')
-    assert rc == 2
+    assert rc == agent.EXIT_FAILURE
     assert ('not restoring: ufo-agent (pid %d) is running and holds %s'
-            % (running.pid, tmp_path / 'state' / 'ufo-agent.lock')) in err
+            % (running.pid, host_lock_dir / 'ufo-agent.lock')) in err
 
 
 def test_once_the_holder_is_gone_the_agent_goes_on_to_libvirt(
@@ -81,3 +99,13 @@ def test_once_the_holder_is_gone_the_agent_goes_on_to_libvirt(
     running.wait()
     with pytest.raises(pytest.fail.Exception, match='libvirt was touched'):
         main()
+
+
+def test_a_lock_that_cannot_be_taken_is_named(main, host_lock_dir):
+    # Not a directory: no lock can be made there, even by root.
+    host_lock_dir.write_text('')
+    rc, err = main()
+    assert rc == agent.EXIT_FAILURE
+    assert 'cannot take the host-wide lock %s' % (
+        host_lock_dir / 'ufo-agent.lock') in err
+    assert 'RuntimeDirectory=ufo-agent' in err

@@ -53,22 +53,23 @@ def main(agent_main_state, eight_cpu_host, tmp_path, monkeypatch, capsys):
 
 @pytest.mark.parametrize('extra', [(), ('--dry-run',)])
 def test_a_qemu_user_that_does_not_exist_stops_the_agent(main, tmp_path,
+                                                         host_lock_dir,
                                                          extra):
     rc, err, made = main('qemu_user = ufo-no-such-user\n', *extra)
-    assert rc == 2 and made == []
+    assert rc == agent.EXIT_CONFIG and made == []
     assert err.startswith('ufo-agent: [channel] qemu_user=ufo-no-such-user: '
                           'no such user')
     assert 'libvirt\'s qemu.conf' in err
     assert 'Cannot start: [channel] qemu_user=ufo-no-such-user' in (
         tmp_path / 'agent.log').read_text()
     # Refused before the lock.
-    assert not (tmp_path / 'state' / 'ufo-agent.lock').exists()
+    assert not (host_lock_dir / 'ufo-agent.lock').exists()
 
 
 def test_a_qemu_group_that_does_not_exist_stops_the_agent(main):
     # As on a RHEL host without Debian's group, or the reverse.
     rc, err, made = main('qemu_group = ufo-no-such-group\n')
-    assert rc == 2 and made == []
+    assert rc == agent.EXIT_CONFIG and made == []
     assert err.startswith('ufo-agent: [channel] qemu_group=ufo-no-such-group'
                           ': no such group')
 
@@ -98,7 +99,7 @@ def plain_user(monkeypatch):
 def test_a_plain_user_outside_the_configured_group_is_refused(
         main, plain_user):
     rc, err, made = main('qemu_user = nobody\nqemu_group = %s\n' % NOGROUP)
-    assert rc == 2 and made == []
+    assert rc == agent.EXIT_CONFIG and made == []
     assert err.startswith('ufo-agent: [channel] qemu_group=%s: ufo-agent '
                           'runs as uid 4321, which is not in group %s, the '
                           'group QEMU (nobody) runs as' % (NOGROUP, NOGROUP))
@@ -116,4 +117,33 @@ def test_a_plain_user_in_the_configured_group_starts(main, plain_user,
 def test_a_dry_run_does_not_need_the_group(main, plain_user):
     rc, err, made = main('qemu_user = nobody\nqemu_group = %s\n' % NOGROUP,
                          '--dry-run')
+    assert rc is None, err
+
+
+# Kolla-Ansible: QEMU runs as nova:nova of the nova_libvirt container,
+# 42436:42436, ids that have no name on the host.
+KOLLA_QEMU = 'qemu_user = 42436\nqemu_group = 42436\n'
+
+
+def test_numeric_ids_without_a_name_on_the_host_start_the_agent(main):
+    with pytest.raises(KeyError):
+        pwd.getpwuid(42436)
+    rc, err, [kwargs] = main(KOLLA_QEMU)
+    assert rc is None, err
+    assert (kwargs['qemu_user'], kwargs['qemu_group']) == ('42436', '42436')
+
+
+def test_a_plain_user_outside_the_numeric_group_is_refused(main,
+                                                           plain_user):
+    rc, err, made = main(KOLLA_QEMU)
+    assert rc == agent.EXIT_CONFIG and made == []
+    assert err.startswith('ufo-agent: [channel] qemu_group=42436: ufo-agent '
+                          'runs as uid 4321, which is not in group 42436')
+
+
+def test_a_plain_user_with_the_numeric_group_starts(main, plain_user,
+                                                    monkeypatch):
+    # systemd's SupplementaryGroups=42436 (deploy/ansible, Kolla).
+    monkeypatch.setattr(os, 'getgroups', lambda: [42436])
+    rc, err, [kwargs] = main(KOLLA_QEMU)
     assert rc is None, err

@@ -62,7 +62,7 @@ def restore(agent_main_state, eight_cpu_host, tmp_path, monkeypatch,
     return run
 
 
-def _restored(tmp_path):
+def _restored(tmp_path, lock_dir):
     [driver] = RecordingDriver.made
     assert driver.released == [UUID] and driver.closed
     assert driver.managed == frozenset(range(8))
@@ -70,29 +70,30 @@ def _restored(tmp_path):
     assert driver.kwargs['attach_channels'] is False
     assert driver.kwargs['use_attached_channels'] is True
     # The lock was taken and given back.
-    assert (tmp_path / 'state' / 'ufo-agent.lock').exists()
+    assert (lock_dir / 'ufo-agent.lock').exists()
     return (tmp_path / 'agent.log').read_text()
 
 
 def test_broken_placement_section_does_not_stop_the_restore(
-        restore, tmp_path):
+        restore, tmp_path, host_lock_dir):
     rc, err = restore('[publishers]\nenabled = placement\n'
                       '[placement]\nauth_type = no-such-plugin\n')
     assert (rc, err) == (0, '')
-    log = _restored(tmp_path)
+    log = _restored(tmp_path, host_lock_dir)
     assert 'Restored guest %s (web)' % UUID in log
     # The trait could not be cleared: said, not fatal.
     assert 'Could not clear trait %s' % placement.TRAIT in log
 
 
-def test_bad_controller_options_do_not_stop_the_restore(restore, tmp_path):
+def test_bad_controller_options_do_not_stop_the_restore(restore, tmp_path,
+                                                        host_lock_dir):
     rc, err = restore('[controller]\npcu_low = 0.9\npcu_high = 0.5\n')
     assert (rc, err) == (0, '')
-    _restored(tmp_path)
+    _restored(tmp_path, host_lock_dir)
 
 
 def test_restore_clears_the_trait_after_the_guests(
-        restore, tmp_path, monkeypatch):
+        restore, tmp_path, monkeypatch, host_lock_dir):
     events = []
 
     def apply(self, wanted):
@@ -104,11 +105,11 @@ def test_restore_clears_the_trait_after_the_guests(
     rc, _ = restore('[publishers]\nenabled = placement\nnodename = node7\n')
     assert rc == 0
     assert events == [('node7', False)]
-    _restored(tmp_path)
+    _restored(tmp_path, host_lock_dir)
 
 
 def test_without_nodename_the_trait_is_cleared_on_libvirts_host_name(
-        restore, tmp_path, monkeypatch):
+        restore, tmp_path, monkeypatch, host_lock_dir):
     # The running agent names the node as Nova does, by libvirt's host
     # name; a restore that used the short hostname missed the provider.
     events = []
@@ -119,25 +120,25 @@ def test_without_nodename_the_trait_is_cleared_on_libvirts_host_name(
     rc, _ = restore('[publishers]\nenabled = placement\n')
     assert rc == 0
     assert events == [('compute-7.example.org', False)]
-    _restored(tmp_path)
+    _restored(tmp_path, host_lock_dir)
 
 
 def test_no_placement_publisher_no_placement_call(
-        restore, tmp_path, monkeypatch):
+        restore, tmp_path, monkeypatch, host_lock_dir):
     monkeypatch.setattr(placement, '_client', lambda conf: pytest.fail(
         'Placement contacted without the placement publisher'))
     rc, _ = restore('[publishers]\nenabled =\n')
     assert rc == 0
-    _restored(tmp_path)
+    _restored(tmp_path, host_lock_dir)
 
 
-def test_qemus_user_and_group_are_not_needed(restore, tmp_path):
+def test_qemus_user_and_group_are_not_needed(restore, tmp_path, host_lock_dir):
     # Restore creates no page and gives none away: a wrong value cannot
     # keep the guests from their CPUs. They only say whose pages to use.
     rc, err = restore('[channel]\nqemu_user = ufo-no-such-user\n'
                       'qemu_group = ufo-no-such-group\n')
     assert (rc, err) == (0, '')
-    _restored(tmp_path)
+    _restored(tmp_path, host_lock_dir)
     [driver] = RecordingDriver.made
     assert (driver.kwargs['qemu_user'], driver.kwargs['qemu_group']) == (
         'ufo-no-such-user', 'ufo-no-such-group')

@@ -26,6 +26,7 @@ SCRIPT = textwrap.dedent('''
         snapshot = {}
         ticks = 0
         tick_seconds = 0.0
+        failed_ticks = 0
 
         def start(self):
             events.append('start')
@@ -99,7 +100,8 @@ def test_sigterm_stops_after_the_tick_and_releases(run_loop):
                      'STOPPING=1\nSTATUS=giving every guest back']
 
 
-def test_systemd_hears_ready_a_watchdog_per_tick_and_stopping(run_loop):
+def test_systemd_hears_ready_a_watchdog_per_healthy_tick_and_stopping(
+        run_loop):
     result, notes = run_loop()
     assert result['rc'] == 0
     assert notes[0].startswith('READY=1') and \
@@ -109,8 +111,9 @@ def test_systemd_hears_ready_a_watchdog_per_tick_and_stopping(run_loop):
 
 def test_a_failed_check_gives_every_guest_back_and_stops(run_loop):
     result, notes = run_loop(t2='refuse')
-    assert result == {'rc': 2, 'events': ['start', 'tick 1', 'tick 2',
-                                          'stop']}
+    from ufo_agent.cmd import agent as cmd
+    assert result == {'rc': cmd.EXIT_CONFIG,
+                      'events': ['start', 'tick 1', 'tick 2', 'stop']}
     assert notes[-1] == 'STOPPING=1\nSTATUS=giving every guest back'
     assert 'CPUs changed: giving every guest back and stopping' \
         in run_loop.stderr

@@ -207,3 +207,47 @@ def test_a_core_the_pool_yields_goes_to_the_vm_it_was_yielded_for():
     assert split(frozenset(['ng', 'my'])) == {'ng': 3, 'my': 3}
     assert split(frozenset(['ng', 'my']), (600.0, 355.0)) == \
         {'ng': 4, 'my': 2}
+
+
+def test_held_cores_stay_with_their_pool_whatever_the_counts():
+    host = HostTopology.uniform(6, 2)
+    current = {'a': frozenset({1, 2}), 'b': frozenset({3})}
+    # Unheld, the emulator pool shrinks off core 5, a gives core 2 to b,
+    # which also takes core 4.
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0, 5}), 1, current, {'a': 1, 'b': 3})
+    assert (emu, vms['a'], vms['b'], idle) == ({0}, {1}, {2, 3, 4}, {5})
+    # a's threads cannot move from cores 1, 2 and 4 (an idle core where
+    # it was parked, held for nobody), nor its emulator threads from 5.
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0, 5}), 1, current, {'a': 1, 'b': 3},
+        held={'a': {1, 2}, 'emulator': {5}, None: {4}})
+    assert (emu, vms['a'], vms['b'], idle) == ({5}, {1, 2}, {0, 3}, {4})
+
+
+def test_a_vm_the_held_cores_leave_without_a_core_gets_an_idle_pool():
+    """Coreless, it runs on the idle pool's CPUs: that pool is not empty."""
+    host = HostTopology.uniform(4, 2)
+    current = {'a': frozenset({1, 2}), 'b': frozenset({3}),
+               'c': frozenset()}
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0}), 1, current, {'a': 2, 'b': 1, 'c': 1},
+        held={'a': {1, 2}, 'emulator': {0}})
+    # c was counted a core, but every core is held or b's: b's goes idle
+    # and both run on it until a's calls return.
+    assert vms['a'] == {1, 2} and emu == {0}
+    assert not vms['c'] and idle
+    assert emu | idle | vms['a'] | vms['b'] | vms['c'] == {0, 1, 2, 3}
+    assert not (idle & (emu | vms['a'] | vms['b']))
+
+
+def test_a_vm_counted_no_core_leaves_its_held_cores_idle():
+    """Every guest hung (libvirtd stuck): a parked VM still has a pool."""
+    host = HostTopology.uniform(4, 2)
+    current = {'a': frozenset({1}), 'b': frozenset({3})}
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0}), 1, current, {'a': 1, 'b': 0},
+        held={'emulator': {0}, 'a': {1}, 'b': {3}, None: {2}},
+        idle_needed=True)
+    assert (emu, vms['a'], vms['b']) == ({0}, {1}, set())
+    assert idle == {2, 3}

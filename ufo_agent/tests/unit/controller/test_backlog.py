@@ -277,3 +277,21 @@ def test_without_drain_on_grow_a_step_grows_to_its_demand_only():
     cores, grows = _step(300.0, ControllerConfig(drain_on_grow=False))
     assert cores[:4] == [1, 4, 4, 4]
     assert 'backlog' not in grows[0]
+
+
+def test_counters_with_packets_but_no_bytes_teach_no_ratio():
+    # Packets out and not a byte: the usual ratio would become 0, and
+    # every later sample is divided by it.
+    detector = _Detector(ControllerConfig())
+    assert not detector.update(5000.0, 5000.0, False, 0.0, size_out=0.0)
+    assert detector.usual is None
+    assert not detector.update(5000.0, 5000.0, False, 1.0, size_in=0.5)
+    assert detector.usual is None
+    assert not detector.update(5000.0, 5000.0, True, 2.0)
+    assert detector.served(_traffic(5000.0, 5000.0)) is None
+    # Counters that make sense again teach it as before.
+    for t in range(3, 6):
+        assert not detector.update(5000.0, 5000.0, False, float(t))
+    assert detector.usual == 1.0
+    assert not detector.update(5000.0, 5000.0, True, 7.0, size_out=0.0)
+    assert detector.usual == 1.0

@@ -6,6 +6,7 @@ from ufo_agent.controller import controller as ctl
 from ufo_agent.controller import Controller
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.controller import HostTopology
+from ufo_agent.controller import invariants
 from ufo_agent.controller import plan as plan_mod
 from ufo_agent.controller import predictor
 from ufo_agent.controller import VmSample
@@ -427,3 +428,83 @@ def test_an_overloaded_host_does_not_flip_its_split_every_tick():
                         len(plan.vms['ng'].cores), len(plan.vms['my'].cores)))
     assert history[-1][0] == 2 and sum(history[-1][1:]) == 6
     assert history[5:] == [history[-1]] * 25
+
+
+def _three_vms():
+    """Three VMs of 8 vCPUs on 12 cores, settled on 2 cores each."""
+    topology = HostTopology.uniform(12, 2)
+    controller = Controller(topology)
+    for uuid in ('a', 'bad', 'c'):
+        controller.add_vm(VmSpec(uuid, 8, 'lc'))
+    busy = {u: VmSample(250.0, 9000.0) for u in ('a', 'bad', 'c')}
+    for t in range(10):
+        plan = controller.tick(float(t), busy, 10.0)
+    assert {len(vm.cores) for vm in plan.vms.values()} == {2}
+    return topology, controller, plan
+
+
+def test_a_vm_whose_update_raises_costs_only_that_vm():
+    topology, controller, before = _three_vms()
+    specs = {u: VmSpec(u, 8, 'lc') for u in ('a', 'bad', 'c')}
+
+    def broken(*args):
+        raise ZeroDivisionError('float division by zero')
+    controller.vms['bad'].backlog.update = broken
+    samples = {'a': VmSample(700.0, 9000.0), 'bad': VmSample(250.0, 9000.0),
+               'c': VmSample(5.0, 100.0)}
+    plan = controller.tick(10.0, samples, 10.0)
+    invariants.check_plan(plan, topology, specs, controller.config)
+    assert isinstance(controller.vm_errors['bad'], ZeroDivisionError)
+    assert [d.vm for d in plan.decisions
+            if d.action == plan_mod.Action.RESET] == ['bad']
+    # It keeps its cores, and asks for its flavor from idle ones.
+    assert plan.vms['bad'].cores >= before.vms['bad'].cores
+    assert plan.vms['bad'].wanted_cores == plan.vms['bad'].max_cores
+    # The others' tick went on: 'a' grows to its load.
+    assert len(plan.vms['a'].cores) > len(before.vms['a'].cores)
+    for t in range(11, 25):
+        plan = controller.tick(float(t), samples, 10.0)
+        invariants.check_plan(plan, topology, specs, controller.config)
+    # Learned afresh, it works again; 'c' shrank to its load.
+    assert controller.vm_errors == {}
+    assert len(plan.vms['bad'].cores) == 2
+    assert len(plan.vms['c'].cores) < len(before.vms['c'].cores)
+
+
+def test_a_vm_that_raises_every_tick_asks_for_its_flavor(monkeypatch):
+    topology, controller, before = _three_vms()
+    real = ctl.Controller._note_sf_scale
+
+    def note_sf_scale(self, state, sample):
+        if state.spec.uuid == 'bad':
+            raise RuntimeError('bug')
+        real(self, state, sample)
+    monkeypatch.setattr(ctl.Controller, '_note_sf_scale', note_sf_scale)
+    resets = 0
+    for t in range(10, 20):
+        plan = controller.tick(float(t), {
+            'a': VmSample(20.0, 900.0), 'bad': VmSample(10.0, 90.0),
+            'c': VmSample(20.0, 900.0)}, 10.0)
+        assert set(controller.vm_errors) == {'bad'}
+        resets += sum(d.action == plan_mod.Action.RESET
+                      for d in plan.decisions)
+    assert resets == 1          # logged once, not every tick
+    bad = plan.vms['bad']
+    assert bad.wanted_cores == bad.max_cores
+    assert len(bad.cores) >= len(before.vms['bad'].cores)
+    assert 'its update failed (RuntimeError: bug)' in bad.note
+    # The others shrink to their load as usual.
+    assert len(plan.vms['a'].cores) < len(before.vms['a'].cores)
+    assert len(plan.vms['c'].cores) < len(before.vms['c'].cores)
+
+
+def test_a_sample_that_is_not_a_number_is_left_out():
+    topology, controller, before = _three_vms()
+    plan = controller.tick(10.0, {
+        'a': VmSample(float('nan'), 9000.0),
+        'bad': VmSample(150.0, float('inf')),
+        'c': VmSample(150.0, 9000.0, emulator=-1.0)}, 10.0)
+    assert set(controller.vm_errors) == {'a', 'bad', 'c'}
+    assert 'util=nan' in str(controller.vm_errors['a'])
+    for uuid in ('a', 'bad', 'c'):
+        assert plan.vms[uuid].cores == before.vms[uuid].cores

@@ -89,3 +89,17 @@ def test_cpus_of_answers_the_same_from_its_memo_and_keeps_it_bounded(
         assert len(host._cpus_memo) <= 4
     with pytest.raises(KeyError):
         host.cpus_of([9])
+
+
+@pytest.mark.parametrize('huge', ['0-999999999', '^0-999999999',
+                                  '8192', '0-3,4-%d' % 10 ** 12])
+def test_parse_cpuset_rejects_cpus_no_host_has(huge):
+    # Before the range is made: a list from a config option or a domain
+    # XML must not fill the agent's memory with CPU numbers.
+    with pytest.raises(cpuset.CpusetError, match='beyond the 8192 CPUs'):
+        cpuset.parse_cpuset(huge)
+
+
+def test_parse_cpuset_takes_the_largest_host():
+    assert cpuset.parse_cpuset('0-8191,^1-8190') == {0, 8191}
+    assert len(cpuset.parse_cpuset(','.join(['0-8191'] * 10000))) == 8192

@@ -6,8 +6,8 @@ import pytest
 from ufo_agent.channel import host_channel
 from ufo_agent.driver.libvirt import driver as libvirt_driver
 from ufo_agent.driver.libvirt import host as libvirt_host
-from ufo_agent.tests.unit.driver import fakehost
-from ufo_agent.tests.unit.driver import fakelibvirt
+from ufo_tools.fakes import fakehost
+from ufo_tools.fakes import fakelibvirt
 
 # Where the driver and its once-per-process event loop live.
 DRIVER_CLASS = libvirt_driver.LibvirtDriver

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ufo_agent.channel import host_channel
-from ufo_agent.tests.unit.driver.fakehost import nova_xml
-from ufo_agent.tests.unit.driver import fakelibvirt as lv
+from ufo_tools.fakes.fakehost import nova_xml
+from ufo_tools.fakes import fakelibvirt as lv
 
 U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
 U2 = '3b7e0a52-6c1d-4f0e-a9b8-7d6c5b4a3f2e'

@@ -14,7 +14,7 @@ from ufo_agent.driver import base
 from ufo_agent.driver.libvirt import deadline
 from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
-from ufo_agent.tests.unit.driver.fakehost import nova_xml
+from ufo_tools.fakes.fakehost import nova_xml
 
 U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
 U2 = '8f1d3c2e-2222-4a5b-9c0d-2e3f4a5b6c7d'

@@ -14,8 +14,8 @@ from ufo_agent import cpuset
 from ufo_agent.driver.libvirt import guest as libvirt_guest
 from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
-from ufo_agent.tests.unit.driver.fakehost import nova_xml
-from ufo_agent.tests.unit.driver import fakelibvirt as lv
+from ufo_tools.fakes.fakehost import nova_xml
+from ufo_tools.fakes import fakelibvirt as lv
 
 U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
 PID = 500

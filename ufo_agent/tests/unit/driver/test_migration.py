@@ -7,9 +7,10 @@ content migrated with the guest's memory.
 """
 
 from ufo_agent.channel import host_channel
+from ufo_agent.channel import layout
 from ufo_agent.driver import base
-from ufo_agent.tests.unit.driver.fakehost import nova_xml
-from ufo_agent.tests.unit.driver import fakelibvirt as lv
+from ufo_tools.fakes.fakehost import nova_xml
+from ufo_tools.fakes import fakelibvirt as lv
 
 U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
 E = base.GuestEvent
@@ -52,10 +53,19 @@ def test_an_arriving_guest_is_adopted_when_it_runs_with_its_channel(
     assert guest.restore_vcpus == {0: frozenset(range(4, 8)),
                                    1: frozenset(range(4, 8))}
     # The page it brought is used as it is, not attached a second time,
-    # and its target sequence goes on.
+    # and its target sequence goes on: the source's last target (1) is
+    # not this agent's, every vCPU is asked for until it decides.
     assert guest.has_channel
     assert not [c for c in hv.calls if c[1] == 'attachDeviceFlags']
-    assert driver.set_vcpu_target(U1, 2) == 4
+    page = host_channel.HostChannel(str(host.shm / ('ufo-' + U1)), 2)
+    assert (page.target, page.target_seq) == (0, 0)    # not initialized
+    host_area = layout.unpack(layout.HOST_FIELDS, layout.HOST_STRUCT,
+                              page.read_raw()[layout.HOST_OFFSET:
+                                              layout.HOST_OFFSET +
+                                              layout.HOST_SIZE])
+    page.close()
+    assert (host_area['target_vcpus'], host_area['target_seq']) == (2, 4)
+    assert driver.set_vcpu_target(U1, 2) == 5
     # The live pins are the source's: the agent reads them as they are.
     assert driver.read_pins(U1) == (frozenset([frozenset([1])]),
                                     frozenset([2]))

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from ufo_agent.driver.base import NicCounters
-from ufo_agent.tests.unit.driver.fakehost import nova_xml
-from ufo_agent.tests.unit.driver import fakelibvirt as lv
+from ufo_tools.fakes.fakehost import nova_xml
+from ufo_tools.fakes import fakelibvirt as lv
 
 U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
 TAP = 'tap7c1f2e3d-4b'          # the NIC of nova_xml

@@ -8,9 +8,9 @@ import pytest
 from ufo_agent.channel import host_channel
 from ufo_agent import cpuset
 from ufo_agent.driver import base
-from ufo_agent.tests.unit.driver import fakehost
-from ufo_agent.tests.unit.driver.fakehost import nova_xml
-from ufo_agent.tests.unit.driver import fakelibvirt as lv
+from ufo_tools.fakes import fakehost
+from ufo_tools.fakes.fakehost import nova_xml
+from ufo_tools.fakes import fakelibvirt as lv
 
 U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
 LIVE = lv.VIR_DOMAIN_AFFECT_LIVE

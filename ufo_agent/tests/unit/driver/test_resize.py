@@ -11,11 +11,12 @@ import os
 import pytest
 
 from ufo_agent.controller import ControllerConfig
+from ufo_agent.driver import base
 from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
-from ufo_agent.tests.unit.driver import fakehost
-from ufo_agent.tests.unit.driver.fakehost import nova_xml
-from ufo_agent.tests.unit.driver import fakelibvirt as lv
+from ufo_tools.fakes import fakehost
+from ufo_tools.fakes.fakehost import nova_xml
+from ufo_tools.fakes import fakelibvirt as lv
 
 U1 = '8f1d3c2e-1111-4a5b-9c0d-2e3f4a5b6c7d'
 NAME = 'instance-0000002a'
@@ -91,3 +92,27 @@ def test_the_same_qemu_after_a_libvirtd_restart_is_kept(agent, host, hv):
     agent.tick()
     assert driver.driver._guests[U1] is before
     assert agent.guests[U1].vcpus == 2
+
+
+def test_a_new_qemu_unseen_yet_is_never_pinned_as_the_old_one(
+        agent, host, hv):
+    # The guest was resized to a dedicated flavor while the listing
+    # failed and its events were lost: the driver still holds the old
+    # QEMU. A pin for the old one must not reach the new one.
+    hv.list_error = lv.libvirtError('internal error: client socket is '
+                                    'closed')
+    dom = hv.add(U1, nova_xml(U1, vcpus=2, cpuset='4-7',
+                              specs={'hw:cpu_policy': 'dedicated'},
+                              vcpupins={0: '4', 1: '5'}, emulatorpin='4-5'),
+                 dom_id=2)
+    hv.calls.clear()
+    agent.tick()
+    driver = agent.driver
+    for call in (lambda: driver.pin_vcpus(U1, frozenset({2, 3})),
+                 lambda: driver.pin_emulator(U1, frozenset({0, 1})),
+                 lambda: driver.read_pins(U1)):
+        with pytest.raises(base.DriverError, match='another QEMU'):
+            call()
+    assert [c for c in hv.calls if c[0] == U1 and c[1].startswith('pin')] \
+        == [], hv.calls
+    assert dom.ID() == 2

@@ -1,5 +1,7 @@
 """Finding a guest's cgroup and its cpu.idle on fake /proc and cgroups."""
 
+import os
+
 import pytest
 
 from ufo_agent.hypervisor import cgroup
@@ -132,3 +134,37 @@ def test_cpu_idle_support_is_checked(tmp_path):
         path.unlink()
     with pytest.raises(cgroup.CgroupError, match='no cpu.idle'):
         cgroup.check_cpu_idle(proc)
+
+
+def test_soak_is_refused_where_the_cgroups_are_mounted_read_only(tmp_path):
+    """systemd's ProtectControlGroups=yes, as in the packaged unit."""
+    mounts = V2_MOUNTS.replace('{cg}/unified rw -', '{cg}/unified ro,nosuid -')
+    groups = {'unified/machine.slice': (0, [])}
+    proc, cg = _tree(tmp_path, mounts, {}, groups)
+    with pytest.raises(cgroup.CgroupError) as refused:
+        cgroup.check_cpu_idle(proc)
+    assert str(refused.value) == (
+        '%s is mounted read-only for ufo-agent (under systemd: '
+        'ProtectControlGroups=yes, as in the packaged unit)' % (
+            cg / 'unified'))
+
+
+def test_soak_is_refused_where_this_user_may_not_write_cpu_idle(
+        tmp_path, monkeypatch):
+    """The packaged unit's user: the guests' groups are root's, 0644."""
+    groups = {'unified/machine.slice': (0, []), 'unified/user.slice': (0, [])}
+    proc, cg = _tree(tmp_path, V2_MOUNTS, {}, groups)
+    real_open = os.open
+
+    def as_unprivileged(path, flags, *args):
+        if str(path).endswith('cpu.idle') and flags & os.O_WRONLY:
+            raise PermissionError(13, 'Permission denied', path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, 'open', as_unprivileged)
+    with pytest.raises(cgroup.CgroupError, match='may not write the cpu.idle '
+                       'of the cgroups: .*user.slice/cpu.idle: Permission '
+                       'denied'):
+        cgroup.check_cpu_idle(proc)
+    monkeypatch.undo()
+    cgroup.check_cpu_idle(proc)             # as this test's user: it may

@@ -41,6 +41,15 @@ def test_own_option_minus_reserved():
     assert mc.resolve(ONLINE, '2-9', '2,3') == frozenset(range(4, 10))
 
 
+def test_a_cpu_range_no_host_has_is_an_error_naming_the_option(tmp_path):
+    with pytest.raises(mc.ManagedCpusError,
+                       match=r'^\[host_cpus\] managed_cpus: CPU 999999999'):
+        mc.resolve(ONLINE, '0-999999999')
+    path = _nova(tmp_path, '4-99999999')
+    with pytest.raises(mc.ManagedCpusError, match='cpu_shared_set'):
+        mc.resolve(ONLINE, None, '', [path])
+
+
 def test_nova_shared_set_when_no_own_option(tmp_path):
     path = _nova(tmp_path, '4-11', '12-15')
     assert mc.resolve(ONLINE, None, '', [path]) == frozenset(range(4, 12))

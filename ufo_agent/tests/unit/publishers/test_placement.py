@@ -3,6 +3,8 @@
 The real Placement is exercised in ufo_nova/tests/functional.
 """
 
+import logging
+
 import pytest
 
 from ufo_agent import hostsignal
@@ -25,26 +27,40 @@ class FakePlacement:
     """Provider traits with a generation, and optional 409 injections."""
 
     def __init__(self, traits=('COMPUTE_NODE', 'CUSTOM_OTHER'),
-                 conflicts=0):
+                 conflicts=0, providers=('node1',)):
         self.traits = set(traits)
+        # Traits Placement knows; a custom one exists once PUT.
+        self.known = {'COMPUTE_NODE'} | self.traits
+        self.providers = providers
         self.generation = 7
         self.conflicts = conflicts
+        self.down = False
         self.calls = []
 
     def get(self, url, microversion=None, raise_exc=True, params=None):
         self.calls.append(('GET', url))
         assert microversion == '1.6' and raise_exc is False
+        if self.down:
+            raise ConnectionError('Placement is down')
         if url == '/resource_providers':
             return Resp(200, {'resource_providers': [{'uuid': RP}]}
-                        if params == {'name': 'node1'} else
+                        if params['name'] in self.providers else
                         {'resource_providers': []})
         return Resp(200, {'traits': sorted(self.traits),
                           'resource_provider_generation': self.generation})
 
     def put(self, url, microversion=None, raise_exc=True, json=None):
         self.calls.append(('PUT', url))
+        if self.down:
+            raise ConnectionError('Placement is down')
         if url.startswith('/traits/'):
+            name = url[len('/traits/'):]
+            if name in self.known:
+                return Resp(204)
+            self.known.add(name)
             return Resp(201)
+        if not set(json['traits']) <= self.known:
+            return Resp(400, 'No such trait(s)')
         if self.conflicts:
             self.conflicts -= 1
             self.generation += 1  # somebody else wrote
@@ -126,6 +142,58 @@ def test_missing_provider_is_reported_and_retried(conf):
     with pytest.raises(placement.PlacementError, match='no resource provider'):
         pub.apply(True)
     assert not pub.publish(sig(hostsignal.OVERLOADED))
+
+
+def test_start_creates_the_trait_and_touches_no_provider(conf, caplog):
+    """The trait exists as soon as the publisher started.
+
+    A flavor that forbids it must boot before any host was ever
+    overloaded: Placement refuses requests naming unknown traits.
+    """
+    fake = FakePlacement()
+    pub = make(conf, fake)
+    with caplog.at_level(logging.INFO):
+        pub.start()
+    assert placement.TRAIT in fake.known
+    assert fake.traits == {'COMPUTE_NODE', 'CUSTOM_OTHER'}
+    assert 'Placement knows compute node node1' in caplog.text
+    # Again (another agent, a restart): 204, no error.
+    make(conf, fake).start()
+    assert fake.calls.count(('PUT', '/traits/' + placement.TRAIT)) == 2
+
+
+def test_start_names_the_options_when_placement_has_no_such_node(conf,
+                                                                 caplog):
+    fake = FakePlacement(providers=('host1',))
+    with caplog.at_level(logging.WARNING):
+        make(conf, fake, node='host1.example.org').start()
+    [error] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    message = error.getMessage()
+    assert 'no resource provider named host1.example.org' in message
+    assert '[publishers] nodename' in message
+    # A provider named after the host exists: say so.
+    assert 'set [publishers] nodename = host1' in message
+    # The trait is created all the same.
+    assert placement.TRAIT in fake.known
+
+
+def test_trait_is_created_later_when_placement_was_down_at_start(conf):
+    fake = FakePlacement()
+    clock = Clock()
+    pub = make(conf, fake, clock=clock)
+    fake.down = True
+    pub.start()  # logs, does not raise
+    assert placement.TRAIT not in fake.known
+    assert not pub.publish(sig(hostsignal.SATURATED))
+    fake.down = False
+    clock.now = 10.0
+    assert pub.publish(sig(hostsignal.SATURATED, 2))
+    assert placement.TRAIT in fake.known
+    assert placement.TRAIT not in fake.traits
+    # Created once: no further calls while nothing changes.
+    calls = len(fake.calls)
+    assert not pub.publish(sig(hostsignal.SATURATED, 3))
+    assert len(fake.calls) == calls
 
 
 def test_close_clears_unless_known_clear(conf):

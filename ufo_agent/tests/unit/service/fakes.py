@@ -7,7 +7,10 @@ time; the functional tests drive real libvirt guests.
 
 from ufo_agent.channel import layout
 from ufo_agent.channel import report
+from ufo_agent.controller import ControllerConfig
 from ufo_agent.driver import base
+from ufo_agent.service import loop
+from ufo_agent.service import settings as settings_mod
 
 
 def fake_guest_report(util, ctxsw, online, count):
@@ -53,6 +56,7 @@ class FakeDriver(base.HypervisorDriver):
         self.before_pin = []      # checks of the state between two pins
         self.idle = set()         # guests whose vCPUs are at idle priority
         self.fail_idle = set()    # guests whose priority cannot be set
+        self.hung = set()         # guests whose calls do not return
 
     def add(self, guest):
         self.all[guest.info.uuid] = guest
@@ -70,8 +74,13 @@ class FakeDriver(base.HypervisorDriver):
         out, self.pending_events = self.pending_events, []
         return out
 
+    def busy_guests(self):
+        return frozenset(self.hung)
+
     def observe(self, uuid):
         guest = self._get(uuid)
+        if uuid in self.hung:
+            raise base.DriverError('observe skipped: a call hangs')
         online = guest.online
         util = min(guest.util, 100.0 * online)
         guest.cpu_ns += int(util * 1e7)
@@ -96,6 +105,8 @@ class FakeDriver(base.HypervisorDriver):
         guest = self._get(uuid)
         for check in self.before_pin:
             check()
+        if uuid in self.hung:
+            raise base.GuestBusy('pin skipped: a call hangs')
         fault = self.fault(uuid, kind, cpus) if self.fault else None
         if (kind == 'vcpu' and uuid in self.fail_pin) or fault == 'before':
             raise base.DriverError('pin failed')
@@ -194,3 +205,22 @@ class FakeDriver(base.HypervisorDriver):
                     uuid, sorted(cpus & emulator)))
 
     strict_emulator = False
+
+
+def ticking_agent(driver, store=None):
+    """(agent, tick): the real Agent over ``driver`` on a manual clock.
+
+    Each ``tick()`` advances the agent's clock and the driver's by one
+    second, then runs one tick.
+    """
+    clock = [100.0]
+    agent = loop.Agent(driver, frozenset(c for g in driver.siblings
+                                         for c in g),
+                       ControllerConfig(), settings_mod.AgentSettings(),
+                       store=store, clock=lambda: clock[0])
+
+    def tick():
+        clock[0] += 1.0
+        driver.clock = clock[0]
+        return agent.tick()
+    return agent, tick

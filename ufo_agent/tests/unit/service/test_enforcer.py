@@ -8,6 +8,7 @@ import pytest
 from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import Controller
 from ufo_agent.controller import HostTopology
+from ufo_agent.controller import plan as plans
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
 from ufo_agent.service import enforcer
@@ -315,6 +316,145 @@ def test_small_host_without_idle_core_enforces_every_plan(start):
         moves += sum(before[u] != g.vcpu_pins for u, g in driver.all.items())
         enf.clock.now += 1.0
     assert moves >= 4
+
+
+def _host_plan(cores, vms, shared, emulator=frozenset({0})):
+    """A plan on a host of ``cores`` SMT pairs (CPUs c and c + cores).
+
+    ``vms`` maps a guest to its cores (empty: parked on ``shared``, a
+    set of cores that is the idle pool).
+    """
+    def cpus(ids):
+        return frozenset(c + t * cores for c in ids for t in (0, 1))
+
+    return plans.HostPlan(
+        0.0, {uuid: plans.VmPlan(uuid, plans.VmMode.ACTIVE,
+                                 frozenset(ids),
+                                 cpus(ids) if ids else cpus(shared),
+                                 2, len(ids), False)
+              for uuid, ids in vms.items()},
+        frozenset(emulator), cpus(emulator), frozenset(shared),
+        cpus(shared), cores, 0.1, False, 0, (), cpus(shared))
+
+
+def _found(driver, enf, pins, emulator):
+    """Guests found running with exact pins (an agent's start)."""
+    for uuid, cpus in sorted(pins.items()):
+        guest = driver.add(fakes.FakeGuest(uuid, 2, channel=False))
+        guest.vcpu_pins = frozenset(cpus)
+        guest.emulator_pins = frozenset(emulator)
+        enf.track(guest.info)
+
+
+def _isolated(driver, shared):
+    """No CPU in two pools, on the guests' actual pins.
+
+    Guests inside the ``shared`` CPUs are parked together there; any
+    other guest's CPUs are its own pool's. No vCPU runs on the emulators'
+    CPUs.
+    """
+    emulator = frozenset().union(*[g.emulator_pins
+                                   for g in driver.all.values()])
+    pins = {u: g.vcpu_pins for u, g in driver.all.items()}
+    for uuid, cpus in pins.items():
+        assert not cpus & emulator, (uuid, cpus)
+        for other, other_cpus in pins.items():
+            if other != uuid and cpus != other_cpus and \
+                    cpus & other_cpus:
+                assert cpus | other_cpus <= shared, (uuid, other, pins)
+
+
+def _enforce_until_done(driver, enf, plan, ticks=3):
+    outcome = None
+    check = lambda: _isolated(driver, plan.shared_cpus)  # noqa: E731
+    driver.check_isolation = check
+    driver.before_pin[:] = [check]
+    for _ in range(ticks):
+        outcome = enf.apply(plan)
+        check()
+    assert outcome.deferred == {} and outcome.failed == {}
+    for uuid, guest in driver.all.items():
+        assert guest.vcpu_pins == plan.vms[uuid].cpus, uuid
+        assert guest.emulator_pins == plan.emulator_cpus, uuid
+
+
+def test_guests_found_parked_together_move_to_their_own_cores():
+    # A restarted agent finds a and b parked together on the idle pool
+    # (core 3) and c on cores 1 and 2; its plan gives a core 1 and b
+    # core 2 and parks c on core 3. Each of a and b may only move once c
+    # left; c may only park once a and b count as parked there.
+    driver = fakes.FakeDriver(cores=4)
+    enf = enforcer.Enforcer(driver, ack_wait=0.0)
+    _found(driver, enf, {'a': {3, 7}, 'b': {3, 7}, 'c': {1, 2, 5, 6}},
+           {0, 4})
+    plan = _host_plan(4, {'a': {1}, 'b': {2}, 'c': ()}, {3})
+    _enforce_until_done(driver, enf, plan)
+
+
+def test_guests_whose_cores_go_idle_swap_with_a_guest_that_parks():
+    # a and b hold cores 1 and 2; the next plan parks c, gives a and b
+    # c's cores and makes theirs idle: the shared CPUs are a's and b's
+    # own until they move, and they move only once c has left.
+    driver = fakes.FakeDriver(cores=6)
+    enf = enforcer.Enforcer(driver, ack_wait=0.0)
+    _found(driver, enf, {'a': {1, 7}, 'b': {2, 8}, 'c': {3, 4, 9, 10}},
+           {0, 6})
+    _enforce_until_done(driver, enf, _host_plan(
+        6, {'a': {1}, 'b': {2}, 'c': {3, 4}}, {5}))
+    assert enf.ledger.get(('a', 'vcpu')).pool == 'vm:a'
+    _enforce_until_done(driver, enf, _host_plan(
+        6, {'a': {3}, 'b': {4}, 'c': ()}, {1, 2, 5}))
+
+
+class _Unreadable(fakes.FakeDriver):
+    """Pins of the guests in ``unreadable`` cannot be read."""
+
+    def __init__(self, cores):
+        super().__init__(cores=cores)
+        self.unreadable = set()
+
+    def read_pins(self, uuid):
+        if uuid in self.unreadable:
+            raise enforcer.base.DriverError('emulatorPinInfo failed')
+        return super().read_pins(uuid)
+
+
+@pytest.mark.parametrize('readable_later', [False, True])
+def test_a_guest_whose_pins_cannot_be_read_moves_only_onto_free_cpus(
+        readable_later):
+    # x is adopted while its pins cannot be read: it may be anywhere, so
+    # it holds every CPU from the others; in fact it runs on CPUs 1 and 5.
+    # The plan gives it core 3, where p is still parked and from where p
+    # can only leave once x is out of the new idle pool (core 1). Its
+    # first pin must not put it on core 3 beside p.
+    driver = _Unreadable(cores=4)
+    enf = enforcer.Enforcer(driver, ack_wait=0.0,
+                            managed_cpus=frozenset(range(8)))
+    _found(driver, enf, {'p': {3, 7}}, {0, 4})
+    _enforce_until_done(driver, enf, _host_plan(4, {'p': ()}, {3}))
+    driver.unreadable.add('x')
+    x = driver.add(fakes.FakeGuest('x', 2, channel=False))
+    x.vcpu_pins = x.emulator_pins = frozenset({1, 5})
+    enf.track(x.info)
+    if readable_later:
+        driver.unreadable.clear()
+    p = driver.all['p']
+    plan = _host_plan(4, {'x': {3}, 'p': ()}, {1})
+
+    def check():
+        shared = x.vcpu_pins | p.vcpu_pins <= plan.shared_cpus
+        assert shared or not x.vcpu_pins & p.vcpu_pins, (
+            x.vcpu_pins, p.vcpu_pins)
+
+    driver.check_isolation = check
+    driver.before_pin[:] = [check]
+    for _ in range(3):
+        outcome = enf.apply(plan)
+        check()
+    assert outcome.deferred == {} and outcome.failed == {}
+    assert x.vcpu_pins == plan.vms['x'].cpus
+    assert p.vcpu_pins == plan.shared_cpus
+    assert x.emulator_pins == p.emulator_pins == plan.emulator_cpus
 
 
 def test_large_guest_shrinks_in_bounded_steps():

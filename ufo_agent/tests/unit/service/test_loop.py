@@ -199,3 +199,47 @@ def test_a_plan_that_breaks_an_invariant_never_reaches_the_driver(caplog):
     tick()
     assert agent.invariant_violations == 1
     driver.check_isolation()
+
+
+def test_a_guest_that_waits_the_same_way_is_logged_once(caplog):
+    driver = fakes.FakeDriver()
+    driver.add(fakes.FakeGuest('a', 4))
+    agent, tick = _agent(driver)
+    agent.start()
+    apply = agent.enforcer.apply
+    reason = ['vcpu pins wait for CPUs held by b vcpu']
+
+    def waiting(plan, online=None):
+        outcome = apply(plan, online)
+        return dataclasses.replace(outcome, deferred={'a': reason[0]})
+    agent.enforcer.apply = waiting
+    with caplog.at_level(logging.INFO, logger='ufo_agent.service.loop'):
+        for _ in range(5):
+            tick()
+        reason[0] = 'vcpu pins wait for CPUs held by c vcpu'
+        for _ in range(5):
+            tick()
+    waits = [r for r in caplog.records if r.levelno == logging.INFO and
+             'pins wait' in r.getMessage()]
+    assert [r.getMessage() for r in waits] == [
+        'Guest a: vcpu pins wait for CPUs held by b vcpu',
+        'Guest a: vcpu pins wait for CPUs held by c vcpu']
+
+
+def test_the_drift_check_reads_a_share_of_the_guests_each_tick():
+    driver = fakes.FakeDriver()
+    for i in range(10):
+        driver.add(fakes.FakeGuest('g%d' % i, 2, channel=False))
+    agent, tick = _agent(driver, drift_check_interval=5.0)
+    agent.start()
+    tick()
+    read = []
+    real = driver.read_pins
+    driver.read_pins = lambda uuid: read.append(uuid) or real(uuid)
+    per_tick = []
+    for _ in range(10):
+        before = len(read)
+        tick()
+        per_tick.append(len(read) - before)
+    assert per_tick == [2] * 10
+    assert sorted(read) == sorted(2 * sorted(driver.all))

@@ -92,8 +92,17 @@ def steady(rate):
 
 def test_an_honest_guest_is_in_guest_mode():
     _, out = run(Guest(steady(0.6)), 15)
-    assert {r.mode for r in out} == {sampler_mod.MODE_GUEST}
+    assert {r.mode for r in out[1:]} == {sampler_mod.MODE_GUEST}
     assert out[-1].sample.util == pytest.approx(60.0, abs=0.5)
+
+
+def test_a_sample_whose_window_the_host_did_not_measure_is_not_used():
+    # The first sample after the host starts observing a guest covers
+    # time before the host's first counters: it cannot be checked.
+    _, out = run(Guest(steady(0.6)), 3)
+    assert out[0].mode == sampler_mod.MODE_HOST_ONLY
+    assert 'has not measured' in out[0].reason
+    assert out[1].mode == sampler_mod.MODE_GUEST
 
 
 def test_the_controller_reads_the_switch_in_rate_as_sf():
@@ -141,7 +150,7 @@ def test_a_guest_that_keeps_lying_a_little_is_caught_and_stays_caught():
     guest = Guest(steady(1.0))
     guest.lie_util = 1.5
     _, out = run(guest, 15)
-    modes = [r.mode for r in out]
+    modes = [r.mode for r in out[1:]]
     assert modes[-1] == sampler_mod.MODE_HOST_ONLY
     first = modes.index(sampler_mod.MODE_HOST_ONLY)
     assert first <= 5
@@ -154,7 +163,7 @@ def test_bursts_out_of_phase_with_the_ticks_are_not_lies():
     def burst(t):
         return 2.0 if (t - 0.37) % 4.0 < 1.0 else 0.0
     _, out = run(Guest(burst, phase=0.37), 30, start=100.87)
-    assert {r.mode for r in out} == {sampler_mod.MODE_GUEST}, \
+    assert {r.mode for r in out[1:]} == {sampler_mod.MODE_GUEST}, \
         [r.reason for r in out if r.reason]
 
 
@@ -194,7 +203,9 @@ def test_stale_stats_mean_host_only():
     assert 'stale' in out[-1].reason
 
 
-def test_an_invalid_page_starts_the_claims_afresh():
+def test_after_an_invalid_page_the_next_new_sample_is_used():
+    # The sample on the page when it turns valid again may have been
+    # there for any time: its window is unknown, so it is not used.
     guest = Guest(steady(0.5))
     sampler, _ = run(guest, 4)
     real = guest.observe
@@ -208,8 +219,10 @@ def test_an_invalid_page_starts_the_claims_afresh():
     _, out = run(guest, 1, sampler, start=104.0)
     assert out[-1].reason == 'invalid: bad magic'
     guest.observe = real
-    _, out = run(guest, 3, sampler, start=105.0)
-    assert {r.mode for r in out} == {sampler_mod.MODE_GUEST}
+    _, out = run(guest, 4, sampler, start=105.0)
+    assert out[0].mode == sampler_mod.MODE_HOST_ONLY
+    assert 'not seen being published' in out[0].reason
+    assert {r.mode for r in out[1:]} == {sampler_mod.MODE_GUEST}
 
 
 def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
@@ -235,7 +248,7 @@ def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
 
 def test_a_guest_mode_sample_has_no_steal():
     _, out = run(Guest(steady(0.6)), 5)
-    assert all(not r.sample.host_only for r in out)
+    assert all(not r.sample.host_only for r in out[1:])
     assert all(r.sample.emulator == r.emulator_pct for r in out)
 
 
@@ -261,3 +274,108 @@ def test_traffic_rates_cover_the_nics_seen_in_both_observations():
     # tap1 is unplugged: its counters leave the sum, not a negative rate.
     sample = sampler.rates('g', observe(16.0, {'tap2': (1000, 1000, 8, 9)}))
     assert traffic(sample.sample) == (100.0, 50.0, 0.0, 0.0)
+
+
+class Scripted:
+    """A guest whose page says whatever its script says.
+
+    Its vCPU threads run ``cpu`` of a CPU; ``page(tick)`` returns the
+    page's (sample_count, util %, switches/s, interval s).
+    """
+
+    def __init__(self, page, cpu=0.001, vcpus=2):
+        self.page = page
+        self.cpu = cpu
+        self.vcpus = vcpus
+
+    def observe(self, tick, t):
+        count, util, switches, interval = self.page(tick)
+        sample = report.GuestSample(
+            flags=layout.GUEST_FLAG_HOST_VALID, ack_target_seq=0,
+            applied_target=0, online_vcpus=self.vcpus,
+            present_vcpus=self.vcpus, online_cpus=tuple(range(self.vcpus)),
+            sample_count=count, timestamp_ns=int(count * 1e9),
+            interval_ns=int(interval * 1e9), util=util, steal=0.0,
+            ctxsw_per_sec=int(switches), own_ctxsw_per_sec=0,
+            host_errors=0, watchdog_fires=0)
+        return base.Observation(
+            t, int(self.cpu * t * 1e9), 0, int(50 * t), 0,
+            report.GuestReport(report.STATUS_OK, '', sample))
+
+
+def run_scripted(guest, ticks, start=100.0):
+    sampler = sampler_mod.Sampler()
+    out = []
+    for i in range(ticks):
+        rates = sampler.rates('g', guest.observe(i, start + i))
+        if rates is not None:
+            out.append(rates)
+    return out
+
+
+def believed(out, util):
+    """Ticks on which the controller was told ``util`` or more."""
+    return [i for i, r in enumerate(out)
+            if r.mode == sampler_mod.MODE_GUEST and r.sample.util >= util]
+
+
+def test_values_rewritten_without_a_new_sample_count_are_not_believed():
+    # An idle guest (0.1 % of a CPU) publishes an honest sample every
+    # other tick and, in between, rewrites it to 400 % and 5e6 switches/s
+    # under the same sample count.
+    def page(tick):
+        count = 1 + tick // 2
+        if tick % 2:
+            return count, 400.0, 5e6, 1.0
+        return count, 0.1, 60.0, 2.0
+    out = run_scripted(Scripted(page), 60)
+    assert believed(out, 100.0) == []
+    lies = [r for r in out if r.sample.util < 1.0 and r.reason]
+    assert lies and 'without a new sample count' in lies[0].reason
+
+
+def test_a_sample_used_again_is_checked_again():
+    # The same 40 % sample, never rewritten, used until it goes stale:
+    # each tick it is used claims 0.4 vCPU-s that the host never saw.
+    def page(tick):
+        return 1 + tick // 3, 40.0, 100.0, 3.0
+    out = run_scripted(Scripted(page), 30)
+    assert believed(out, 40.0) == []
+
+
+def test_a_claimed_sample_interval_of_an_hour_widens_nothing():
+    # A new sample every tick, each saying it covers the last hour: 40 %
+    # of that hour is no more plausible than 40 % of the last second.
+    out = run_scripted(Scripted(lambda tick: (tick + 1, 40.0, 100.0,
+                                              3600.0)), 60)
+    assert believed(out, 40.0) == []
+    assert out[-1].mode == sampler_mod.MODE_HOST_ONLY
+    assert 'vCPU-s busy' in out[-1].reason
+
+
+def test_a_claimed_sample_interval_of_a_microsecond_hides_nothing():
+    # Two samples a tick, the newest saying it covers a microsecond: 400 %
+    # and 5e6 switches/s of a microsecond are next to nothing, but they
+    # are what the controller would be told for the whole tick.
+    out = run_scripted(Scripted(lambda tick: (2 * tick + 2, 400.0, 5e6,
+                                              1e-6)), 60)
+    assert believed(out, 100.0) == []
+    assert out[-1].mode == sampler_mod.MODE_HOST_ONLY
+
+
+def test_an_honest_guest_published_around_the_host_s_reads_is_believed():
+    # Its samples land just before or just after the host's reads: some
+    # ticks see none new (the last is used again), some two.
+    guest = Guest(steady(0.6), phase=0.0)
+    real = guest.sample
+    jitter = [0.02, -0.02, -0.02, 0.02, 0.02, 0.02, -0.02, 0.02, -0.02]
+
+    def sample(t):
+        return real(t + jitter[int(t) % len(jitter)])
+    guest.sample = sample
+    _, out = run(guest, 40)
+    counts = [guest.sample(100.0 + i).sample_count for i in range(40)]
+    steps = {b - a for a, b in zip(counts, counts[1:])}
+    assert steps == {0, 1, 2}
+    assert {r.mode for r in out[1:]} == {sampler_mod.MODE_GUEST}, \
+        [r.reason for r in out if r.reason]

@@ -2,10 +2,7 @@
 
 import logging
 
-from ufo_agent.controller import ControllerConfig
-from ufo_agent.service import loop
 from ufo_agent.service import metrics
-from ufo_agent.service import settings as settings_mod
 from ufo_agent.tests.unit.service import fakes
 
 
@@ -22,26 +19,12 @@ class _BuggyDriver(fakes.FakeDriver):
         return super()._get(uuid)
 
 
-def _agent(driver):
-    clock = [100.0]
-    agent = loop.Agent(driver, frozenset(c for g in driver.siblings
-                                         for c in g),
-                       ControllerConfig(), settings_mod.AgentSettings(),
-                       clock=lambda: clock[0])
-
-    def tick():
-        clock[0] += 1.0
-        driver.clock = clock[0]
-        return agent.tick()
-    return agent, tick
-
-
 def test_a_guest_whose_driver_calls_raise_costs_only_that_guest(caplog):
     driver = _BuggyDriver()
     a = driver.add(fakes.FakeGuest('a', 4))
     driver.add(fakes.FakeGuest('bad', 4))
     c = driver.add(fakes.FakeGuest('c', 4))
-    agent, tick = _agent(driver)
+    agent, tick = fakes.ticking_agent(driver)
     agent.start()
     for _ in range(3):
         tick()
@@ -75,7 +58,7 @@ def test_a_guest_whose_driver_calls_raise_costs_only_that_guest(caplog):
 def test_an_exception_abandons_the_tick_and_the_next_one_runs(caplog):
     driver = fakes.FakeDriver()
     a = driver.add(fakes.FakeGuest('a', 4))
-    agent, tick = _agent(driver)
+    agent, tick = fakes.ticking_agent(driver)
     agent.start()
     good = tick()
     progress = agent.last_progress
@@ -98,7 +81,7 @@ def test_a_guest_that_cannot_be_adopted_does_not_stop_the_others():
     driver = fakes.FakeDriver()
     driver.add(fakes.FakeGuest('a', 4))
     driver.add(fakes.FakeGuest('bad', 0))       # no controller takes it
-    agent, tick = _agent(driver)
+    agent, tick = fakes.ticking_agent(driver)
     agent.start()
     assert set(agent.guests) == {'a'} and agent.tick_errors == 1
     plan = tick()

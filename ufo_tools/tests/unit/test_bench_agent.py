@@ -1,0 +1,68 @@
+"""ufo-bench agent --fake: the real agent over a fake host of guests."""
+
+import argparse
+import re
+
+import pytest
+
+from ufo_tools.bench import agent as bench_agent
+from ufo_tools.bench import cli
+
+
+def _args(*argv):
+    parser = argparse.ArgumentParser()
+    bench_agent.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def _result(lines, key):
+    [line] = [x for x in lines if x.startswith('RESULT') and key in x]
+    return dict(kv.split('=') for kv in line.split()[1:])
+
+
+def test_fake_run_prints_results_and_pins_the_guests():
+    lines = []
+    args = _args('--fake', '--guests', '5', '--ticks', '3', '--repeats',
+                 '1', '--warmup', '6', '--interval', '0.05',
+                 '--call-timeout', '0.2', '--hang-ticks', '3')
+    run = bench_agent.measure(args, 5, out=lines.append)
+
+    figures = _result(lines, 'agent_cpu_ms_per_tick_median')
+    assert figures['agent_fake_guests'] == '5'
+    assert figures['managed'] == '5'
+    for key in ('agent_cpu_ms_per_tick_median', 'agent_cpu_ms_per_s',
+                'rss_mb', 'enforce_lag_ms_max'):
+        assert float(figures[key]) > 0 or key == 'enforce_lag_ms_max'
+    hung = _result(lines, 'hung_guests=1')
+    assert hung['call_deadline_ms'] == '200'
+    # The tick that met the hung call waited for its deadline, no longer
+    # than a deadline and a tick's work.
+    assert 200 <= float(hung['hung_tick_wall_ms_max']) < 1200
+
+    host, plan = run.host, run.plan
+    assert len(run.pinned) == 5
+    emulator = plan.emulator_cpus
+    for uuid, (vcpus, others) in run.pinned.items():
+        # Each guest was narrowed from Nova's shared set to its pool.
+        assert vcpus == plan.vms[uuid].cpus
+        assert vcpus < host.managed and others == emulator
+        assert not vcpus & emulator
+    own = [cpus for cpus, _ in run.pinned.values()
+           if cpus != plan.shared_cpus]
+    assert sum(len(cpus) for cpus in own) == len(frozenset().union(*own))
+    # The agent's stop gave every guest its definition back.
+    assert set(run.released.values()) == {(host.managed, host.managed)}
+
+
+def test_guests_takes_a_count_or_a_list_of_counts():
+    assert _args('--guests', '100,300').guests == [100, 300]
+    for bad in ('0', 'x', '100,'):
+        with pytest.raises(SystemExit):
+            _args('--guests', bad)
+
+
+def test_cli_offers_the_fake_host(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(['agent', '--help'])
+    assert exc.value.code == 0
+    assert re.search(r'--fake\b', capsys.readouterr().out)
