@@ -29,10 +29,9 @@ from ufo_tools import e2e as harness
 from ufo_tools import testguest
 
 PHASES = [p.name for p in scenario.PHASES]
-# The demo's own phase length. Shorter phases flaked: the quiet guests
-# park idle_after (8 s) after their last sample above idle_util, and a
-# guest's housekeeping now and then lifts a sample over it (one CI run
-# at 22 s parked the idle guest 25 s into the first phase).
+# The demo's own phase length: a quiet guest parks idle_after (8 s) after
+# its last sample above idle_util, and its housekeeping now and then lifts
+# a sample over that, so a phase leaves room for the clock to restart.
 PHASE_SECONDS = scenario.PHASE_SECONDS
 RUN1 = '=== Run 1 of 2: without ufo-agent'
 RUN2 = '=== Run 2 of 2: with ufo-agent'
