@@ -28,7 +28,9 @@ Subcommands (``ufo-sim <command> --help`` for options):
   rule grows there (a ``RESULT`` line);
 * ``be-soak [--quick]``: LC pairs plus one BE VM under UFO, BE guests in
   the idle pool against BE soak mode (SCHED_IDLE on every core), with a
-  closing ``RESULT`` line.
+  closing ``RESULT`` line;
+* ``demo``: ufo-demo's scenario (an LC VM light, busy and quiet beside a
+  BE batch VM and an idle VM) without and with the agent.
 
 Everything is written under ``--out`` (default ``ufo-sim-out``). Grid
 and dynamic take held-out conditions nobody tuned on: ``--cores``,
@@ -532,6 +534,17 @@ def _be_soak(args):
     return 0
 
 
+def _demo(args):
+    from ufo_sim.experiments import demo
+    settings = _settings(args, **demo.QUICK)
+    out = demo.run(settings, processes=args.processes,
+                   timeout=args.task_timeout)
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, 'demo.json'), out)
+    print(demo.table(out))
+    return 1 if any('error' in r for r in out['results']) else 0
+
+
 def _protocol_names():
     from ufo_sim.experiments import grid_set
     return list(grid_set.BY_NAME)
@@ -770,6 +783,12 @@ def parser():
                    metavar='A+B,...',
                    help='LC pairs to run (default: all of the grid\'s)')
     b.set_defaults(func=_be_soak, usage=b)
+
+    d = sub.add_parser('demo', help='ufo-demo\'s scenario without and '
+                                    'with the agent')
+    common(d)
+    host(d)
+    d.set_defaults(func=_demo, usage=d)
     return p
 
 

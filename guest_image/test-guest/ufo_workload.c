@@ -19,6 +19,15 @@
  *   report_ms=N        report interval (default 1000)
  *   loop=0|1           restart at the first phase after the last one
  *   duration=S         exit after S seconds (default 0: run forever)
+ *   batch=0|1          a best-effort batch job instead: no arrivals, every
+ *                      worker computes one unit of work after another;
+ *                      done= counts the units of the interval, latencies
+ *                      are 0
+ *   unit=N             iterations of arithmetic in one unit of batch work
+ *                      (default 100000). Work, not time: a spin for svc_us
+ *                      ends on the guest's clock, which runs on while the
+ *                      host does not run the vCPU, so it would count time
+ *                      the guest did not get
  */
 
 #define _GNU_SOURCE
@@ -47,6 +56,9 @@ static int nworkers = 4;
 static long report_ms = 1000;
 static int loop_phases;
 static double duration;
+static int batch;
+static long unit_iters = 100000;
+static volatile uint64_t sink;
 
 static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t qcond = PTHREAD_COND_INITIALIZER;
@@ -119,6 +131,10 @@ static void set_option(const char *kv)
 		loop_phases = atoi(v);
 	else if (klen == 8 && !strncmp(kv, "duration", 8))
 		duration = atof(v);
+	else if (klen == 5 && !strncmp(kv, "batch", 5))
+		batch = atoi(v);
+	else if (klen == 4 && !strncmp(kv, "unit", 4))
+		unit_iters = atol(v);
 }
 
 static void read_cmdline(void)
@@ -193,9 +209,34 @@ static void *generator(void *arg)
 	return NULL;
 }
 
+static void spin(void)
+{
+	uint64_t spin_end = now_ns() + (uint64_t)svc_us * 1000;
+
+	while (now_ns() < spin_end)
+		;
+}
+
+/* Batch: work with no queue and no latency, only a count of work done. */
+static void *batch_worker(void *arg)
+{
+	uint64_t x = (uintptr_t)arg;
+	long i;
+
+	for (;;) {
+		for (i = 0; i < unit_iters; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+		sink = x;
+		pthread_mutex_lock(&slock);
+		ndone++;
+		pthread_mutex_unlock(&slock);
+	}
+	return NULL;
+}
+
 static void *worker(void *arg)
 {
-	uint64_t arrival, done, spin_end;
+	uint64_t arrival, done;
 
 	(void)arg;
 	for (;;) {
@@ -205,9 +246,7 @@ static void *worker(void *arg)
 		arrival = queue[qhead++ % QUEUE_LEN];
 		pthread_mutex_unlock(&qlock);
 
-		spin_end = now_ns() + (uint64_t)svc_us * 1000;
-		while (now_ns() < spin_end)
-			;
+		spin();
 		done = now_ns();
 		pthread_mutex_lock(&slock);
 		if (nlat < LAT_LEN)
@@ -253,6 +292,8 @@ int main(int argc, char **argv)
 		nworkers = 256;
 	if (report_ms < 10)
 		report_ms = 10;
+	if (unit_iters < 1)
+		unit_iters = 1;
 	if (svc_us < 0)
 		svc_us = 0;
 	lat = calloc(LAT_LEN, sizeof(*lat));
@@ -261,11 +302,13 @@ int main(int argc, char **argv)
 	if (!lat || !lat_spare || !workers)
 		return 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("UFO-WL start phases=%d workers=%d svc_us=%ld report_ms=%ld\n",
-	       nphases, nworkers, svc_us, report_ms);
+	printf("UFO-WL start phases=%d workers=%d svc_us=%ld report_ms=%ld "
+	       "batch=%d\n", nphases, nworkers, svc_us, report_ms, batch);
 	for (i = 0; i < nworkers; i++)
-		pthread_create(&workers[i], NULL, worker, NULL);
-	pthread_create(&gen, NULL, generator, NULL);
+		pthread_create(&workers[i], NULL, batch ? batch_worker : worker,
+			       (void *)(uintptr_t)i);
+	if (!batch)
+		pthread_create(&gen, NULL, generator, NULL);
 
 	start = now_ns();
 	next = start;

@@ -995,7 +995,12 @@ class Controller:
         if state.mode == VmMode.ACTIVE and state.cores:
             cpus = self.topology.cpus_of(state.cores)
             online = min(vcpus, len(cpus))
-        elif state.mode == VmMode.IDLE:
+        elif state.mode == VmMode.IDLE or (
+                state.mode == VmMode.ACTIVE and state.idle.quiet()):
+            # A quiet VM left without a core runs as a parked one until
+            # idle_after parks it: every vCPU online would come up on the
+            # shared CPUs (the busy VMs' cores on a small host) only to
+            # go down again at parking, two hotplugs of an idle guest.
             cpus, online = shared_cpus, 1
         elif soak:
             # Not on the emulator pool: LC guests' I/O runs there.

@@ -2,11 +2,12 @@
 
 Rows: the cores given to the guests (without ufo-agent the shared set
 every vCPU floats over; with it the pools), each guest's vCPUs online,
-and p99 latency on a log scale with the QoS target and each phase's
-verdict. Rows share their y axis, so the columns compare at a glance.
+the LC guest's p99 latency on a log scale with the QoS target and each
+phase's verdict, and the BE guest's work per second. Rows share their y
+axis, so the columns compare at a glance.
 """
 
-COLORS = {'lc-a': '#1f77b4', 'lc-b': '#ff7f0e', 'idle': '#2ca02c',
+COLORS = {'lc': '#1f77b4', 'be': '#ff7f0e', 'idle': '#2ca02c',
           'emulator': '#9467bd', 'idle pool': '#c7c7c7',
           'shared set': '#bdbdbd', 'overloaded': '#d62728',
           'qos': '#d62728'}
@@ -65,31 +66,53 @@ def _shared(ax, t, rows, names):
             bbox=dict(facecolor='white', edgecolor='none', alpha=0.85))
 
 
-def _p99(ax, t, rows, names, qos_ms, summary, spans):
-    for n in names:
-        values = [r.p99_us.get(n) for r in rows]
-        ax.plot([x for x, v in zip(t, values) if v is not None],
-                [v / 1000.0 for v in values if v is not None], 'o',
-                color=COLORS[n], ms=3)
+def _p99(ax, t, rows, lc, qos_ms, summary, spans):
+    values = [r.p99_us.get(lc) for r in rows]
+    ax.plot([x for x, v in zip(t, values) if v is not None],
+            [v / 1000.0 for v in values if v is not None], 'o',
+            color=COLORS[lc], ms=3)
     ax.axhline(qos_ms, color=COLORS['qos'], ls='--', lw=1.2,
                label='QoS target (p99 %g ms)' % qos_ms)
-    verdicts = {p['phase']: p for p in summary['phases']}
+    verdicts = {p['phase']: p['guests'].get(lc, {}).get('qos_met')
+                for p in summary['phases']}
     for phase, start, end in spans:
-        words = []
-        for n, g in sorted(verdicts[phase]['guests'].items()):
-            if g['qos_met'] is not None:
-                words.append('%s %s' % (n, 'met' if g['qos_met'] else
-                                        'missed'))
-        ax.text((start + end) / 2.0, 0.97, '\n'.join(words) or 'no load',
+        met = verdicts[phase]
+        word = 'no load' if met is None else '%s %s' % (
+            lc, 'met' if met else 'missed')
+        ax.text((start + end) / 2.0, 0.97, word,
                 transform=ax.get_xaxis_transform(), ha='center', va='top',
-                fontsize=8, bbox=dict(facecolor='white', edgecolor='none',
+                fontsize=9, bbox=dict(facecolor='white', edgecolor='none',
                                       alpha=0.8, pad=1.5),
-                color='black' if verdicts[phase]['qos_met'] is not False
-                else COLORS['qos'])
+                color='black' if met is not False else COLORS['qos'])
     ax.set_yscale('log')
 
 
-def write_png(runs, path, qos_ms, title=''):
+def _work(ax, t, rows, be, summary, spans):
+    values = [r.work.get(be) for r in rows]
+    ax.step([x for x, v in zip(t, values) if v is not None],
+            [v for v in values if v is not None], where='post',
+            color=COLORS[be], lw=2)
+    means = {p['phase']: p['guests'].get(be, {}).get('work_per_s')
+             for p in summary['phases']}
+    for phase, start, end in spans:
+        if means.get(phase) is not None:
+            ax.text((start + end) / 2.0, 0.05, 'mean %.0f' % means[phase],
+                    transform=ax.get_xaxis_transform(), ha='center',
+                    va='bottom', fontsize=9,
+                    bbox=dict(facecolor='white', edgecolor='none',
+                              alpha=0.8, pad=1.5))
+
+
+def _soak_note(ax, rows, be):
+    soaked = [r for r in rows if (r.vms.get(be) or {}).get('idle_priority')]
+    if soaked:
+        ax.text(0.99, 0.97, '%s: no core of its own, runs at idle\n'
+                'priority on every CPU (soak)' % be,
+                transform=ax.transAxes, ha='right', va='top', fontsize=8,
+                bbox=dict(facecolor='white', edgecolor='none', alpha=0.85))
+
+
+def write_png(runs, path, qos_ms, lc, be, title=''):
     """``runs``: ``[(title, with_agent, timeline, summary), ...]``."""
     import matplotlib
     matplotlib.use('Agg')
@@ -102,9 +125,9 @@ def write_png(runs, path, qos_ms, title=''):
         raise ValueError('nothing recorded')
     names = sorted(set(runs[0][2].names.values()))
     fig, axes = pyplot.subplots(
-        3, len(runs), figsize=(7 * len(runs), 10), sharex='col',
+        4, len(runs), figsize=(7 * len(runs), 12), sharex='col',
         sharey='row', squeeze=False,
-        gridspec_kw={'height_ratios': (1.3, 0.8, 1.6)})
+        gridspec_kw={'height_ratios': (1.3, 0.8, 1.6, 1.0)})
     top_cores = 0
     for col, (label, with_agent, tl, summary) in enumerate(runs):
         rows = tl.rows
@@ -114,6 +137,8 @@ def write_png(runs, path, qos_ms, title=''):
         spans = _spans(t, rows, end)
         ax = axes[0][col]
         (_pools if with_agent else _shared)(ax, t, rows, names)
+        if with_agent:
+            _soak_note(ax, rows, be)
         top_cores = max(top_cores, max(r.pools.get('managed_cores', 0)
                                        for r in rows))
         ax.set_title(label, fontsize=12, pad=18)
@@ -121,8 +146,9 @@ def write_png(runs, path, qos_ms, title=''):
         for n, width in zip(names, WIDTHS):
             ax.step(t, _series(rows, n, 'online_vcpus'), where='post',
                     color=COLORS[n], lw=width)
-        _p99(axes[2][col], t, rows, names, qos_ms, summary, spans)
-        axes[2][col].set_xlabel('seconds into the run')
+        _p99(axes[2][col], t, rows, lc, qos_ms, summary, spans)
+        _work(axes[3][col], t, rows, be, summary, spans)
+        axes[3][col].set_xlabel('seconds into the run')
         for i, (phase, start, stop) in enumerate(spans):
             for ax in axes[:, col]:
                 if i % 2:
@@ -139,7 +165,9 @@ def write_png(runs, path, qos_ms, title=''):
     axes[1][0].set_ylim(0, max(v['vcpus'] for _, _, tl, _ in runs
                                for r in tl.rows for v in r.vms.values())
                         + 0.5)
-    axes[2][0].set_ylabel('p99 latency (ms)')
+    axes[2][0].set_ylabel('%s p99 latency (ms)' % lc)
+    axes[3][0].set_ylabel('%s work (units/s)' % be)
+    axes[3][0].set_ylim(bottom=0)
     for ax in axes[0][0], axes[1][0]:
         ax.yaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     handles = [mlines.Line2D([], [], color=COLORS[n], lw=3, label=n)

@@ -1,18 +1,29 @@
-"""What the demo does over time: load phases and the agent's settings.
+"""What the demo does over time: the guests, load phases, agent settings.
 
-Two latency-critical guests (``lc-a``, ``lc-b``) get changing load, one
-guest (``idle``) never does. Each phase sets a request rate per LC guest;
-the workload serves 500 us requests on two worker threads: 2400/s keeps
-two vCPUs 60% busy but is more than one vCPU can serve (its queue and
-latency grow), 300/s keeps one 15% busy: light, and well above the
-agent's ``idle_util`` here (:data:`IDLE_UTIL`).
+A latency-critical guest (``lc``) serves requests at a rate that changes
+by phase, beside a best-effort guest (``be``) that runs a batch job the
+whole time and a guest that stays idle (``idle``). The LC workload
+serves 500 us requests on two worker threads: 2000/s keeps its two vCPUs
+50 % busy (a whole CPU: more than it gets beside the BE guest when the
+two share the host as equals), 300/s keeps one vCPU 15 % busy. The BE job
+computes units of work on two threads, as fast as its vCPUs run: its
+units per second are its progress.
 """
 
 import dataclasses
 
-HIGH = 2400
-LOW = 300
-#: QoS target of the LC guests' workload: p99 latency in ms.
+LC, BE, IDLE = 'lc', 'be', 'idle'
+GUESTS = (LC, BE, IDLE)
+#: Each guest's flavor extra spec ``ufo:class`` (None: not set, auto).
+CLASSES = {LC: 'lc', BE: 'be', IDLE: None}
+#: The LC workload: service time (us) and worker threads.
+SVC_US = 500
+LC_WORKERS = 2
+#: Threads of the BE guest's batch job (one per vCPU).
+BE_WORKERS = 2
+BUSY = 2000
+LIGHT = 300
+#: QoS target of the LC guest's workload: p99 latency in ms.
 QOS_P99_MS = 20.0
 #: Each phase's length in each run (``ufo-demo --phase-seconds``).
 PHASE_SECONDS = 30.0
@@ -23,34 +34,34 @@ IDLE_AFTER = 8.0
 #: host, above the 1 % default meant for KVM guests: with that default the
 #: idle guest's ``idle_after`` clock restarts at random.
 IDLE_UTIL = 5.0
-GUESTS = ('lc-a', 'lc-b', 'idle')
-LC_GUESTS = ('lc-a', 'lc-b')
 
 
 @dataclasses.dataclass(frozen=True)
 class Phase:
     name: str
-    rates: dict     # guest -> requests/s (0: no workload)
+    lc_rate: int    # requests/s of the LC guest (0: no workload)
 
     def describe(self):
-        return ', '.join('%s %s' % (g, _load_word(self.rates.get(g, 0)))
-                         for g in LC_GUESTS)
-
-
-def _load_word(rate):
-    if rate >= HIGH:
-        return 'busy (%d req/s)' % rate
-    if rate:
-        return 'light (%d req/s)' % rate
-    return 'quiet'
+        if self.lc_rate >= BUSY:
+            load = 'busy (%d req/s)' % self.lc_rate
+        elif self.lc_rate:
+            load = 'light (%d req/s)' % self.lc_rate
+        else:
+            load = 'quiet'
+        return '%s %s, %s batch job' % (LC, load, BE)
 
 
 PHASES = (
-    Phase('a-busy', {'lc-a': HIGH, 'lc-b': 0}),
-    Phase('both-busy', {'lc-a': HIGH, 'lc-b': HIGH}),
-    Phase('b-busy', {'lc-a': 0, 'lc-b': HIGH}),
-    Phase('both-light', {'lc-a': LOW, 'lc-b': LOW}),
+    Phase('lc-light', LIGHT),
+    Phase('lc-busy', BUSY),
+    Phase('lc-quiet', 0),
 )
+
+
+def loads():
+    """Phase name -> the LC guest's load in a few words."""
+    return {p.name: '%d req/s' % p.lc_rate if p.lc_rate else 'quiet'
+            for p in PHASES}
 
 
 def agent_options(managed_cores, idle_after=IDLE_AFTER,
@@ -59,10 +70,17 @@ def agent_options(managed_cores, idle_after=IDLE_AFTER,
 
     Under four managed cores the small-host mode (doc/source/
     controller.rst) lets one busy guest hold every core; with the
-    defaults no guest could ever hold more than one core there.
+    defaults no guest could ever hold more than one core there. The BE
+    guest soaks (``be_policy = soak``): its vCPUs run on every managed
+    CPU at idle priority, so it gets what the LC guest leaves, on the
+    LC guest's cores too, and yields them the moment the LC guest's
+    vCPUs wake. On a small host there is no core to spare for an idle
+    pool the BE guest would run on at normal priority: it would share
+    the LC guest's cores as an equal.
     """
     options = {'controller__idle_after': str(idle_after),
-               'controller__idle_util': str(idle_util)}
+               'controller__idle_util': str(idle_util),
+               'controller__be_policy': 'soak'}
     if managed_cores < 4:
         options.update({'controller__emulator_min_cores': '0',
                         'controller__idle_pool_min_cores': '0'})

@@ -89,3 +89,29 @@ def test_default_config_keeps_an_emulator_and_an_idle_core():
     assert len(plan.emulator_cores) == 1 and len(plan.idle_cores) == 1
     assert len(plan.vms['a'].cores) == 1
     assert plan.vms['b'].cpus == plan.idle_cpus == plan.shared_cpus
+
+
+def test_a_quiet_vm_left_without_a_core_keeps_one_vcpu_online():
+    # Both busy on a core each, then one goes quiet: the busy one takes
+    # its core at once, and the quiet one shares the CPUs until parked.
+    # It runs as a parked VM does, on one vCPU: all of them online would
+    # put vCPUs on the busy VM's cores now and take them off again when
+    # idle_after parks it, two hotplugs of a guest that is doing nothing.
+    config = ControllerConfig(emulator_min_cores=0, idle_pool_min_cores=0,
+                              idle_after=8.0, settle_time=0.0)
+    ctl, specs = _controller(config)
+    plan = _run(ctl, specs, lambda t: {'a': BUSY, 'b': BUSY, 'c': QUIET},
+                ticks=20, start=0)
+    assert [len(plan.vms[u].cores) for u in 'ab'] == [1, 1]
+    assert [plan.vms[u].online_vcpus for u in 'ab'] == [1, 1]
+    seen = []
+    for t in range(20, 32):
+        plan = _run(ctl, specs,
+                    lambda t: {'a': QUIET, 'b': BUSY, 'c': QUIET},
+                    ticks=1, start=t)
+        a = plan.vms['a']
+        seen.append((a.mode.value, len(a.cores), a.online_vcpus))
+    assert len(plan.vms['b'].cores) == 2
+    assert ('active', 0, 1) in seen            # quiet, its core given up
+    assert seen[-1] == ('idle', 0, 1)          # then parked
+    assert all(online == 1 for _, _, online in seen), seen
