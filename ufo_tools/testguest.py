@@ -296,7 +296,12 @@ def serial_console(dom, log_path=None):
     return Console(m.group(1), log_path)
 
 
-def wait_init(console, timeout):
+#: How long the first command after boot may go unanswered before it is
+#: sent again.
+PROBE_TIMEOUT = 20.0
+
+
+def wait_init(console, timeout, probe_timeout=PROBE_TIMEOUT):
     """Wait for the test guest's /init shell to answer on its console."""
     # The console may have been opened after the first lines: poke it.
     deadline = time.monotonic() + timeout
@@ -308,7 +313,19 @@ def wait_init(console, timeout):
             if time.monotonic() > deadline:
                 raise
             console.write('echo UFO-ALIVE\n')
-    console.run('true', timeout=timeout)
+    # Input typed while the shell is still setting up its tty can arrive
+    # cut, its first characters lost, and a cut command never answers: a
+    # probe without an answer is sent again, after a line that ends any
+    # subshell the shell was left reading.
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            console.run('true', timeout=max(1.0, min(probe_timeout, left)))
+            return
+        except TimeoutError:
+            if time.monotonic() >= deadline:
+                raise
+            console.write(')\n')
 
 
 def online_cpus(console):
