@@ -11,7 +11,7 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP"
-ENVS=${1:-pep8,py3,functional,nova-functional,ansible,genconfig,docs,releasenotes}
+ENVS=${1:-pep8,py3,sim,functional,nova-functional,ansible,genconfig,docs,releasenotes}
 TOOLS_VENV=${UFO_TOOLS_VENV:-$TOP/.venv-tools}
 
 "$TOP/tools/install-deps.sh"
@@ -21,12 +21,13 @@ rm -f .tox/*/junit.xml
 rc=0
 reports=("$TOP/.tox")
 
-# The checks that wait on nothing and time nothing. The real-guest suite
-# (functional) leaves about one CPU idle while it waits on its guests, so
-# on a clean tree (CI's) these run beside it at idle CPU and I/O priority,
+# The envs that time nothing: static checks and the simulator's unit
+# tests, which run on simulated time. The real-guest suite (functional)
+# leaves about one CPU idle while it waits on its guests, so on a clean
+# tree (CI's) these run beside the others at idle CPU and I/O priority,
 # where they never take a CPU a guest wants. They run from a worktree of
 # HEAD: two tox runs must not build the package in one source tree.
-STATIC=pep8,ansible,genconfig,docs,releasenotes
+UNTIMED=sim,pep8,ansible,genconfig,docs,releasenotes
 if [ $# -eq 0 ] && [ -z "$(git status --porcelain 2>/dev/null)" ] &&
         git rev-parse --verify -q HEAD > /dev/null; then
     side=$(mktemp -d /tmp/ufo-static.XXXXXX)
@@ -34,7 +35,7 @@ if [ $# -eq 0 ] && [ -z "$(git status --porcelain 2>/dev/null)" ] &&
           rm -rf "$side"' EXIT
     git worktree add --quiet --detach "$side/tree" HEAD
     ( cd "$side/tree" &&
-      exec chrt --idle 0 ionice -c 3 "$TOOLS_VENV/bin/tox" -e "$STATIC" ) \
+      exec chrt --idle 0 ionice -c 3 "$TOOLS_VENV/bin/tox" -e "$UNTIMED" ) \
         > "$side/log" 2>&1 &
     side_pid=$!
     reports+=("$side/tree/.tox")
@@ -44,7 +45,7 @@ fi
 if [ -n "${side_pid:-}" ]; then
     side_rc=0
     wait "$side_pid" || side_rc=$?
-    echo "=== $STATIC (run beside the others, at idle priority)"
+    echo "=== $UNTIMED (run beside the others, at idle priority)"
     cat "$side/log"
     [ "$side_rc" -eq 0 ] || rc=$side_rc
 fi
