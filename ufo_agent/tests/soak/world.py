@@ -1727,7 +1727,8 @@ class World:
             outcome = self.guarded(lambda: restore_mod.restore_guests(
                 connect, budget=list_failures + 5.0, pause=1.0,
                 clock=lambda: now[0],
-                sleep=lambda pause: now.__setitem__(0, now[0] + pause)),
+                sleep=lambda pause: now.__setitem__(0, now[0] + pause),
+                in_flight_record=state_mod.InFlightRecord(self.state_dir)),
                 '--restore')
             failed = None if outcome is KILLED else (
                 len(outcome.failed) + (outcome.unlisted is not None))
