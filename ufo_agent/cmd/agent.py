@@ -267,13 +267,16 @@ def _hypervisor_hostname(conf, driver):
 def restore_host(conf):
     """``--restore``: give every guest back, then clear the trait.
 
-    Only what giving the guests back needs: the managed CPUs, the lock and
-    libvirt. No controller, publisher or signal settings are read, so a
-    mistake there cannot stop the guests from getting their CPUs back, and
-    no channel is created or attached: a guest whose channel is already
-    attached is asked, through it, to bring every vCPU online. ``[channel]
-    qemu_user`` only says whose pages to trust and is not checked: with a
-    user that does not exist, a page QEMU's user owns is not used.
+    Only what giving the guests back needs: the managed CPUs, the lock,
+    libvirt, and the in-flight pin record under ``[agent] state_path``
+    (kept for the next agent; a record that cannot be read or written
+    does not stop the restore). No controller, publisher or signal
+    settings are read, so a mistake there cannot stop the guests from
+    getting their CPUs back, and no channel is created or attached: a
+    guest whose channel is already attached is asked, through it, to
+    bring every vCPU online. ``[channel] qemu_user`` only says whose
+    pages to trust and is not checked: with a user that does not exist,
+    a page QEMU's user owns is not used.
     libvirt failing is tried again for up to :data:`RESTORE_BUDGET`
     seconds (:mod:`ufo_agent.service.restore`). Returns the exit status:
     1, after a message naming them, when guests could not be given back.
@@ -292,8 +295,9 @@ def restore_host(conf):
 
     hypervisor_hostname = None
     try:
-        outcome = restore_mod.restore_guests(connect, RESTORE_BUDGET,
-                                             RESTORE_RETRY_PAUSE)
+        outcome = restore_mod.restore_guests(
+            connect, RESTORE_BUDGET, RESTORE_RETRY_PAUSE,
+            in_flight_record=state.InFlightRecord(conf.agent.state_path))
         driver = outcome.driver
         try:
             if driver is not None and conf.publishers.enabled and \

@@ -23,8 +23,11 @@ OPTS = [
         help='libvirt connection URI of the hypervisor to manage.'),
     cfg.StrOpt(
         'state_path', default='/var/lib/ufo-agent',
-        help='Directory of per-instance learned models. Created if '
-             'missing; entries of instances that are gone are removed.'),
+        help='Directory of per-instance learned models, and of the '
+             'in-flight pin record (in-flight-pins.json: where pin calls '
+             'that may not have returned can still put each guest, for '
+             'the next agent and --restore). Created if missing; entries '
+             'of instances that are gone are removed.'),
     cfg.FloatOpt(
         'state_save_interval', default=_DEFAULTS.state_save_interval, min=1.0,
         mutable=True,

@@ -166,6 +166,13 @@ class HypervisorDriver(abc.ABC):
         """
         return frozenset()
 
+    def guest_exists(self, uuid):
+        """False only when the hypervisor says ``uuid`` does not exist.
+
+        True when it exists, is only defined, or cannot be asked.
+        """
+        return True
+
     @abc.abstractmethod
     def set_vcpu_target(self, uuid, vcpus):
         """Ask the guest to keep ``vcpus`` online.

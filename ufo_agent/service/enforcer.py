@@ -16,6 +16,11 @@ Order (paper section 4.6) and the isolation promise:
    its old owner's narrow succeeded;
 5. guests that gain vCPUs are told last (answered on a later tick).
 
+Before pins are written, the CPUs they may put each pinning on are
+recorded (:mod:`ufo_agent.service.inflight`): a call that hangs may land
+after the agent died, and the next agent must know. A pin that may move
+threads onto CPUs the record does not hold is not made.
+
 Best-effort guests under ``be_policy = soak`` (``sched_idle`` plans) are
 put at idle priority before their vCPU pins widen over the other pools,
 and are taken out of it only once those pins have narrowed back; a
@@ -35,6 +40,7 @@ import time
 
 from ufo_agent.driver import base
 from ufo_agent.service import acks as acks_mod
+from ufo_agent.service import inflight as inflight_mod
 from ufo_agent.service import ledger as ledger_mod
 
 LOG = logging.getLogger(__name__)
@@ -64,7 +70,7 @@ class EnforcementError(Exception):
 class Enforcer:
     def __init__(self, driver, ack_timeout=2.0, clock=time.monotonic,
                  sleep=time.sleep, ack_wait=None, max_vcpu_step=8,
-                 managed_cpus=None, be_soak=False):
+                 managed_cpus=None, be_soak=False, in_flight=None):
         self.driver = driver
         self.ack_timeout = ack_timeout
         self.ack_wait = (min(0.3, ack_timeout) if ack_wait is None
@@ -75,6 +81,8 @@ class Enforcer:
         self.clock = clock
         self.sleep = sleep
         self.ledger = ledger_mod.Ledger()
+        self.in_flight = (in_flight if in_flight is not None
+                          else inflight_mod.InFlightPins())
         self.acks = {}            # uuid -> acks.GuestAcks
         self.guests = {}          # uuid -> driver Guest
         self.paused = set()       # uuids whose vCPUs are stopped
@@ -139,7 +147,14 @@ class Enforcer:
         self.paused.discard(uuid)
 
     def _adopt_pins(self, uuid, keys=None):
-        """Record the guest's pins as found (``keys``: only those)."""
+        """Record the guest's pins as found (``keys``: only those).
+
+        With the CPUs that an earlier agent's calls, not known to have
+        returned, may still put them on. Those are not seen: the threads
+        may never have run there, so they count as guessed (the
+        pinning's first pin is a widen, onto CPUs no other pool may
+        hold, not a narrow).
+        """
         guest = self.guests[uuid]
         vcpu = guest.restore_vcpu_cpus
         emulator = guest.restore_emulator_cpus
@@ -160,7 +175,12 @@ class Enforcer:
             guessed = True
         for kind, cpus in ((VCPU, vcpu), (EMULATOR, emulator)):
             if keys is None or (uuid, kind) in keys:
-                self.ledger.adopt((uuid, kind), cpus, exact, guessed)
+                landing = (self.in_flight.cpus((uuid, kind))
+                           if uuid in self.in_flight.inherited
+                           else frozenset())
+                self.ledger.adopt((uuid, kind), cpus | landing,
+                                  exact and not landing,
+                                  guessed or bool(landing - cpus))
 
     def _read_guessed(self, uuids):
         """Read again the pins that could not be read when adopted.
@@ -226,6 +246,7 @@ class Enforcer:
         # run on the CPUs it would keep (see the ledger).
         self._read_guessed(uuids)
         wanted = self._wanted_pins(uuids, plan, soaking, deferred)
+        self._expect_pins(wanted)
         pinned = 0
         for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
             entry = self.ledger.get(key)
@@ -262,6 +283,27 @@ class Enforcer:
                     entry.cpus == plan.vms[uuid].cpus:
                 targets += self._send(uuid, want, now, failed)
         return Outcome(pinned, targets, failed, deferred, tuple(fallbacks))
+
+    def _expect_pins(self, wanted):
+        """Record where this pass's pin calls may put each pinning.
+
+        Their targets: where the threads are now, a next agent reads.
+        The entries of guests whose earlier calls have not returned
+        stay. (A pinning that waits in a cycle and is parked on the
+        shared CPUs, :meth:`_widen`, has them recorded by :meth:`_pin`
+        first.)
+        """
+        try:
+            outstanding = set(self.driver.busy_guests())
+        except base.DriverError:
+            outstanding = set(self.guests)
+        calls = {}
+        for key, (pool, cpus) in wanted.items():
+            entry = self.ledger.get(key)
+            if (entry.pool, entry.cpus) == (pool, cpus) and entry.exact:
+                continue
+            calls[key] = cpus
+        self.in_flight.expect(calls, outstanding)
 
     def _wanted_pins(self, uuids, plan, soaking, deferred):
         """(uuid, kind) -> (pool, CPUs) of every pinning to write."""
@@ -490,6 +532,15 @@ class Enforcer:
                 'refusing to pin %s of %s to unmanaged CPUs %s'
                 % (kind, uuid, sorted(cpus - self.managed_cpus)))
         method = 'pin_vcpus' if kind == VCPU else 'pin_emulator'
+        entry = self.ledger.get(key)
+        # A narrow of pins seen lands inside them: the next agent reads
+        # them. Any other pin must be on record before it is made.
+        if not (entry.exact and cpus <= entry.cpus) and \
+                not self.in_flight.cover(key, cpus):
+            failed[uuid] = ('%s pin withheld: the in-flight pin record '
+                            'cannot be written (%s)'
+                            % (kind, self.in_flight.error))
+            return 0
         try:
             getattr(self.driver, method)(uuid, cpus)
         except base.DriverError as exc:
@@ -499,6 +550,7 @@ class Enforcer:
             if pool is not None and not isinstance(exc, base.GuestBusy):
                 self.ledger.failed(key, pool, cpus)
             return 0
+        self.in_flight.returned(uuid)
         if pool is None:
             self.ledger.narrowed(key, cpus)
         else:
@@ -506,8 +558,14 @@ class Enforcer:
         return 1
 
     def held_cpus(self, uuid):
-        """(vCPU CPUs, emulator CPUs) the guest's threads may run on."""
-        return tuple(entry.cpus if entry is not None else frozenset()
+        """(vCPU CPUs, emulator CPUs) the guest's threads may run on.
+
+        None for a guessed pinning (its pins not read, or an earlier
+        agent's calls may still land on it): where it is is not known,
+        and the ledger holds its CPUs from the other pools all the same.
+        """
+        return tuple(entry.cpus if entry is not None and not entry.guessed
+                     else frozenset()
                      for entry in (self.ledger.get((uuid, kind))
                                    for kind in (VCPU, EMULATOR)))
 

@@ -87,3 +87,6 @@ class GuardedDriver(base.HypervisorDriver):
 
     def forget(self, uuid):
         return self._guest_call('forget', uuid)
+
+    def guest_exists(self, uuid):
+        return self._guest_call('guest_exists', uuid)

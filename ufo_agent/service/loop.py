@@ -4,7 +4,8 @@
 ``Agent.tick`` runs one second of UFO, ``Agent.stop`` gives every guest
 back (all vCPUs online, its original pins): the fail-safe path of a clean
 stop. After a crash the guests' watchdogs bring their vCPUs back, and the
-next ``start`` re-applies everything it finds.
+next ``start`` re-applies everything it finds, taking the pin calls that
+may not have returned as still to land (:mod:`.inflight`).
 
 A tick survives its own errors: an exception is logged with its
 traceback and counted (``tick_errors``); one raised by a driver call on
@@ -33,6 +34,7 @@ from ufo_agent.driver import base
 from ufo_agent import hostsignal
 from ufo_agent.service import enforcer as enforcer_mod
 from ufo_agent.service import guard
+from ufo_agent.service import inflight as inflight_mod
 from ufo_agent.service import sampler as sampler_mod
 from ufo_agent.service import settings as settings_mod
 from ufo_agent.service import snapshot as snapshot_mod
@@ -101,7 +103,9 @@ class Agent:
             ack_wait=self.settings.ack_wait,
             max_vcpu_step=self.settings.max_vcpu_step,
             managed_cpus=self.topology.cpus_of(self.topology.core_ids),
-            be_soak=controller_config.be_policy == 'soak')
+            be_soak=controller_config.be_policy == 'soak',
+            in_flight=inflight_mod.InFlightPins(
+                store.in_flight_record() if store is not None else None))
         self.guests = {}
         self.paused = set()       # guests whose vCPUs are stopped
         self.status = {}
@@ -130,9 +134,23 @@ class Agent:
 
     # -- lifecycle ---------------------------------------------------------
     def start(self):
-        """Adopt the running guests; everything is written on first tick."""
+        """Adopt the running guests; everything is written on first tick.
+
+        Pin calls an earlier agent left outstanding are taken as still
+        to land (a dry run pins nothing and leaves them alone).
+        """
         self.last_progress = time.monotonic()
+        in_flight = self.enforcer.in_flight
+        if not self.settings.dry_run:
+            in_flight.load()
         self._sync_guests()
+        for uuid in sorted(in_flight.uuids() - set(self.guests)):
+            try:
+                gone = not self.driver.guest_exists(uuid)
+            except base.DriverError:
+                gone = False
+            if gone:
+                in_flight.drop(uuid)
         LOG.info('ufo-agent manages %d cores (%d CPUs) and %d guests%s',
                  len(self.topology), len(self.topology.cpus_of(
                      self.topology.core_ids)), len(self.guests),
@@ -158,13 +176,35 @@ class Agent:
         failed = []
         if self.settings.dry_run:
             return failed
+        # Its release calls may land after this process ended: on record
+        # first, and off it once they returned. Giving the guests back
+        # goes on whatever happens to the record.
+        in_flight = self.enforcer.in_flight
+        try:
+            self._expect_release()
+        except Exception:
+            LOG.exception('Could not record the release calls')
         for uuid in sorted(self.guests):
             try:
                 self.driver.release(uuid)
             except base.DriverError as exc:
                 LOG.error('Could not release guest %s: %s', uuid, exc)
                 failed.append(uuid)
+                continue
+            in_flight.drop(uuid)
+        try:
+            in_flight.flush()
+        except Exception:
+            LOG.exception('Could not record the guests given back')
         return failed
+
+    def _expect_release(self):
+        try:
+            outstanding = self.driver.busy_guests()
+        except base.DriverError:
+            outstanding = self.guests
+        self.enforcer.in_flight.expect(
+            inflight_mod.release_calls(self.guests.values()), outstanding)
 
     def save_learned(self):
         if self.store is None:
@@ -328,7 +368,15 @@ class Agent:
             [uuid for uuid in due if uuid in self.guests])
 
     def _busy_guests(self):
-        """The managed guests whose earlier driver calls have not returned."""
+        """The managed guests whose earlier driver calls have not returned.
+
+        Not those on which an earlier agent's calls may still land: the
+        ledger holds their CPUs meanwhile, and this agent's first pin on
+        each tells. It returns once the old calls did; it waits behind
+        one that hangs, and the guest is busy then. (After a crash many
+        guests may be on record: holding all their cores in the plan
+        can leave no idle pool.)
+        """
         try:
             busy = self.driver.busy_guests()
         except base.DriverError as exc:
@@ -486,6 +534,8 @@ class Agent:
                  ', learned state restored' if learned else '')
 
     def _drop(self, uuid, keep_state):
+        # Its QEMU is gone, and with it any call that was to land.
+        self.enforcer.in_flight.drop(uuid)
         if uuid not in self.guests:
             if not keep_state:
                 self._forget_files(uuid)

@@ -8,6 +8,11 @@ given back (all vCPUs online, the definition's pins), and rounds repeat
 until every listed guest is back or the budget is spent. A guest that a
 later listing no longer shows is gone and needs nothing. The outcome
 names every guest that could not be given back, and why.
+
+The in-flight pin record (:mod:`.inflight`) is kept as the agent keeps
+it: libvirt runs a guest's release calls after any pin call still
+outstanding, so a release that returned leaves nothing to land; one that
+did not is added to the record for the next agent, with what was there.
 """
 
 import dataclasses
@@ -15,6 +20,7 @@ import logging
 import time
 
 from ufo_agent.driver import base
+from ufo_agent.service import inflight as inflight_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -48,16 +54,20 @@ class Outcome:
 
 
 def restore_guests(connect, budget, pause=1.0, clock=time.monotonic,
-                   sleep=time.sleep):
+                   sleep=time.sleep, in_flight_record=None):
     """Release every guest the driver lists, in rounds, within ``budget``.
 
     ``connect()`` returns a driver (or raises: tried again next round).
     A round that started runs to its end; no round starts after the
-    budget is spent. Returns an :class:`Outcome`.
+    budget is spent. ``in_flight_record``: the
+    :class:`~ufo_agent.state.InFlightRecord` to keep. Returns an
+    :class:`Outcome`.
     """
     deadline = clock() + budget
     out = Outcome(unlisted='not tried')
-    pending = {}            # uuid -> name, listed and not yet given back
+    in_flight = inflight_mod.InFlightPins(in_flight_record)
+    in_flight.load()
+    pending = {}            # uuid -> Guest, listed and not yet given back
     while True:
         if out.driver is None:
             try:
@@ -65,7 +75,7 @@ def restore_guests(connect, budget, pause=1.0, clock=time.monotonic,
             except Exception as exc:
                 out.unlisted = _why(exc)
         if out.driver is not None:
-            _round(out, pending)
+            _round(out, pending, in_flight)
         if out.unlisted is None and not pending:
             return out
         if clock() + pause > deadline:
@@ -84,9 +94,9 @@ def _why(exc):
     return 'unexpected %s: %s' % (type(exc).__name__, exc)
 
 
-def _round(out, pending):
+def _round(out, pending, in_flight):
     try:
-        listed = {g.uuid: g.name for g in out.driver.guests()}
+        listed = {g.uuid: g for g in out.driver.guests()}
     except Exception as exc:    # the fail-safe goes on whatever happens
         why = _why(exc)
         if out.unlisted is not None:
@@ -94,13 +104,18 @@ def _round(out, pending):
         LOG.warning('Could not list the guests: %s', why)
     else:
         out.unlisted = None
-        out.names.update(listed)
+        out.names.update((uuid, g.name) for uuid, g in listed.items())
         for uuid in set(pending) - set(listed):
-            # Gone meanwhile: nothing left to give back.
+            # Gone meanwhile: nothing left to give back, or to land.
             del pending[uuid]
             out.failed.pop(uuid, None)
-        pending.update((uuid, name) for uuid, name in listed.items()
+            in_flight.drop(uuid)
+        pending.update((uuid, guest) for uuid, guest in listed.items()
                        if uuid not in out.restored)
+    # On record before the calls; the guests not given back keep theirs
+    # (a failed write does not stop the fail-safe).
+    in_flight.expect(inflight_mod.release_calls(pending.values()),
+                     set(pending))
     for uuid in sorted(pending):
         try:
             out.driver.release(uuid)
@@ -110,6 +125,8 @@ def _round(out, pending):
                 LOG.error('Could not restore guest %s: %s', uuid, why)
             out.failed[uuid] = why
             continue
-        out.restored[uuid] = pending.pop(uuid)
+        out.restored[uuid] = pending.pop(uuid).name
         out.failed.pop(uuid, None)
+        in_flight.drop(uuid)
         LOG.info('Restored guest %s (%s)', uuid, out.restored[uuid])
+    in_flight.flush()

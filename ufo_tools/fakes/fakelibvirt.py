@@ -10,8 +10,18 @@ monitor does not answer); ``FakeLibvirt.open_block`` and ``list_block``
 do the same for opening a connection and listing domains (a stuck
 libvirtd). A domain's NICs are the ``<interface>`` elements of its live
 XML; ``nic_counters`` holds their packet counters.
+
+As in libvirt's QEMU driver, the calls that change a domain, and the
+queries that ask its QEMU, run as the domain's *job*: one at a time per
+domain (:meth:`FakeDomain.job`). A call that finds another call's job
+waits for it, at most ``FakeLibvirt.job_wait`` seconds (libvirt's 30 s),
+then fails with ``VIR_ERR_OPERATION_TIMEOUT``; a blocked job call holds
+the job while it waits. Queries libvirt answers from its own state
+(``vcpuPinInfo``, ``emulatorPinInfo``, ``XMLDesc``, ``state``) take no
+job and answer meanwhile.
 """
 
+import contextlib
 import threading
 from xml.etree import ElementTree
 
@@ -52,6 +62,20 @@ VIR_ERR_INVALID_ARG = 8
 VIR_ERR_SYSTEM_ERROR = 38
 VIR_ERR_NO_DOMAIN = 42
 VIR_ERR_OPERATION_INVALID = 55
+VIR_ERR_OPERATION_TIMEOUT = 68
+
+#: Calls that run as the domain's job, by the name of the RPC libvirt
+#: names as the job's holder.
+JOB_METHODS = {
+    'pinVcpuFlags': 'DomainPinVcpuFlags',
+    'pinEmulator': 'DomainPinEmulator',
+    'pinIOThread': 'DomainPinIOThread',
+    'attachDeviceFlags': 'DomainAttachDeviceFlags',
+    'ioThreadInfo': 'DomainGetIOThreadInfo',
+}
+#: How long a call waits for another call's job (libvirt's
+#: VIR_JOB_WAIT_TIME), seconds.
+JOB_WAIT = 30.0
 
 
 class libvirtError(Exception):
@@ -98,6 +122,8 @@ class FakeDomain:
         self.emulator_pin = None
         self.fail = {}
         self.block = {}             # method -> threading.Event
+        self._job = threading.Lock()
+        self.job_holder = None      # the method whose job runs
         # NIC name -> {'rx.pkts': n, ...}, the guest's view; a counter
         # libvirt could not read is missing.
         self.nic_counters = {}
@@ -108,6 +134,26 @@ class FakeDomain:
         exc = self.fail.get(method)
         if exc is not None:
             raise exc
+
+    @contextlib.contextmanager
+    def job(self, method):
+        """Run the body as ``method``'s job of this domain.
+
+        Waits for the job of another call, at most ``job_wait`` seconds;
+        then raises libvirt's "cannot acquire state change lock".
+        """
+        if not self._job.acquire(timeout=self.hv.job_wait):
+            holder = JOB_METHODS.get(self.job_holder, 'Unknown')
+            raise libvirtError(
+                'Timed out during operation: cannot acquire state change '
+                'lock (held by monitor=remoteDispatch%s)' % holder,
+                VIR_ERR_OPERATION_TIMEOUT)
+        self.job_holder = method
+        try:
+            yield
+        finally:
+            self.job_holder = None
+            self._job.release()
 
     def _record(self, *call):
         self.hv.calls.append((self.uuid,) + call)
@@ -137,32 +183,37 @@ class FakeDomain:
         return self.live_xml
 
     def attachDeviceFlags(self, xml, flags):
-        self._maybe_fail('attachDeviceFlags')
-        self._record('attachDeviceFlags', xml, flags)
-        self.live_xml = self.live_xml.replace('</devices>',
-                                              xml + '</devices>')
+        with self.job('attachDeviceFlags'):
+            self._maybe_fail('attachDeviceFlags')
+            self._record('attachDeviceFlags', xml, flags)
+            self.live_xml = self.live_xml.replace('</devices>',
+                                                  xml + '</devices>')
 
     def pinVcpuFlags(self, vcpu, cpumap, flags):
-        self._maybe_fail('pinVcpuFlags')
-        if vcpu >= self.max_vcpus:
-            raise libvirtError('invalid argument: vcpu %d is out of range '
-                               'of live cpu count %d'
-                               % (vcpu, self.max_vcpus), VIR_ERR_INVALID_ARG)
-        self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
-        self.vcpu_pins[vcpu] = tuple(cpumap)
+        with self.job('pinVcpuFlags'):
+            self._maybe_fail('pinVcpuFlags')
+            if vcpu >= self.max_vcpus:
+                raise libvirtError(
+                    'invalid argument: vcpu %d is out of range of live cpu '
+                    'count %d' % (vcpu, self.max_vcpus), VIR_ERR_INVALID_ARG)
+            self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
+            self.vcpu_pins[vcpu] = tuple(cpumap)
 
     def pinEmulator(self, cpumap, flags):
-        self._maybe_fail('pinEmulator')
-        self._record('pinEmulator', tuple(cpumap), flags)
-        self.emulator_pin = tuple(cpumap)
+        with self.job('pinEmulator'):
+            self._maybe_fail('pinEmulator')
+            self._record('pinEmulator', tuple(cpumap), flags)
+            self.emulator_pin = tuple(cpumap)
 
     def ioThreadInfo(self, flags):
-        self._maybe_fail('ioThreadInfo')
-        return [(i, (True,)) for i in self.iothreads]
+        with self.job('ioThreadInfo'):
+            self._maybe_fail('ioThreadInfo')
+            return [(i, (True,)) for i in self.iothreads]
 
     def pinIOThread(self, iothread, cpumap, flags):
-        self._maybe_fail('pinIOThread')
-        self._record('pinIOThread', iothread, tuple(cpumap), flags)
+        with self.job('pinIOThread'):
+            self._maybe_fail('pinIOThread')
+            self._record('pinIOThread', iothread, tuple(cpumap), flags)
 
     def vcpuPinInfo(self, flags):
         """The pins of the plugged vCPUs.
@@ -303,6 +354,7 @@ class FakeLibvirt:
         self.is_alive_error = False
         self.open_block = None
         self.list_block = None
+        self.job_wait = JOB_WAIT
         self.blocked = []           # calls that waited at a gate
         self.event_impl_registered = 0
         self.event_loop_ran = threading.Event()

@@ -340,6 +340,9 @@ class LibvirtDriver(base.HypervisorDriver):
     def read_pins(self, uuid):
         return self._get(uuid).read_pins()
 
+    def guest_exists(self, uuid):
+        return self._host.exists(uuid)
+
     def set_vcpus_idle(self, uuid, idle):
         self._get(uuid).set_vcpus_idle(idle)
 

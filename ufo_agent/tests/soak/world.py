@@ -87,9 +87,9 @@ SHARED, DEDICATED, FOREIGN, OPTOUT = 'shared', 'dedicated', 'foreign', \
 HANDS_OFF = (DEDICATED, FOREIGN, OPTOUT)
 MODULE_MODES = ('honest', 'absent', 'deaf', 'frozen', 'rewrite',
                 'long-interval')
-# libvirt calls that wait for the domain's job (and so for a stuck QEMU).
-JOB_METHODS = frozenset(['pinVcpuFlags', 'pinEmulator', 'pinIOThread',
-                         'attachDeviceFlags', 'ioThreadInfo'])
+# libvirt calls that run as the domain's job (and so wait for a stuck
+# QEMU, and for each other).
+JOB_METHODS = frozenset(lv.JOB_METHODS)
 FAULT_METHODS = ('pinVcpuFlags', 'pinEmulator', 'pinIOThread',
                  'ioThreadInfo', 'vcpuPinInfo', 'emulatorPinInfo',
                  'XMLDesc', 'isPersistent', 'state', 'attachDeviceFlags',
@@ -189,8 +189,10 @@ class SoakDomain(lv.FakeDomain):
 
     ``script[method]`` holds the outcome of the next calls: ``ok``,
     ``fail`` (libvirtError, nothing done), ``apply-fail`` (done, then
-    libvirtError) or ``hang`` (QEMU's job is stuck: this and every later
-    job call wait until :meth:`unstick`, then do as ``late`` says).
+    libvirtError) or ``hang`` (QEMU's job is stuck: the call holds the
+    domain's job until :meth:`unstick`, every later job call waits for
+    it, as libvirt's job lock has it, and then they land one by one or
+    fail, as ``late`` says).
     A domain whose QEMU went away (``dead``) fails every call.
     """
 
@@ -222,31 +224,51 @@ class SoakDomain(lv.FakeDomain):
         waiters, self.waiters = self.waiters, []
         return waiters
 
-    def _gate(self, method):
-        queue = self.script.get(method)
-        action = queue.popleft() if queue else 'ok'
-        if action == 'hang' and self.stuck is None:
-            self.stuck = threading.Event()
-            STATS['calls hung'] += 1
-        gate = self.stuck if method in JOB_METHODS else None
-        if gate is not None:
+    @contextlib.contextmanager
+    def _call(self, method, key=None, cpumap=None):
+        """One call: its scripted outcome, inside its job if it has one.
+
+        Yields what the call does (``ok`` or ``apply-fail``); a pin's
+        CPUs (``cpumap`` of thread ``key``) are noted while it is out.
+        """
+        pending = self.world.pending
+        token = None
+        if key is not None:
+            token = (key, object())
+            pending[token] = as_set(cpumap)
+        try:
+            queue = self.script.get(method)
+            action = queue.popleft() if queue else 'ok'
+            if method not in JOB_METHODS:
+                yield self._outcome(action, method, waited=False)
+                return
+            gate = None
+            if action == 'hang' and self.stuck is None:
+                gate = self.stuck = threading.Event()
+                STATS['calls hung'] += 1
+            waits = gate is not None or self.stuck is not None
             returned = threading.Event()
-            self.waiters.append(returned)
-            self.hv.blocked.append((self.uuid, method))
+            if waits:
+                self.waiters.append(returned)
+                self.hv.blocked.append((self.uuid, method))
             try:
-                return self._after_gate(gate, action, method)
+                with self.job(method):
+                    if gate is not None:
+                        gate.wait()
+                    yield self._outcome(action, method, waited=waits)
             finally:
                 returned.set()
-        return self._after_gate(None, action, method)
+        finally:
+            if token is not None:
+                del pending[token]
 
-    def _after_gate(self, gate, action, method):
-        if gate is not None:
-            gate.wait()
+    def _outcome(self, action, method, waited):
+        if waited:
             if self.dead or self.late == 'fail':
                 raise lv.libvirtError(
                     'Timed out during operation: cannot acquire state '
                     'change lock (held by monitor=remoteDispatch%s)'
-                    % method, lv.VIR_ERR_OPERATION_INVALID)
+                    % lv.JOB_METHODS[method], lv.VIR_ERR_OPERATION_TIMEOUT)
             action = 'ok' if action == 'hang' else action
         if self.dead:
             raise lv.libvirtError('Domain not found: no domain with '
@@ -261,9 +283,10 @@ class SoakDomain(lv.FakeDomain):
 
     def _maybe_fail(self, method):
         # The query methods of FakeDomain call this.
-        if self._gate(method) == 'apply-fail':
-            raise lv.libvirtError('internal error: injected failure of %s'
-                                  % method)
+        with self._call(method) as action:
+            if action == 'apply-fail':
+                raise lv.libvirtError('internal error: injected failure of '
+                                      '%s' % method)
 
     def _landed(self, key, plan, action, method):
         self.world.checker.evaluate('after %s' % method, landing=(key, plan))
@@ -272,52 +295,41 @@ class SoakDomain(lv.FakeDomain):
             raise lv.libvirtError('internal error: %s failed after '
                                   'applying' % method)
 
-    def _attempt(self, key, method, cpumap):
-        """_gate, with the pin's CPUs noted while the call is out."""
-        pending = self.world.pending
-        token = (key, object())
-        pending[token] = as_set(cpumap)
-        try:
-            return self._gate(method)
-        finally:
-            del pending[token]
-
     def pinVcpuFlags(self, vcpu, cpumap, flags):
         plan = self.world.plan_in_force()
-        action = self._attempt(self.inc.vcpu_key(vcpu), 'pinVcpuFlags',
-                               cpumap)
-        self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
-        self.vcpu_pins[vcpu] = tuple(cpumap)
-        self._landed(self.inc.vcpu_key(vcpu), plan, action,
-                     'pin of vCPU %d of %s' % (vcpu, self.inc.label))
+        key = self.inc.vcpu_key(vcpu)
+        with self._call('pinVcpuFlags', key, cpumap) as action:
+            self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
+            self.vcpu_pins[vcpu] = tuple(cpumap)
+            self._landed(key, plan, action, 'pin of vCPU %d of %s'
+                         % (vcpu, self.inc.label))
 
     def pinEmulator(self, cpumap, flags):
         plan = self.world.plan_in_force()
-        action = self._attempt(self.inc.emulator_key(), 'pinEmulator',
-                               cpumap)
-        self._record('pinEmulator', tuple(cpumap), flags)
-        self.emulator_pin = tuple(cpumap)
-        self._landed(self.inc.emulator_key(), plan, action,
-                     'emulator pin of %s' % self.inc.label)
+        key = self.inc.emulator_key()
+        with self._call('pinEmulator', key, cpumap) as action:
+            self._record('pinEmulator', tuple(cpumap), flags)
+            self.emulator_pin = tuple(cpumap)
+            self._landed(key, plan, action, 'emulator pin of %s'
+                         % self.inc.label)
 
     def pinIOThread(self, iothread, cpumap, flags):
         plan = self.world.plan_in_force()
-        action = self._attempt(self.inc.iothread_key(iothread), 'pinIOThread',
-                               cpumap)
-        self._record('pinIOThread', iothread, tuple(cpumap), flags)
-        self.iothread_pins[iothread] = tuple(cpumap)
-        self._landed(self.inc.iothread_key(iothread), plan, action,
-                     'pin of I/O thread %d of %s' % (iothread,
-                                                     self.inc.label))
+        key = self.inc.iothread_key(iothread)
+        with self._call('pinIOThread', key, cpumap) as action:
+            self._record('pinIOThread', iothread, tuple(cpumap), flags)
+            self.iothread_pins[iothread] = tuple(cpumap)
+            self._landed(key, plan, action, 'pin of I/O thread %d of %s'
+                         % (iothread, self.inc.label))
 
     def attachDeviceFlags(self, xml, flags):
-        action = self._gate('attachDeviceFlags')
-        self._record('attachDeviceFlags', xml, flags)
-        self.live_xml = self.live_xml.replace('</devices>',
-                                              xml + '</devices>')
-        if action == 'apply-fail':
-            raise lv.libvirtError('internal error: device_add answered '
-                                  'late')
+        with self._call('attachDeviceFlags') as action:
+            self._record('attachDeviceFlags', xml, flags)
+            self.live_xml = self.live_xml.replace('</devices>',
+                                                  xml + '</devices>')
+            if action == 'apply-fail':
+                raise lv.libvirtError('internal error: device_add answered '
+                                      'late')
 
     def ioThreadInfo(self, flags):
         self._maybe_fail('ioThreadInfo')
@@ -1715,7 +1727,8 @@ class World:
             outcome = self.guarded(lambda: restore_mod.restore_guests(
                 connect, budget=list_failures + 5.0, pause=1.0,
                 clock=lambda: now[0],
-                sleep=lambda pause: now.__setitem__(0, now[0] + pause)),
+                sleep=lambda pause: now.__setitem__(0, now[0] + pause),
+                in_flight_record=state_mod.InFlightRecord(self.state_dir)),
                 '--restore')
             failed = None if outcome is KILLED else (
                 len(outcome.failed) + (outcome.unlisted is not None))

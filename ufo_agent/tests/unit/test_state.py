@@ -195,3 +195,72 @@ def test_the_store_never_writes_what_it_would_not_read(tmp_path):
         store.save('a', {'x': float('inf')})
     assert store.load('a') == {'x': 1}
     assert sorted(os.listdir(tmp_path)) == ['a.json']
+
+
+def test_the_in_flight_record_round_trips_and_is_gone_when_empty(tmp_path):
+    record = state.StateStore(str(tmp_path)).in_flight_record()
+    assert record.load() == {}
+    record.save({'a': {'vcpu': frozenset({1, 2, 3, 7}),
+                       'emulator': frozenset({0})},
+                 'b': {'vcpu': frozenset()}})
+    path = tmp_path / 'in-flight-pins.json'
+    assert json.loads(path.read_text()) == {
+        'version': 1, 'guests': {'a': {'emulator': '0', 'vcpu': '1-3,7'}}}
+    assert record.load() == {'a': {'vcpu': frozenset({1, 2, 3, 7}),
+                                   'emulator': frozenset({0})}}
+    # Not a guest's learned state, never pruned as one.
+    store = state.StateStore(str(tmp_path))
+    assert store.uuids() == [] and store.prune([]) == []
+    assert path.exists()
+    record.save({})
+    assert not path.exists() and record.load() == {}
+
+
+def test_the_in_flight_record_directory_is_made_when_first_needed(
+        tmp_path):
+    record = state.InFlightRecord(str(tmp_path / 'state'))
+    record.save({})
+    assert not (tmp_path / 'state').exists()
+    record.save({'a': {'vcpu': frozenset({4})}})
+    assert record.load() == {'a': {'vcpu': frozenset({4})}}
+    assert (tmp_path / 'state').stat().st_mode & 0o777 == 0o700
+
+
+def _record(guests):
+    return json.dumps({'version': 1, 'guests': guests})
+
+
+@pytest.mark.parametrize('text, reason', [
+    ('{"version": 2, "guests": {}}', 'format version 2, expected 1'),
+    ('{"version": 1}', 'its guests are null, not an object'),
+    ('{"version": 1, "guests": {}, "more": 1}', 'unknown field(s) more'),
+    (_record({'../x': {'vcpu': '1'}}), "invalid instance uuid '../x'"),
+    (_record({'a': {}}), 'guest a: an object, not an object of pinnings'),
+    (_record({'a': ['1']}), 'guest a: an array, not an object of pinnings'),
+    (_record({'a': {'io': '1'}}), "guest a: unknown pinning 'io'"),
+    (_record({'a': {'vcpu': [1]}}), 'vcpu CPUs are an array, not a cpuset'),
+    (_record({'a': {'vcpu': '1-x'}}), "invalid cpuset item '1-x'"),
+    (_record({'a': {'vcpu': '0-99999'}}), 'beyond the 8192 CPUs'),
+    (_record({'a': {'vcpu': ''}}), 'guest a: no vcpu CPUs'),
+    ('{"version": 1, "guests": {"a": {"vcpu": NaN}}}',
+     'NaN is not a JSON number'),
+    ('[' * 100000 + ']' * 100000, 'nested too deep'),
+    (b'\xff\xfe{', 'unreadable'),
+])
+def test_an_in_flight_record_that_cannot_be_used_is_discarded_naming_it(
+        tmp_path, caplog, text, reason):
+    record = state.InFlightRecord(str(tmp_path))
+    path = tmp_path / 'in-flight-pins.json'
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    with caplog.at_level(logging.WARNING, logger='ufo_agent.state'):
+        assert record.load() == {}
+    [warning] = caplog.records
+    assert warning.levelno == logging.WARNING
+    assert str(path) in warning.getMessage()
+    assert reason in warning.getMessage()
+    # Replaced by the next save, which loads again.
+    record.save({'a': {'vcpu': frozenset({1})}})
+    assert record.load() == {'a': {'vcpu': frozenset({1})}}
