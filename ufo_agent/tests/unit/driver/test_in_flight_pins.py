@@ -83,14 +83,20 @@ class Agents:
         assert agent.invariant_violations == 0
 
 
-def test_a_pin_call_of_a_killed_agent_lands_on_no_other_guests_cpus(
-        host, hv, tmp_path, monkeypatch):
-    monkeypatch.setattr('os.cpu_count', lambda: 8)
+def _boot_both(host):
+    """MOVED and OTHER, two vCPUs each, defined over the whole host."""
     doms = {}
     for pid, uuid in enumerate((MOVED, OTHER), start=500):
         doms[uuid] = host.boot(uuid, nova_xml(uuid, name=NAMES[uuid],
                                               vcpus=2, cpuset='0-7'),
                                pid=pid, vcpus=2, name=NAMES[uuid])
+    return doms
+
+
+def test_a_pin_call_of_a_killed_agent_lands_on_no_other_guests_cpus(
+        host, hv, tmp_path, monkeypatch):
+    monkeypatch.setattr('os.cpu_count', lambda: 8)
+    doms = _boot_both(host)
     moved, other = doms[MOVED], doms[OTHER]
     # No CPU in two pools at any moment: checked whenever a pin lands.
     shared = []
@@ -162,11 +168,8 @@ def _hung_call(moved, gate, cpus):
 def test_restore_gives_a_guest_back_only_behind_the_old_call(
         host, hv, tmp_path, monkeypatch):
     monkeypatch.setattr('os.cpu_count', lambda: 8)
-    doms = {}
-    for pid, uuid in enumerate((MOVED, OTHER), start=500):
-        doms[uuid] = host.boot(uuid, nova_xml(uuid, name=NAMES[uuid],
-                                              vcpus=2, cpuset='0-7'),
-                               pid=pid, vcpus=2, name=NAMES[uuid])
+    doms = _boot_both(host)
+    for uuid in (MOVED, OTHER):
         cpus = {1, 2} if uuid == MOVED else {3, 4}
         doms[uuid].vcpu_pins = {i: _bits(cpus) for i in range(2)}
         doms[uuid].emulator_pin = _bits({0})
