@@ -72,12 +72,7 @@ def run_cell(cell, settings, policy):
     agent = ufo_mod.UfoAgent(managed, config_of(settings, policy),
                              vm_class=['lc'] * len(lc.vms) + ['be'])
     start = {}
-
-    def control(interval, _lat):
-        if interval == settings.converge:
-            start['be'] = host.counters(be)
-        return agent.tick()
-
+    control = scenario.ticking_agent(agent, settings, host, be, start)
     window, held = scenario.run_feedback(lc, settings, agent.held_cpus,
                                          control)
     if 'be' not in start:          # nothing to settle: judged from 0

@@ -79,12 +79,7 @@ def run_phase(phase, load, manager, settings):
     else:
         agent = ufo_mod.UfoAgent(every, agent_config(settings),
                                  vm_class=['lc', 'be', 'auto'])
-
-        def control(interval, _lat):
-            if interval == settings.converge:
-                start['be'] = host.counters(be)
-            return agent.tick()
-
+        control = scenario.ticking_agent(agent, settings, host, be, start)
         window, _ = scenario.run_feedback(lc, settings, agent.held_cpus,
                                           control)
         plan = agent.agent.last_plan

@@ -267,6 +267,19 @@ def apply_isolated(scene, counts, emulator, coordinate=True, home=()):
     apply_static(scene, vcpu_cores, emu, online)
 
 
+def ticking_agent(agent, settings, host, vm, start):
+    """A ``run_feedback`` control that ticks ``agent`` each interval.
+
+    When the judged window begins it notes ``vm``'s counters in
+    ``start['be']``, so that its work is counted over that window only.
+    """
+    def control(interval, _lat):
+        if interval == settings.converge:
+            start['be'] = host.counters(vm)
+        return agent.tick()
+    return control
+
+
 def run_feedback(scene, settings, held_cpus, control):
     """Run a feedback manager, then judge it as it keeps running.
 
