@@ -31,7 +31,9 @@ def test_fake_run_prints_results_and_pins_the_guests():
     assert figures['agent_fake_guests'] == '5'
     assert figures['managed'] == '5'
     for key in ('agent_cpu_ms_per_tick_median', 'agent_cpu_ms_per_s',
-                'rss_mb', 'enforce_lag_ms_max'):
+                'rss_mb', 'enforce_lag_ms_max',
+                'libvirtd_cpu_ms_per_tick_median',
+                'libvirt_calls_per_tick_median'):
         assert float(figures[key]) > 0 or key == 'enforce_lag_ms_max'
     hung = _result(lines, 'hung_guests=1')
     assert hung['call_deadline_ms'] == '200'
@@ -66,3 +68,23 @@ def test_cli_offers_the_fake_host(capsys):
         cli.main(['agent', '--help'])
     assert exc.value.code == 0
     assert re.search(r'--fake\b', capsys.readouterr().out)
+
+
+def test_fake_libvirt_counts_what_libvirtd_answers(tmp_path):
+    from ufo_tools.fakes import hypervisor
+    host = hypervisor.FakeHypervisor(tmp_path, 2)
+    lv = host.libvirt
+    conn = lv.open('qemu:///system')
+    dom = host.guests[0].domain
+    conn.listAllDomains(0)
+    dom.vcpuPinInfo(0)
+    dom.UUIDString()            # local to the client: not a call
+    assert lv.daemon_calls == 2
+    busy = lv.daemon_seconds
+    assert busy > 0
+    # Time a call waits (a hung monitor) is nobody's CPU time.
+    host.hang(host.guests[0], 0.2)
+    dom.vcpuPinInfo(0)
+    assert lv.daemon_calls == 3
+    assert lv.daemon_seconds - busy < 0.05
+    host.close()
