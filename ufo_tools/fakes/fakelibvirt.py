@@ -64,6 +64,7 @@ VIR_DOMAIN_XML_INACTIVE = 2
 VIR_DOMAIN_AFFECT_LIVE = 1
 VIR_DOMAIN_AFFECT_CONFIG = 2
 VIR_DOMAIN_STATS_INTERFACE = 16
+VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT = 1 << 29
 VIR_ERR_INTERNAL_ERROR = 1
 VIR_ERR_INVALID_ARG = 8
 VIR_ERR_SYSTEM_ERROR = 38
@@ -260,6 +261,15 @@ class FakeDomain:
         self._maybe_fail('emulatorPinInfo')
         return self.emulator_pin or self.default_pin
 
+    def stats_gate(self, nowait):
+        """What a bulk stats call meets of this domain.
+
+        ``nowait``: the call asked for what libvirt can tell without
+        waiting for the domain's job (a QEMU monitor that does not
+        answer holds it).
+        """
+        self._maybe_fail('domainListGetStats')
+
     def interface_stats(self):
         """The ``net.*`` parameters of libvirt's bulk stats record."""
         if not self.running:
@@ -354,8 +364,9 @@ class FakeConnection:
         if not doms:
             raise libvirtError('doms array in virDomainListGetStats must '
                                'contain at least one domain')
+        nowait = bool(flags & VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT)
         for dom in doms:
-            dom._maybe_fail('domainListGetStats')
+            dom.stats_gate(nowait)
             if dom.uuid not in self.handed_out:
                 raise libvirtError('domains in doms array must belong to a '
                                    'single connection')

@@ -3,9 +3,9 @@
 Pins go through libvirt, live only (Nova's persistent XML is left
 alone): vCPUs, the emulator and I/O threads; vhost workers get
 ``sched_setaffinity``. Threads and CPU counters come from /proc, traffic
-counters from libvirt's bulk stats. The domain is looked up by uuid for
-every operation (for the stats, once per connection), so a reconnected
-:class:`~ufo_agent.driver.libvirt.host.Host` serves it too.
+counters from libvirt's bulk stats (read by the driver for every guest
+at once). The domain is looked up by uuid for every operation, so a
+reconnected :class:`~ufo_agent.driver.libvirt.host.Host` serves it too.
 
 The task list of QEMU is listed again on every use: vCPUs are plugged and
 unplugged, workers come and go. Every vCPU the definition has is pinned,
@@ -107,8 +107,6 @@ class Guest:
         self._seen_vcpus = None
         self._vhost_denied = False
         self._iothreads_unknown = False
-        self._stats_dom = None      # (connection generation, domain)
-        self._nic_failed = False
 
     @property
     def uuid(self):
@@ -180,7 +178,11 @@ class Guest:
         indexes = present | set(self.info.restore_vcpus)
         return sorted(indexes or range(self.info.vcpus))
 
-    def observe(self, read_retries):
+    def observe(self, read_retries, nics=None):
+        """The guest's :class:`~ufo_agent.driver.base.Observation`.
+
+        ``nics`` is its NIC counters, from the driver's bulk stats.
+        """
         threads = self.threads()
         self._pin_plugged(threads.vcpus)
         now = time.monotonic()
@@ -219,34 +221,7 @@ class Guest:
         return base.Observation(
             now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
             emulator_threads=len(threads.others) + len(threads.vhost),
-            nics=self._nic_counters())
-
-    def _nic_counters(self):
-        """The NICs' traffic counters, or None: they are optional."""
-        host = self.host
-        try:
-            conn = host.get_connection()
-            # libvirt asks the connection of the domains it is given, so
-            # the domain must be one of ``conn``'s. Looked up once per
-            # connection: a tick costs one call.
-            if self._stats_dom is None or \
-                    self._stats_dom[0] != host.generation:
-                self._stats_dom = (host.generation, host.call(
-                    'domain %s' % self.uuid, conn.lookupByUUIDString,
-                    self.uuid, key=self.uuid))
-            records = self._call(
-                'NIC counters of %s' % self.uuid, conn.domainListGetStats,
-                [self._stats_dom[1]],
-                host.libvirt.VIR_DOMAIN_STATS_INTERFACE, 0)
-        except base.DriverError as exc:
-            self._stats_dom = None
-            # Each tick would say it again.
-            log = LOG.debug if self._nic_failed else LOG.warning
-            self._nic_failed = True
-            log('No NIC counters of %s: %s', self.uuid, exc)
-            return None
-        # No record: the domain went away meanwhile.
-        return nic_counters(records[0][1]) if records else None
+            nics=nics)
 
     def _pin_plugged(self, vcpus):
         """Pin a vCPU thread that appeared since the last observation.

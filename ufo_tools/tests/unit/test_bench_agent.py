@@ -37,9 +37,11 @@ def test_fake_run_prints_results_and_pins_the_guests():
         assert float(figures[key]) > 0 or key == 'enforce_lag_ms_max'
     hung = _result(lines, 'hung_guests=1')
     assert hung['call_deadline_ms'] == '200'
-    # The tick that met the hung call waited for its deadline, no longer
-    # than a deadline and a tick's work.
-    assert 200 <= float(hung['hung_tick_wall_ms_max']) < 1200
+    # A tick that meets a hung call waits for its deadline, no longer
+    # than a deadline and a tick's work (observing the guest meets none:
+    # its NIC counters are asked for without waiting for its QEMU).
+    assert float(hung['hung_tick_wall_ms_max']) < 1200
+    assert float(hung['other_enforce_lag_ms_max']) < 1200
 
     host, plan = run.host, run.plan
     assert len(run.pinned) == 5
