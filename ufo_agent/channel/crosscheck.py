@@ -150,26 +150,41 @@ class HostUsage(typing.NamedTuple):
 class HostCounters:
     """Cumulative points of a guest's vCPU threads, for many spans.
 
-    ``points`` are :class:`HostPoint` in time order. Each span costs a
-    binary search, not a walk over the points: the agent checks ten spans
-    of every guest on every tick.
+    Built from ``points`` (:class:`HostPoint` in time order), and kept
+    up to date by :meth:`append`, which drops the oldest point past
+    ``maxlen``: a guest's counters are not rebuilt on every tick. Each
+    span costs a binary search, not a walk over the points: the agent
+    checks ten spans of every guest on every tick.
     """
 
-    def __init__(self, points):
-        points = list(points)
-        self.times = [p.time for p in points]
-        self._deltas = []               # per interval: cpu, runnable, slices
-        cpu = runnable = 0.0
-        slices = 0
-        self._sums = [(cpu, runnable, slices)]   # over the intervals before
-        for p0, p1 in zip(points, points[1:]):
-            d_cpu = max(0, p1.cpu_ns - p0.cpu_ns) / 1e9
-            d_run = d_cpu + max(0, p1.wait_ns - p0.wait_ns) / 1e9
-            d_slices = max(0, p1.slices - p0.slices)
+    def __init__(self, points=(), maxlen=None):
+        self.maxlen = maxlen
+        self.times = []
+        self._deltas = []       # per interval: cpu, runnable, slices
+        # Over the intervals before each point, from the first appended:
+        # only their differences are used, so dropping points keeps them.
+        self._sums = []
+        self._last = None
+        for point in points:
+            self.append(point)
+
+    def append(self, point):
+        """A newer point; the oldest goes once there are ``maxlen``."""
+        last = self._last
+        if last is None:
+            self._sums.append((0.0, 0.0, 0))
+        else:
+            d_cpu = max(0, point.cpu_ns - last.cpu_ns) / 1e9
+            d_run = d_cpu + max(0, point.wait_ns - last.wait_ns) / 1e9
+            d_slices = max(0, point.slices - last.slices)
             self._deltas.append((d_cpu, d_run, d_slices))
-            cpu, runnable, slices = (cpu + d_cpu, runnable + d_run,
-                                     slices + d_slices)
-            self._sums.append((cpu, runnable, slices))
+            cpu, runnable, slices = self._sums[-1]
+            self._sums.append((cpu + d_cpu, runnable + d_run,
+                               slices + d_slices))
+        self.times.append(point.time)
+        self._last = point
+        if self.maxlen is not None and len(self.times) > self.maxlen:
+            del self.times[0], self._sums[0], self._deltas[0]
 
     def usage(self, start, end, vcpus):
         """:class:`HostUsage` over ``[start, end]``.
@@ -196,13 +211,14 @@ class HostCounters:
             slices += slices1 - slices0
         # The intervals the span's ends cut (one, if it holds no point).
         cut = (first - 1, last) if last != first - 1 else (last,)
+        deltas = self._deltas
         for i in cut:
-            if not 0 <= i < len(self._deltas):
+            if not 0 <= i < len(deltas):
                 continue
             overlap = min(end, times[i + 1]) - max(start, times[i])
             if overlap <= 0:
                 continue
-            d_cpu, d_run, d_slices = self._deltas[i]
+            d_cpu, d_run, d_slices = deltas[i]
             slices += d_slices
             most = overlap * vcpus
             runnable += d_run if d_run < most else most
@@ -235,9 +251,11 @@ def check_uses(points, uses, tolerance=0.10):
 
     ``uses`` are :class:`Use` in tick order; every suffix of them (the
     newest alone, the two newest, ...) must stay within what the host's
-    ``points`` allow over the span that holds their samples' windows.
+    ``points`` (or a :class:`HostCounters` of them) allow over the span
+    that holds their samples' windows.
     """
-    counters = HostCounters(points)
+    counters = points if isinstance(points, HostCounters) else \
+        HostCounters(points)
     uses = list(uses)[-HISTORY:]
     if not uses:
         return Verdict(True)
@@ -246,8 +264,8 @@ def check_uses(points, uses, tolerance=0.10):
     start = end
     vcpus = 1
     for use in reversed(uses):
-        busy += use.busy_s
-        switches += use.switches
+        busy += use.util_pct / 100.0 * use.span_s
+        switches += use.switches_per_s * use.span_s
         span += use.span_s
         vcpus = max(vcpus, use.vcpus)
         start = min(start, use.start)

@@ -74,6 +74,9 @@ class _History:
     def __init__(self):
         self.last = None                  # the previous Observation
         self.points = collections.deque(maxlen=crosscheck.HISTORY + 6)
+        # The same points, as the cross-check reads them.
+        self.counters = crosscheck.HostCounters(
+            maxlen=crosscheck.HISTORY + 6)
         # What the controller was told, every tick; kept when the page
         # breaks, so that a lie is not forgotten by breaking it.
         self.uses = collections.deque(maxlen=crosscheck.HISTORY)
@@ -109,8 +112,10 @@ class Sampler:
             self._guests[uuid] = hist = _History()
             hist.last = obs
             last = None
-        hist.points.append(crosscheck.HostPoint(
-            obs.time, obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices))
+        point = crosscheck.HostPoint(
+            obs.time, obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices)
+        hist.points.append(point)
+        hist.counters.append(point)
         report = obs.guest
         self._note_sighting(hist, obs.time, report)
         if last is None:
@@ -209,7 +214,7 @@ class Sampler:
             switches_per_s=float(sample.ctxsw_per_sec +
                                  sample.own_ctxsw_per_sec),
             vcpus=max(1, sample.present_vcpus)))
-        verdict = crosscheck.check_uses(hist.points, hist.uses,
+        verdict = crosscheck.check_uses(hist.counters, hist.uses,
                                         self.tolerance)
         if not verdict.ok:
             return verdict.reason, None
