@@ -477,12 +477,14 @@ def measure(args, count, out=print):
         if args.hang_ticks > 0:
             hung = _hung_guest(ticker, host, agent, args.hang_ticks,
                                deadline, out, count)
+        # No more ticks: the heartbeat thread would report the loop stuck.
+        beat.stop()
+        if hung:
             # Its last calls return (2 deadlines) before the agent stops.
             time.sleep(2 * deadline)
         if profile is not None:
             profile.dump_stats(args.profile)
             out('cProfile statistics of the timed ticks: %s' % args.profile)
-        beat.stop()
         agent.stop()
         released = host.affinities()
         out('agent log: %s' % (', '.join(

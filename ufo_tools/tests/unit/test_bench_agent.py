@@ -90,3 +90,17 @@ def test_fake_libvirt_counts_what_libvirtd_answers(tmp_path):
     assert lv.daemon_calls == 3
     assert lv.daemon_seconds - busy < 0.05
     host.close()
+
+
+def test_the_wait_for_hung_calls_after_the_ticks_is_no_stuck_loop(tmp_path):
+    # After the hung guest's ticks the bench waits two deadlines for its
+    # calls to return, without ticking: longer than the liveness window
+    # (three ticks and a deadline), so a heartbeat still running would
+    # report the loop stuck.
+    log = tmp_path / 'agent.log'
+    args = _args('--fake', '--guests', '2', '--ticks', '1', '--repeats',
+                 '1', '--warmup', '2', '--interval', '0.02',
+                 '--call-timeout', '0.6', '--hang-ticks', '1',
+                 '--log', str(log))
+    bench_agent.measure(args, 2, out=lambda line: None)
+    assert 'No tick completed' not in log.read_text()
