@@ -226,6 +226,8 @@ class LibvirtDriver(base.HypervisorDriver):
         channel = None
         if self.attach_channels or self.use_attached_channels:
             channel = self._ensure_channel(dom, uuid, parsed, xml)
+            if channel is not None and known is not None:
+                channel.guest_restarted()
         info = base.Guest(uuid, parsed.nova.name if parsed.nova else
                           parsed.name, verdict.vcpus,
                           verdict.vm_class.value, restore_vcpu, restore_emu,
@@ -294,6 +296,7 @@ class LibvirtDriver(base.HypervisorDriver):
             elif event in (base.GuestEvent.STOPPED,
                            base.GuestEvent.UNDEFINED) and known:
                 self._guests.pop(uuid)
+                known.stopped()
                 known.close()
         # A stopped domain that no longer exists (transient, or undefined
         # meanwhile) is gone for good. The same event twice in a row for

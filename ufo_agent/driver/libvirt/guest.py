@@ -139,7 +139,16 @@ class Guest:
         self._threads = None
         self._kthreads = None
         if self.channel is not None:
-            self.channel.reset_history()
+            self.channel.guest_restarted()
+
+    def stopped(self):
+        """Its QEMU exited: its page's guest area is the past."""
+        if self.channel is not None:
+            try:
+                self.channel.guest_stopped()
+            except OSError as exc:
+                LOG.warning('Could not clear the page of %s: %s',
+                            self.uuid, exc)
 
     def close(self):
         if self.channel is not None:
