@@ -75,9 +75,11 @@ class Verdict:
     reason: str = ''
 
 
-@dataclasses.dataclass(frozen=True)
-class HostPoint:
-    """Cumulative counters of a guest's vCPU threads at host ``time`` (s)."""
+class HostPoint(typing.NamedTuple):
+    """Cumulative counters of a guest's vCPU threads at host ``time`` (s).
+
+    A tuple: one is made for every guest on each tick.
+    """
 
     time: float
     cpu_ns: int
@@ -85,8 +87,7 @@ class HostPoint:
     slices: int
 
 
-@dataclasses.dataclass(frozen=True)
-class Use:
+class Use(typing.NamedTuple):
     """A guest sample's rates, as the controller takes them for one tick.
 
     ``end`` is the host time of the tick and ``span_s`` the host interval
@@ -197,9 +198,15 @@ class HostCounters:
         times = self.times
         if not times:
             return HostUsage((end - start) * vcpus, (end - start) * vcpus, 0)
-        uncovered = (max(0.0, min(end, times[0]) - start) +
-                     max(0.0, end - max(start, times[-1]))) * vcpus
-        runnable = cpu = uncovered
+        # Written out with comparisons, not min() and max(): ten spans of
+        # every guest are checked on each tick.
+        t0, tn = times[0], times[-1]
+        uncovered = 0.0
+        if start < t0:
+            uncovered = (end if end < t0 else t0) - start
+        if end > tn:
+            uncovered += end - (start if start > tn else tn)
+        runnable = cpu = uncovered * vcpus
         slices = 0
         first = bisect.bisect_left(times, start)    # first point in span
         last = bisect.bisect_right(times, end) - 1  # last point in span
@@ -210,12 +217,13 @@ class HostCounters:
             runnable += run1 - run0
             slices += slices1 - slices0
         # The intervals the span's ends cut (one, if it holds no point).
-        cut = (first - 1, last) if last != first - 1 else (last,)
         deltas = self._deltas
-        for i in cut:
-            if not 0 <= i < len(deltas):
+        n = len(deltas)
+        for i in ((first - 1, last) if last != first - 1 else (last,)):
+            if i < 0 or i >= n:
                 continue
-            overlap = min(end, times[i + 1]) - max(start, times[i])
+            a, b = times[i], times[i + 1]
+            overlap = (end if end < b else b) - (start if start > a else a)
             if overlap <= 0:
                 continue
             d_cpu, d_run, d_slices = deltas[i]
@@ -263,23 +271,27 @@ def check_uses(points, uses, tolerance=0.10):
     busy = switches = span = 0.0
     start = end
     vcpus = 1
+    usage = key = None
     for use in reversed(uses):
         busy += use.util_pct / 100.0 * use.span_s
         switches += use.switches_per_s * use.span_s
         span += use.span_s
-        vcpus = max(vcpus, use.vcpus)
-        start = min(start, use.start)
+        if use.vcpus > vcpus:
+            vcpus = use.vcpus
+        if use.start < start:
+            start = use.start
         if span <= 0:
             continue
-        usage = counters.usage(start, end, vcpus)
+        if key != (start, vcpus):       # a sample used on two ticks
+            key = (start, vcpus)
+            usage = counters.usage(start, end, vcpus)
         limit = util_limit_s(usage, vcpus, tolerance)
-        window = end - start
         if busy > limit:
             return Verdict(False, (
                 'guest claims %.3f vCPU-s busy in the last %.1f s (%.1f%%); '
                 'its vCPU threads ran or waited %.3f s in the %.1f s that '
                 'hold its samples' % (busy, span, 100.0 * busy / span,
-                                      usage.runnable_s, window)))
+                                      usage.runnable_s, end - start)))
         most = switch_limit(usage)
         if switches > most:
             return Verdict(False, (
@@ -287,5 +299,5 @@ def check_uses(points, uses, tolerance=0.10):
                 '(%.0f/s); %.3f s of CPU and %d wake-ups of its vCPU '
                 'threads in the %.1f s that hold its samples allow %.0f'
                 % (switches, span, switches / span, usage.cpu_s,
-                   usage.slices, window, most)))
+                   usage.slices, end - start, most)))
     return Verdict(True)

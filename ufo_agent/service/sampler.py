@@ -12,6 +12,7 @@ CPU time of every other thread of every guest.
 
 import collections
 import dataclasses
+import typing
 
 from ufo_agent.channel import crosscheck
 from ufo_agent.channel import report as report_mod
@@ -50,8 +51,7 @@ def _traffic_rates(before, after, span):
     return dict(zip(base.NicCounters._fields, rates))
 
 
-@dataclasses.dataclass(frozen=True)
-class _Sighting:
+class _Sighting(typing.NamedTuple):
     """A guest sample the host has seen, as it first saw it."""
 
     count: int
@@ -105,7 +105,9 @@ class Sampler:
 
     def rates(self, uuid, obs):
         """Return :class:`GuestRates`, or None on the first observation."""
-        hist = self._guests.setdefault(uuid, _History())
+        hist = self._guests.get(uuid)
+        if hist is None:
+            hist = self._guests[uuid] = _History()
         last, hist.last = hist.last, obs
         if last is not None and obs.time <= last.time:
             # The clock went backwards: nothing before is comparable.
@@ -140,8 +142,7 @@ class Sampler:
                               delay_ms, sample.online_vcpus)
         online = report.sample.online_vcpus if (
             report is not None and report.ok) else 0
-        return GuestRates(dataclasses.replace(
-            host_only_sample(vcpu_pct, slices, delay_ms), **emu),
+        return GuestRates(host_only_sample(vcpu_pct, slices, delay_ms, **emu),
                           MODE_HOST_ONLY, reason,
                           vcpu_pct, emu_pct, delay_ms, online)
 
@@ -221,8 +222,8 @@ class Sampler:
         return '', sample
 
 
-def host_only_sample(host_vcpu_pct, slices_per_s, run_delay_ms):
-    """The :class:`VmSample` of host-only mode.
+def host_only_sample(host_vcpu_pct, slices_per_s, run_delay_ms, **known):
+    """The :class:`VmSample` of host-only mode (``known``: its other fields).
 
     Utilization is what the vCPU threads ran; the scheduling-frequency
     signal is how often they were scheduled in per second (each guest
@@ -235,4 +236,4 @@ def host_only_sample(host_vcpu_pct, slices_per_s, run_delay_ms):
     waiting_ms = max(0.0, run_delay_ms)
     total = running_ms + waiting_ms
     return VmSample(max(0.0, host_vcpu_pct), max(0.0, slices_per_s),
-                    steal=waiting_ms / total if total > 0 else 0.0)
+                    steal=waiting_ms / total if total > 0 else 0.0, **known)

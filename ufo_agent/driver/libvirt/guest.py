@@ -13,6 +13,7 @@ present or not: libvirt keeps the pin of an absent vCPU and applies it
 when the vCPU is plugged, so a plugged vCPU starts on the planned CPUs.
 """
 
+import functools
 import logging
 import os
 import time
@@ -30,6 +31,12 @@ def cpumap(cpus, managed_cpus):
     As wide as the highest of those CPUs, the managed CPUs and the host's
     CPU count: libvirt leaves the CPUs beyond a short map as they were.
     """
+    return _cpumap(frozenset(cpus), frozenset(managed_cpus))
+
+
+@functools.lru_cache(maxsize=1024)
+def _cpumap(cpus, managed_cpus):
+    # A host pins a few hundred distinct sets over and over.
     width = max(cpus) + 1 if cpus else 1
     width = max(width, max(managed_cpus, default=0) + 1,
                 os.cpu_count() or 1)
@@ -95,12 +102,18 @@ class Guest:
         self.proc_root = proc_root
         self.paused = False
         self._threads = None
+        self._task_dir = os.path.join(proc_root, str(pid), 'task')
+        self._task_names = None
         self._settle = False        # read the names once more
         # Scans /proc for vhost kernel threads (one scan serves every
         # guest); its last answer is kept until a worker is gone.
         self._scan_kthreads = vhost_kthreads or (
             lambda: procfs.vhost_kernel_threads(proc_root))
         self._kthreads = None
+        # Its threads' schedstat files, kept open for the thread set
+        # last observed.
+        self._counters = procfs.ThreadCounters(proc_root)
+        self._counted = None
         # The CPUs the vCPUs were last pinned to (None: not yet, or each
         # to its own), and the vCPU threads last observed.
         self._vcpu_cpus = None
@@ -151,6 +164,7 @@ class Guest:
                             self.uuid, exc)
 
     def close(self):
+        self._counters.close()
         if self.channel is not None:
             self.channel.close()
 
@@ -163,13 +177,17 @@ class Guest:
         the next call: a new thread takes its name just after it starts.
         """
         try:
-            tids = procfs.task_ids(self.pid, self.proc_root)
-            changed = self._threads is None or tids != self._threads.tids
+            # Compared as listed: the names of an unchanged task list
+            # come in the same order.
+            names = os.listdir(self._task_dir)
+            changed = self._threads is None or names != self._task_names
             if changed or self._settle:
+                tids = frozenset(int(n) for n in names if n.isdigit())
                 if self._kthreads is None:
                     self._kthreads = self._scan_kthreads()
                 self._threads = procfs.qemu_threads(
                     self.pid, self.proc_root, tids, self._kthreads)
+                self._task_names = names
                 self._settle = changed
         except OSError as exc:
             if not os.path.exists(os.path.join(self.proc_root,
@@ -200,23 +218,29 @@ class Guest:
         report = None
         if self.channel is not None:
             report = self.channel.read_guest(read_retries)
+        counters, pid = self._counters, self.pid
+        if threads is not self._counted:
+            self._counted = threads
+            counters.keep({(pid, tid) for tid in threads.vcpus.values()} |
+                          {(pid, tid) for tid in threads.others} |
+                          set(threads.vhost))
         cpu = wait = slices = emu = emu_wait = 0
         try:
             for tid in threads.vcpus.values():
-                stat = procfs.schedstat(self.pid, tid, self.proc_root)
+                stat = counters.read(pid, tid)
                 cpu += stat.cpu_ns
                 wait += stat.wait_ns
                 slices += stat.slices
             for tid in threads.others:
                 try:
-                    stat = procfs.schedstat(self.pid, tid, self.proc_root)
+                    stat = counters.read(pid, tid)
                 except FileNotFoundError:
                     continue        # a worker went: the next list shows it
                 emu += stat.cpu_ns
                 emu_wait += stat.wait_ns
             for pid, tid in threads.vhost:
                 try:
-                    stat = procfs.schedstat(pid, tid, self.proc_root)
+                    stat = counters.read(pid, tid)
                 except FileNotFoundError:
                     if pid != self.pid:
                         self._kthreads = None   # a NIC went: scan again

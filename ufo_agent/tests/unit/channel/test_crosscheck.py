@@ -1,6 +1,5 @@
 """A guest's claims checked against what the host saw its vCPUs do."""
 
-import dataclasses
 
 import hypothesis
 from hypothesis import strategies as st
@@ -123,7 +122,7 @@ def test_a_sample_used_on_two_ticks_claims_twice():
     # 0.6 s runnable a second: one sample of 150 % used on one tick fits
     # the 2.25 s that hold it; used on three ticks, 4.5 s do not fit 4.25.
     once = claim(105.0, 150.0)
-    again = [dataclasses.replace(once, end=105.0 + i) for i in range(3)]
+    again = [once._replace(end=105.0 + i) for i in range(3)]
     assert cc.check_uses(STEADY, [once]).ok
     verdict = cc.check_uses(STEADY, again)
     assert not verdict.ok and 'vCPU-s busy' in verdict.reason
