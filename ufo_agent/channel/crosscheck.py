@@ -271,19 +271,22 @@ def check_uses(points, uses, tolerance=0.10):
     busy = switches = span = 0.0
     start = end
     vcpus = 1
-    usage = key = None
-    for use in reversed(uses):
-        busy += use.util_pct / 100.0 * use.span_s
-        switches += use.switches_per_s * use.span_s
-        span += use.span_s
-        if use.vcpus > vcpus:
-            vcpus = use.vcpus
-        if use.start < start:
-            start = use.start
+    usage = None
+    used_start = used_vcpus = None
+    for use_start, _, span_s, util_pct, switches_per_s, use_vcpus in \
+            reversed(uses):
+        busy += util_pct / 100.0 * span_s
+        switches += switches_per_s * span_s
+        span += span_s
+        if use_vcpus > vcpus:
+            vcpus = use_vcpus
+        if use_start < start:
+            start = use_start
         if span <= 0:
             continue
-        if key != (start, vcpus):       # a sample used on two ticks
-            key = (start, vcpus)
+        if start != used_start or vcpus != used_vcpus:
+            # Not again for a sample used on two ticks.
+            used_start, used_vcpus = start, vcpus
             usage = counters.usage(start, end, vcpus)
         limit = util_limit_s(usage, vcpus, tolerance)
         if busy > limit:
