@@ -31,15 +31,15 @@ def cpumap(cpus, managed_cpus):
     As wide as the highest of those CPUs, the managed CPUs and the host's
     CPU count: libvirt leaves the CPUs beyond a short map as they were.
     """
-    return _cpumap(frozenset(cpus), frozenset(managed_cpus))
+    return _cpumap(frozenset(cpus), frozenset(managed_cpus),
+                   os.cpu_count() or 1)
 
 
 @functools.lru_cache(maxsize=1024)
-def _cpumap(cpus, managed_cpus):
+def _cpumap(cpus, managed_cpus, host_cpus):
     # A host pins a few hundred distinct sets over and over.
     width = max(cpus) + 1 if cpus else 1
-    width = max(width, max(managed_cpus, default=0) + 1,
-                os.cpu_count() or 1)
+    width = max(width, max(managed_cpus, default=0) + 1, host_cpus)
     return tuple(cpu in cpus for cpu in range(width))
 
 
