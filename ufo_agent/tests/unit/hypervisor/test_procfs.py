@@ -139,6 +139,11 @@ def test_kept_schedstat_files_read_the_thread_anew_until_it_exits():
         assert after.cpu_ns > before.cpu_ns
         stop.set()
         worker.join()
+        # join() returns before the kernel has reaped the task.
+        deadline = time.monotonic() + 10
+        while os.path.exists('/proc/self/task/%d' % tid):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         # An exited thread's descriptor never reads as another thread.
         with pytest.raises(FileNotFoundError):
             counters.read(pid, tid)
