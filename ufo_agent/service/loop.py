@@ -619,7 +619,9 @@ class Agent:
                         previous[0] == sampler_mod.MODE_GUEST and \
                         rates.mode == sampler_mod.MODE_HOST_ONLY:
                     self.host_only_fallbacks += 1
-                log = LOG.warning if rates.reason else LOG.info
+                # No module, or samples not checkable yet (every guest at
+                # a start): not worth a warning per guest.
+                log = LOG.warning if rates.fault else LOG.info
                 log('Guest %s signal: %s%s', uuid, rates.mode,
                     ' (%s)' % rates.reason if rates.reason else '')
             status.signal, status.reason = rates.mode, rates.reason
