@@ -113,13 +113,19 @@ def _publish(page, count):
         ch.close()
 
 
-def test_a_rebooted_guest_s_page_waits_for_its_new_module(host, hv):
+def _module_running(host):
+    """A guest whose module has published 40 samples: (dom, driver, page)."""
     dom = host.boot(U1, nova_xml(U1), pid=500)
     driver = host.driver(attach_channels=True)
     driver.guests()
     page = host.shm / ('ufo-' + U1)
     _publish(page, 40)
     assert driver.observe(U1).guest.ok
+    return dom, driver, page
+
+
+def test_a_rebooted_guest_s_page_waits_for_its_new_module(host, hv):
+    dom, driver, page = _module_running(host)
     hv.conn.fire_reboot(dom)
     driver.events()
     # No target can be answered before the new boot's module loads.
@@ -129,12 +135,7 @@ def test_a_rebooted_guest_s_page_waits_for_its_new_module(host, hv):
 
 
 def test_a_new_qemu_s_page_waits_for_its_new_module(host, hv):
-    dom = host.boot(U1, nova_xml(U1), pid=500)
-    driver = host.driver(attach_channels=True)
-    driver.guests()
-    page = host.shm / ('ufo-' + U1)
-    _publish(page, 40)
-    assert driver.observe(U1).guest.ok
+    dom, driver, page = _module_running(host)
     # Destroyed and started again (a hard reboot): a new QEMU, same page.
     dom.running = False
     hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_STOPPED)

@@ -22,17 +22,18 @@ def _pools_apart(driver, plan):
                 assert cpus | other_cpus <= plan.shared_cpus, pins
 
 
-def test_a_hung_guest_keeps_its_cores_and_delays_no_other_guest():
-    # a holds cores while its QEMU hangs and it is paused: its threads
-    # stay where they are, so its cores go to nobody until its calls
-    # return, and b, busy, is enforced on every tick meanwhile.
-    driver = fakes.FakeDriver(cores=5)
+def _a_holds_cores(driver, **settings):
+    """a busy on cores of its own, b less so, c idle, after 12 ticks.
+
+    Returns (agent, tick, the enforcer's outcomes, a's cores' CPUs).
+    """
     a = driver.add(fakes.FakeGuest('a', 4, channel=False))
     b = driver.add(fakes.FakeGuest('b', 8, channel=False))
     driver.add(fakes.FakeGuest('c', 2, channel=False))
     a.util, b.util = 390.0, 150.0
     driver.all['c'].util = 0.0
     agent, tick = fakes.ticking_agent(driver)
+    agent.settings = dataclasses.replace(agent.settings, **settings)
     outcomes = []
     apply = agent.enforcer.apply
     agent.enforcer.apply = lambda *args: outcomes.append(apply(*args)) \
@@ -42,6 +43,16 @@ def test_a_hung_guest_keeps_its_cores_and_delays_no_other_guest():
         plan = tick()
     held = plan.vms['a'].cpus
     assert plan.vms['a'].cores and a.vcpu_pins == held
+    return agent, tick, outcomes, held
+
+
+def test_a_hung_guest_keeps_its_cores_and_delays_no_other_guest():
+    # a holds cores while its QEMU hangs and it is paused: its threads
+    # stay where they are, so its cores go to nobody until its calls
+    # return, and b, busy, is enforced on every tick meanwhile.
+    driver = fakes.FakeDriver(cores=5)
+    agent, tick, outcomes, held = _a_holds_cores(driver)
+    a, b = driver.all['a'], driver.all['b']
     driver.hung.add('a')
     driver.pending_events.append(('a', base.GuestEvent.PAUSED))
     b.util = 800.0
@@ -95,25 +106,10 @@ def _hang_as_b_grows(stall_on):
     Returns (driver, agent, tick, outcomes, a's cores' CPUs).
     """
     driver = _StallingDriver(cores=5, stall_on=stall_on)
-    a = driver.add(fakes.FakeGuest('a', 4, channel=False))
-    b = driver.add(fakes.FakeGuest('b', 8, channel=False))
-    driver.add(fakes.FakeGuest('c', 2, channel=False))
-    a.util, b.util = 390.0, 150.0
-    driver.all['c'].util = 0.0
-    agent, tick = fakes.ticking_agent(driver)
     # Every guest's pins read on every tick.
-    agent.settings = dataclasses.replace(agent.settings,
-                                         drift_check_interval=1.0)
-    outcomes = []
-    apply = agent.enforcer.apply
-    agent.enforcer.apply = lambda *args: outcomes.append(apply(*args)) \
-        or outcomes[-1]
-    agent.start()
-    for _ in range(12):
-        plan = tick()
-    held = plan.vms['a'].cpus
-    assert plan.vms['a'].cores and a.vcpu_pins == held
-    b.util = 800.0
+    agent, tick, outcomes, held = _a_holds_cores(driver,
+                                                 drift_check_interval=1.0)
+    driver.all['b'].util = 800.0
     tick()
     driver.stall.add('a')
     driver.pending_events.append(('a', base.GuestEvent.PAUSED))
