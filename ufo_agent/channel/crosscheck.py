@@ -75,9 +75,11 @@ class Verdict:
     reason: str = ''
 
 
-@dataclasses.dataclass(frozen=True)
-class HostPoint:
-    """Cumulative counters of a guest's vCPU threads at host ``time`` (s)."""
+class HostPoint(typing.NamedTuple):
+    """Cumulative counters of a guest's vCPU threads at host ``time`` (s).
+
+    A tuple: one is made for every guest on each tick.
+    """
 
     time: float
     cpu_ns: int
@@ -85,8 +87,7 @@ class HostPoint:
     slices: int
 
 
-@dataclasses.dataclass(frozen=True)
-class Use:
+class Use(typing.NamedTuple):
     """A guest sample's rates, as the controller takes them for one tick.
 
     ``end`` is the host time of the tick and ``span_s`` the host interval
@@ -150,26 +151,41 @@ class HostUsage(typing.NamedTuple):
 class HostCounters:
     """Cumulative points of a guest's vCPU threads, for many spans.
 
-    ``points`` are :class:`HostPoint` in time order. Each span costs a
-    binary search, not a walk over the points: the agent checks ten spans
-    of every guest on every tick.
+    Built from ``points`` (:class:`HostPoint` in time order), and kept
+    up to date by :meth:`append`, which drops the oldest point past
+    ``maxlen``: a guest's counters are not rebuilt on every tick. Each
+    span costs a binary search, not a walk over the points: the agent
+    checks ten spans of every guest on every tick.
     """
 
-    def __init__(self, points):
-        points = list(points)
-        self.times = [p.time for p in points]
-        self._deltas = []               # per interval: cpu, runnable, slices
-        cpu = runnable = 0.0
-        slices = 0
-        self._sums = [(cpu, runnable, slices)]   # over the intervals before
-        for p0, p1 in zip(points, points[1:]):
-            d_cpu = max(0, p1.cpu_ns - p0.cpu_ns) / 1e9
-            d_run = d_cpu + max(0, p1.wait_ns - p0.wait_ns) / 1e9
-            d_slices = max(0, p1.slices - p0.slices)
+    def __init__(self, points=(), maxlen=None):
+        self.maxlen = maxlen
+        self.times = []
+        self._deltas = []       # per interval: cpu, runnable, slices
+        # Over the intervals before each point, from the first appended:
+        # only their differences are used, so dropping points keeps them.
+        self._sums = []
+        self._last = None
+        for point in points:
+            self.append(point)
+
+    def append(self, point):
+        """A newer point; the oldest goes once there are ``maxlen``."""
+        last = self._last
+        if last is None:
+            self._sums.append((0.0, 0.0, 0))
+        else:
+            d_cpu = max(0, point.cpu_ns - last.cpu_ns) / 1e9
+            d_run = d_cpu + max(0, point.wait_ns - last.wait_ns) / 1e9
+            d_slices = max(0, point.slices - last.slices)
             self._deltas.append((d_cpu, d_run, d_slices))
-            cpu, runnable, slices = (cpu + d_cpu, runnable + d_run,
-                                     slices + d_slices)
-            self._sums.append((cpu, runnable, slices))
+            cpu, runnable, slices = self._sums[-1]
+            self._sums.append((cpu + d_cpu, runnable + d_run,
+                               slices + d_slices))
+        self.times.append(point.time)
+        self._last = point
+        if self.maxlen is not None and len(self.times) > self.maxlen:
+            del self.times[0], self._sums[0], self._deltas[0]
 
     def usage(self, start, end, vcpus):
         """:class:`HostUsage` over ``[start, end]``.
@@ -182,9 +198,15 @@ class HostCounters:
         times = self.times
         if not times:
             return HostUsage((end - start) * vcpus, (end - start) * vcpus, 0)
-        uncovered = (max(0.0, min(end, times[0]) - start) +
-                     max(0.0, end - max(start, times[-1]))) * vcpus
-        runnable = cpu = uncovered
+        # Written out with comparisons, not min() and max(): ten spans of
+        # every guest are checked on each tick.
+        t0, tn = times[0], times[-1]
+        uncovered = 0.0
+        if start < t0:
+            uncovered = (end if end < t0 else t0) - start
+        if end > tn:
+            uncovered += end - (start if start > tn else tn)
+        runnable = cpu = uncovered * vcpus
         slices = 0
         first = bisect.bisect_left(times, start)    # first point in span
         last = bisect.bisect_right(times, end) - 1  # last point in span
@@ -195,14 +217,16 @@ class HostCounters:
             runnable += run1 - run0
             slices += slices1 - slices0
         # The intervals the span's ends cut (one, if it holds no point).
-        cut = (first - 1, last) if last != first - 1 else (last,)
-        for i in cut:
-            if not 0 <= i < len(self._deltas):
+        deltas = self._deltas
+        n = len(deltas)
+        for i in ((first - 1, last) if last != first - 1 else (last,)):
+            if i < 0 or i >= n:
                 continue
-            overlap = min(end, times[i + 1]) - max(start, times[i])
+            a, b = times[i], times[i + 1]
+            overlap = (end if end < b else b) - (start if start > a else a)
             if overlap <= 0:
                 continue
-            d_cpu, d_run, d_slices = self._deltas[i]
+            d_cpu, d_run, d_slices = deltas[i]
             slices += d_slices
             most = overlap * vcpus
             runnable += d_run if d_run < most else most
@@ -235,9 +259,11 @@ def check_uses(points, uses, tolerance=0.10):
 
     ``uses`` are :class:`Use` in tick order; every suffix of them (the
     newest alone, the two newest, ...) must stay within what the host's
-    ``points`` allow over the span that holds their samples' windows.
+    ``points`` (or a :class:`HostCounters` of them) allow over the span
+    that holds their samples' windows.
     """
-    counters = HostCounters(points)
+    counters = points if isinstance(points, HostCounters) else \
+        HostCounters(points)
     uses = list(uses)[-HISTORY:]
     if not uses:
         return Verdict(True)
@@ -245,23 +271,30 @@ def check_uses(points, uses, tolerance=0.10):
     busy = switches = span = 0.0
     start = end
     vcpus = 1
-    for use in reversed(uses):
-        busy += use.busy_s
-        switches += use.switches
-        span += use.span_s
-        vcpus = max(vcpus, use.vcpus)
-        start = min(start, use.start)
+    usage = None
+    used_start = used_vcpus = None
+    for use_start, _, span_s, util_pct, switches_per_s, use_vcpus in \
+            reversed(uses):
+        busy += util_pct / 100.0 * span_s
+        switches += switches_per_s * span_s
+        span += span_s
+        if use_vcpus > vcpus:
+            vcpus = use_vcpus
+        if use_start < start:
+            start = use_start
         if span <= 0:
             continue
-        usage = counters.usage(start, end, vcpus)
+        if start != used_start or vcpus != used_vcpus:
+            # Not again for a sample used on two ticks.
+            used_start, used_vcpus = start, vcpus
+            usage = counters.usage(start, end, vcpus)
         limit = util_limit_s(usage, vcpus, tolerance)
-        window = end - start
         if busy > limit:
             return Verdict(False, (
                 'guest claims %.3f vCPU-s busy in the last %.1f s (%.1f%%); '
                 'its vCPU threads ran or waited %.3f s in the %.1f s that '
                 'hold its samples' % (busy, span, 100.0 * busy / span,
-                                      usage.runnable_s, window)))
+                                      usage.runnable_s, end - start)))
         most = switch_limit(usage)
         if switches > most:
             return Verdict(False, (
@@ -269,5 +302,5 @@ def check_uses(points, uses, tolerance=0.10):
                 '(%.0f/s); %.3f s of CPU and %d wake-ups of its vCPU '
                 'threads in the %.1f s that hold its samples allow %.0f'
                 % (switches, span, switches / span, usage.cpu_s,
-                   usage.slices, window, most)))
+                   usage.slices, end - start, most)))
     return Verdict(True)

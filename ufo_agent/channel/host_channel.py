@@ -330,6 +330,9 @@ class HostChannel(object):
         self._target_seq = 0
         self._last_count = None
         self._last_ts = None
+        # (sample count, timestamp) the guest area held when the guest
+        # restarted, until its new boot's module publishes.
+        self._previous_boot = None
         # The host area is written from the agent loop (targets) and from
         # its heartbeat thread: one writer at a time keeps the seqlock.
         self._lock = threading.Lock()
@@ -480,6 +483,32 @@ class HostChannel(object):
         self._last_count = None
         self._last_ts = None
 
+    def guest_restarted(self):
+        """The guest's kernel starts over: its area is the last boot's.
+
+        That area is no report of the new boot until the new boot's
+        module publishes: a target sent on it would wait for a module
+        that is not loaded yet. The new boot's counters start over.
+        """
+        self.reset_history()
+        try:
+            g = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
+                                layout.GUEST_FIELDS, READ_RETRIES)
+        except (TruncatedPage, OSError):
+            g = None
+        self._previous_boot = None if g is None or g['magic'] == 0 else \
+            (g['sample_count'], g['timestamp_ns'])
+
+    def guest_stopped(self):
+        """The guest's QEMU exited: nothing writes its area any more.
+
+        Cleared, so that a QEMU started later on this page is not taken
+        for one whose module answers before its module has loaded.
+        """
+        self._write(layout.GUEST_OFFSET, bytes(layout.GUEST_SIZE))
+        self.reset_history()
+        self._previous_boot = None
+
     def read_guest(self, retries=READ_RETRIES):
         """Read and validate the guest area: a :class:`report.GuestReport`."""
         try:
@@ -501,6 +530,12 @@ class HostChannel(object):
             self.reset_history()
             return report.GuestReport(report.STATUS_ABSENT,
                                       'no guest module bound')
+        if self._previous_boot is not None:
+            if (g['sample_count'], g['timestamp_ns']) == self._previous_boot:
+                return report.GuestReport(
+                    report.STATUS_ABSENT, 'no sample from the guest module '
+                    'since the guest restarted')
+            self._previous_boot = None
         reason = self._validate(g)
         if reason:
             return report.GuestReport(report.STATUS_INVALID, reason)

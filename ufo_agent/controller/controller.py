@@ -15,6 +15,7 @@ again; the other VMs go on meanwhile (the paper's loop sleeps for all).
 
 import dataclasses
 import math
+import operator
 
 from ufo_agent.controller import allocator
 from ufo_agent.controller import backlog
@@ -395,6 +396,9 @@ class Controller:
         usable = {}
         for uuid, sample in samples.items():
             if uuid not in self.vms:
+                continue
+            if _plain_numbers(sample):
+                usable[uuid] = sample
                 continue
             bad = [name for name in _SAMPLE_NUMBERS
                    if not _plain_number(getattr(sample, name))]
@@ -1031,6 +1035,24 @@ class Controller:
 _SAMPLE_NUMBERS = ('util', 'sf', 'steal', 'emulator', 'emulator_wait',
                    'emulator_threads', 'packets_in', 'packets_out',
                    'bytes_in', 'bytes_out')
+_sample_numbers = operator.attrgetter(*_SAMPLE_NUMBERS)
+
+
+def _plain_numbers(sample):
+    """True when every number of ``sample`` is plainly fine.
+
+    The common case, decided in one pass for every VM on each tick;
+    anything else (False) is looked at number by number.
+    """
+    total = 0.0
+    for value in _sample_numbers(sample):
+        if value is None:
+            continue
+        # A NaN is not >= 0; an infinity makes the total infinite.
+        if type(value) not in (int, float) or not value >= 0:
+            return False
+        total += value
+    return math.isfinite(total)
 
 
 def _plain_number(value):

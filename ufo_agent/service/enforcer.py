@@ -569,6 +569,19 @@ class Enforcer:
                      for entry in (self.ledger.get((uuid, kind))
                                    for kind in (VCPU, EMULATOR)))
 
+    def own_pool_cpus(self, uuid):
+        """The CPUs of the guest's own vCPU pool its vCPUs may run on.
+
+        The part of its vCPU pinning the agent gave it as its own cores
+        (empty if none): whole cores of that guest alone, at most its
+        flavor's.
+        """
+        entry = self.ledger.get((uuid, VCPU))
+        if entry is None:
+            return frozenset()
+        return frozenset().union(*[cpus for pool, cpus in entry.parts
+                                   if pool == ledger_mod.vm_pool(uuid)])
+
     # -- checks between passes -----------------------------------------------
     def check_guest(self, uuid, online):
         """Notice a guest that no longer keeps its target online.

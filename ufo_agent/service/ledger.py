@@ -24,6 +24,7 @@ a widen: onto CPUs no other pool may hold.
 """
 
 import dataclasses
+import functools
 
 SHARED = 'shared'           # idle pool: parked and best-effort VMs
 EMULATOR = 'emulator'       # shared emulator pool
@@ -58,8 +59,9 @@ class Entry:
     # them may move threads onto CPUs they never ran on.
     guessed: bool = False
 
-    @property
+    @functools.cached_property
     def cpus(self):
+        # Asked for every pinning several times a tick: computed once.
         return frozenset().union(*[cpus for _, cpus in self.parts])
 
     @property

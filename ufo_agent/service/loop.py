@@ -297,6 +297,13 @@ class Agent:
         self._handle_events()
         self._sync_guests()
         samples, online, emulator_busy = self._observe()
+        if not self.settings.dry_run:
+            # Before the plan: a guest whose pins cannot be read because
+            # its calls hang is busy by then, and the plan keeps its
+            # cores (observing a guest makes no call that waits for it).
+            for uuid in self._check_drift(now):
+                LOG.warning('Pins of guest %s changed behind ufo-agent; '
+                            'applying them again', uuid)
         busy = self._busy_guests()
         plan = self.controller.tick(now, samples, emulator_busy,
                                     self._held_cores(busy))
@@ -319,9 +326,6 @@ class Agent:
                 if self.enforcer.check_guest(uuid, count):
                     LOG.warning('Guest %s keeps %d vCPUs online, not its '
                                 'target: sending it again', uuid, count)
-            for uuid in self._check_drift(now):
-                LOG.warning('Pins of guest %s changed behind ufo-agent; '
-                            'applying them again', uuid)
             outcome = self.enforcer.apply(plan, online)
             for uuid, reason in outcome.failed.items():
                 # A guest that keeps failing the same way is logged once.
@@ -393,7 +397,11 @@ class Agent:
         and each guest the cores of its vCPUs (idle ones if it has none).
         Threads pinned wider than their pool and the idle pool (floating
         over every CPU, or not known) hold nothing: freezing every core
-        for them would leave no pool for anyone else.
+        for them would leave no pool for anyone else. The cores the agent
+        pinned a guest's vCPUs to as its own are held all the same, even
+        where a plan made before its call hung gave them to another pool
+        (they are whole cores of that guest alone): that pool would wait
+        for them as long as the call hangs.
         """
         ctl = self.controller
         held = {}
@@ -404,8 +412,9 @@ class Agent:
                 held.setdefault('emulator', set()).update(cores)
             state = ctl.vms.get(uuid)
             own = state.cores if state is not None else frozenset()
+            mine = self._cores_of(self.enforcer.own_pool_cpus(uuid))
             cores = self._cores_of(vcpu)
-            if cores <= own | ctl.idle_cores:
+            if cores <= own | mine | ctl.idle_cores:
                 held[uuid] = cores
         return held
 
@@ -610,7 +619,9 @@ class Agent:
                         previous[0] == sampler_mod.MODE_GUEST and \
                         rates.mode == sampler_mod.MODE_HOST_ONLY:
                     self.host_only_fallbacks += 1
-                log = LOG.warning if rates.reason else LOG.info
+                # No module, or samples not checkable yet (every guest at
+                # a start): not worth a warning per guest.
+                log = LOG.warning if rates.fault else LOG.info
                 log('Guest %s signal: %s%s', uuid, rates.mode,
                     ' (%s)' % rates.reason if rates.reason else '')
             status.signal, status.reason = rates.mode, rates.reason

@@ -12,6 +12,7 @@ CPU time of every other thread of every guest.
 
 import collections
 import dataclasses
+import typing
 
 from ufo_agent.channel import crosscheck
 from ufo_agent.channel import report as report_mod
@@ -36,6 +37,9 @@ class GuestRates:
     emulator_pct: float       # host CPU time of the other threads
     run_delay_ms: float       # run-queue wait of vCPU threads per second
     online_vcpus: int         # as the guest reports (0 if unknown)
+    # Host-only for something wrong with the guest's page or claims, not
+    # for want of a module or of a sample the host can check yet.
+    fault: bool = False
 
 
 def _traffic_rates(before, after, span):
@@ -50,8 +54,7 @@ def _traffic_rates(before, after, span):
     return dict(zip(base.NicCounters._fields, rates))
 
 
-@dataclasses.dataclass(frozen=True)
-class _Sighting:
+class _Sighting(typing.NamedTuple):
     """A guest sample the host has seen, as it first saw it."""
 
     count: int
@@ -74,6 +77,9 @@ class _History:
     def __init__(self):
         self.last = None                  # the previous Observation
         self.points = collections.deque(maxlen=crosscheck.HISTORY + 6)
+        # The same points, as the cross-check reads them.
+        self.counters = crosscheck.HostCounters(
+            maxlen=crosscheck.HISTORY + 6)
         # What the controller was told, every tick; kept when the page
         # breaks, so that a lie is not forgotten by breaking it.
         self.uses = collections.deque(maxlen=crosscheck.HISTORY)
@@ -102,15 +108,19 @@ class Sampler:
 
     def rates(self, uuid, obs):
         """Return :class:`GuestRates`, or None on the first observation."""
-        hist = self._guests.setdefault(uuid, _History())
+        hist = self._guests.get(uuid)
+        if hist is None:
+            hist = self._guests[uuid] = _History()
         last, hist.last = hist.last, obs
         if last is not None and obs.time <= last.time:
             # The clock went backwards: nothing before is comparable.
             self._guests[uuid] = hist = _History()
             hist.last = obs
             last = None
-        hist.points.append(crosscheck.HostPoint(
-            obs.time, obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices))
+        point = crosscheck.HostPoint(
+            obs.time, obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices)
+        hist.points.append(point)
+        hist.counters.append(point)
         report = obs.guest
         self._note_sighting(hist, obs.time, report)
         if last is None:
@@ -125,7 +135,7 @@ class Sampler:
         emu.update(_traffic_rates(last.nics, obs.nics, span))
         delay_ms = max(0, obs.vcpu_wait_ns - last.vcpu_wait_ns) / span / 1e6
         slices = max(0, obs.vcpu_slices - last.vcpu_slices) / span
-        reason, sample = self._guest_sample(hist, obs, report, span)
+        reason, sample, fault = self._guest_sample(hist, obs, report, span)
         hist.held = sample
         if sample is not None:
             vm_sample = VmSample(
@@ -135,10 +145,9 @@ class Sampler:
                               delay_ms, sample.online_vcpus)
         online = report.sample.online_vcpus if (
             report is not None and report.ok) else 0
-        return GuestRates(dataclasses.replace(
-            host_only_sample(vcpu_pct, slices, delay_ms), **emu),
+        return GuestRates(host_only_sample(vcpu_pct, slices, delay_ms, **emu),
                           MODE_HOST_ONLY, reason,
-                          vcpu_pct, emu_pct, delay_ms, online)
+                          vcpu_pct, emu_pct, delay_ms, online, fault)
 
     def _note_sighting(self, hist, now, report):
         """Note when a guest sample first shows on the page."""
@@ -164,60 +173,63 @@ class Sampler:
         hist.read_at = now
 
     def _guest_sample(self, hist, obs, report, span):
-        """(reason, GuestSample): the guest's numbers, or why not.
+        """(reason, GuestSample, fault): the guest's numbers, or why not.
 
         The sample is None, with the reason, when they cannot be used;
+        ``fault`` unless that is for want of a module or of a sample the
+        host can check yet (a start, a reboot, a page valid again);
         every one that can is checked against the host's counters first.
         A torn read is forgiven ``busy_forgiven`` times in a row: the
         sample used last tick stands in for it, and is checked again.
         """
         if report is None:
-            return 'no guest channel', None
+            return 'no guest channel', None, False
         if report.status == report_mod.STATUS_BUSY:
             hist.busy += 1
             if hist.busy > self.busy_forgiven or hist.held is None:
                 return '%s: %s (%d reads in a row)' % (
-                    report.status, report.reason, hist.busy), None
+                    report.status, report.reason, hist.busy), None, True
             sample = hist.held
         else:
             hist.busy = 0
             if not report.ok:
-                return '%s: %s' % (report.status, report.reason), None
+                return ('%s: %s' % (report.status, report.reason), None,
+                        report.status != report_mod.STATUS_ABSENT)
             sample = report.sample
         seen = hist.sighting
         if not sample.sample_count:
-            return 'the guest module has published no sample yet', None
+            return 'the guest module has published no sample yet', None, False
         if _stats(sample) != seen.stats:
             return ('guest statistics changed without a new sample '
-                    'count'), None
+                    'count'), None, True
         if seen.start is None:
             return ('guest sample %d was not seen being published: it '
-                    'cannot be checked' % seen.count), None
+                    'cannot be checked' % seen.count), None, False
         if obs.time - seen.first_seen > self.stale_after:
             return 'guest stats stale for %.1f s' % (
-                obs.time - seen.first_seen), None
+                obs.time - seen.first_seen), None, True
         # A window that may begin before the host's first counters is
         # not checkable, but for the publishing lag, which the start
         # allows for and a sample seldom takes.
         first = hist.points[0].time
         if seen.start < first - crosscheck.PUBLISH_MARGIN_S:
             return ('the host has not measured the vCPU threads over the '
-                    'window of guest sample %d' % seen.count), None
+                    'window of guest sample %d' % seen.count), None, False
         hist.uses.append(crosscheck.Use(
             start=max(seen.start, first), end=obs.time, span_s=span,
             util_pct=sample.util,
             switches_per_s=float(sample.ctxsw_per_sec +
                                  sample.own_ctxsw_per_sec),
             vcpus=max(1, sample.present_vcpus)))
-        verdict = crosscheck.check_uses(hist.points, hist.uses,
+        verdict = crosscheck.check_uses(hist.counters, hist.uses,
                                         self.tolerance)
         if not verdict.ok:
-            return verdict.reason, None
-        return '', sample
+            return verdict.reason, None, True
+        return '', sample, False
 
 
-def host_only_sample(host_vcpu_pct, slices_per_s, run_delay_ms):
-    """The :class:`VmSample` of host-only mode.
+def host_only_sample(host_vcpu_pct, slices_per_s, run_delay_ms, **known):
+    """The :class:`VmSample` of host-only mode (``known``: its other fields).
 
     Utilization is what the vCPU threads ran; the scheduling-frequency
     signal is how often they were scheduled in per second (each guest
@@ -230,4 +242,4 @@ def host_only_sample(host_vcpu_pct, slices_per_s, run_delay_ms):
     waiting_ms = max(0.0, run_delay_ms)
     total = running_ms + waiting_ms
     return VmSample(max(0.0, host_vcpu_pct), max(0.0, slices_per_s),
-                    steal=waiting_ms / total if total > 0 else 0.0)
+                    steal=waiting_ms / total if total > 0 else 0.0, **known)

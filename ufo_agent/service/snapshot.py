@@ -22,9 +22,10 @@ def _record(status):
     if names is None:
         names = _FIELDS[type(status)] = tuple(
             f.name for f in dataclasses.fields(status))
+    values = vars(status)
     out = {}
     for name in names:
-        value = getattr(status, name)
+        value = values[name]
         out[name] = value if type(value) in _IMMUTABLE else \
             copy.deepcopy(value)
     return out

@@ -19,10 +19,17 @@ then fails with ``VIR_ERR_OPERATION_TIMEOUT``; a blocked job call holds
 the job while it waits. Queries libvirt answers from its own state
 (``vcpuPinInfo``, ``emulatorPinInfo``, ``XMLDesc``, ``state``) take no
 job and answer meanwhile.
+
+The calls a real client sends to libvirtd are counted in
+``FakeLibvirt.daemon_calls``, and the CPU time the fake takes to answer
+them (libvirtd's work, not the caller's) in ``daemon_seconds``: a bench
+running the agent over the fake subtracts it from the agent's CPU time.
 """
 
 import contextlib
+import functools
 import threading
+import time
 from xml.etree import ElementTree
 
 from ufo_agent import cpuset
@@ -57,6 +64,7 @@ VIR_DOMAIN_XML_INACTIVE = 2
 VIR_DOMAIN_AFFECT_LIVE = 1
 VIR_DOMAIN_AFFECT_CONFIG = 2
 VIR_DOMAIN_STATS_INTERFACE = 16
+VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT = 1 << 29
 VIR_ERR_INTERNAL_ERROR = 1
 VIR_ERR_INVALID_ARG = 8
 VIR_ERR_SYSTEM_ERROR = 38
@@ -76,6 +84,21 @@ JOB_METHODS = {
 #: How long a call waits for another call's job (libvirt's
 #: VIR_JOB_WAIT_TIME), seconds.
 JOB_WAIT = 30.0
+
+
+def _daemon(method):
+    """A call libvirtd answers: its CPU time is the daemon's (see above).
+
+    Time waited at a gate or in a hang is no CPU time of anybody's.
+    """
+    @functools.wraps(method)
+    def answered(self, *args, **kwargs):
+        started = time.thread_time()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self.hv.served(time.thread_time() - started)
+    return answered
 
 
 class libvirtError(Exception):
@@ -164,6 +187,7 @@ class FakeDomain:
     def ID(self):
         return self.dom_id if self.running else -1
 
+    @_daemon
     def state(self, flags=0):
         self._maybe_fail('state')
         if not self.running:
@@ -172,16 +196,19 @@ class FakeDomain:
             return [VIR_DOMAIN_PAUSED, self.paused]
         return [VIR_DOMAIN_RUNNING, 1]
 
+    @_daemon
     def isPersistent(self):
         self._maybe_fail('isPersistent')
         return 1 if self.persistent else 0
 
+    @_daemon
     def XMLDesc(self, flags=0):
         self._maybe_fail('XMLDesc')
         if flags & VIR_DOMAIN_XML_INACTIVE and self.persistent:
             return self.config_xml
         return self.live_xml
 
+    @_daemon
     def attachDeviceFlags(self, xml, flags):
         with self.job('attachDeviceFlags'):
             self._maybe_fail('attachDeviceFlags')
@@ -189,6 +216,7 @@ class FakeDomain:
             self.live_xml = self.live_xml.replace('</devices>',
                                                   xml + '</devices>')
 
+    @_daemon
     def pinVcpuFlags(self, vcpu, cpumap, flags):
         with self.job('pinVcpuFlags'):
             self._maybe_fail('pinVcpuFlags')
@@ -199,22 +227,26 @@ class FakeDomain:
             self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
             self.vcpu_pins[vcpu] = tuple(cpumap)
 
+    @_daemon
     def pinEmulator(self, cpumap, flags):
         with self.job('pinEmulator'):
             self._maybe_fail('pinEmulator')
             self._record('pinEmulator', tuple(cpumap), flags)
             self.emulator_pin = tuple(cpumap)
 
+    @_daemon
     def ioThreadInfo(self, flags):
         with self.job('ioThreadInfo'):
             self._maybe_fail('ioThreadInfo')
             return [(i, (True,)) for i in self.iothreads]
 
+    @_daemon
     def pinIOThread(self, iothread, cpumap, flags):
         with self.job('pinIOThread'):
             self._maybe_fail('pinIOThread')
             self._record('pinIOThread', iothread, tuple(cpumap), flags)
 
+    @_daemon
     def vcpuPinInfo(self, flags):
         """The pins of the plugged vCPUs.
 
@@ -224,9 +256,19 @@ class FakeDomain:
         return [self.vcpu_pins.get(i, self.default_pin)
                 for i in range(self.current_vcpus)]
 
+    @_daemon
     def emulatorPinInfo(self, flags):
         self._maybe_fail('emulatorPinInfo')
         return self.emulator_pin or self.default_pin
+
+    def stats_gate(self, nowait):
+        """What a bulk stats call meets of this domain.
+
+        ``nowait``: the call asked for what libvirt can tell without
+        waiting for the domain's job (a QEMU monitor that does not
+        answer holds it).
+        """
+        self._maybe_fail('domainListGetStats')
 
     def interface_stats(self):
         """The ``net.*`` parameters of libvirt's bulk stats record."""
@@ -275,6 +317,7 @@ class FakeConnection:
         self.callbacks[event_id] = (callback, opaque)
         return len(self.callbacks)
 
+    @_daemon
     def listAllDomains(self, flags=0):
         self.hv.wait_gate(self.hv.list_block, ('listAllDomains',))
         if self.hv.list_error is not None:
@@ -292,9 +335,11 @@ class FakeConnection:
         self.handed_out.update(d.uuid for d in domains)
         return domains
 
+    @_daemon
     def getHostname(self):
         return self.hv.hostname
 
+    @_daemon
     def lookupByUUIDString(self, uuid):
         if self.hv.lookup_error is not None:
             raise self.hv.lookup_error
@@ -306,6 +351,7 @@ class FakeConnection:
         self.handed_out.add(uuid)
         return dom
 
+    @_daemon
     def domainListGetStats(self, doms, stats=0, flags=0):
         """[(domain, {name: value})]; domains gone meanwhile are left out.
 
@@ -318,8 +364,9 @@ class FakeConnection:
         if not doms:
             raise libvirtError('doms array in virDomainListGetStats must '
                                'contain at least one domain')
+        nowait = bool(flags & VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT)
         for dom in doms:
-            dom._maybe_fail('domainListGetStats')
+            dom.stats_gate(nowait)
             if dom.uuid not in self.handed_out:
                 raise libvirtError('domains in doms array must belong to a '
                                    'single connection')
@@ -358,6 +405,9 @@ class FakeLibvirt:
         self.blocked = []           # calls that waited at a gate
         self.event_impl_registered = 0
         self.event_loop_ran = threading.Event()
+        self.daemon_calls = 0
+        self.daemon_seconds = 0.0
+        self._served_lock = threading.Lock()
         for name, value in globals().items():
             if name.startswith('VIR_'):
                 setattr(self, name, value)
@@ -371,6 +421,12 @@ class FakeLibvirt:
     def conn(self):
         """The latest connection."""
         return self.connections[-1]
+
+    def served(self, seconds):
+        """One call answered in ``seconds`` of CPU time (libvirtd's)."""
+        with self._served_lock:
+            self.daemon_calls += 1
+            self.daemon_seconds += seconds
 
     def wait_gate(self, gate, call):
         """Wait for ``gate`` (an Event) if there is one, noting ``call``."""

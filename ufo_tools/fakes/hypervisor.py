@@ -68,7 +68,9 @@ class HungDomain(fakelibvirt.FakeDomain):
     """A domain whose every call can be made to sleep (:attr:`hang`).
 
     As a QEMU whose monitor does not answer: each libvirt call on it
-    returns only after ``hang`` seconds. Pins are noted in ``pin_log``.
+    returns only after ``hang`` seconds, but for bulk stats asked for
+    without waiting (``VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT``).
+    Pins are noted in ``pin_log``.
     """
 
     def __init__(self, *args, pin_log=None, **kwargs):
@@ -81,6 +83,14 @@ class HungDomain(fakelibvirt.FakeDomain):
         if self.hang:
             time.sleep(self.hang)
         super()._maybe_fail(method)
+
+    def stats_gate(self, nowait):
+        # Interface counters need no job: a NOWAIT call does not wait
+        # for a hung monitor.
+        if nowait:
+            fakelibvirt.FakeDomain._maybe_fail(self, 'domainListGetStats')
+        else:
+            super().stats_gate(nowait)
 
     def _record(self, *call):
         # Not into FakeLibvirt.calls: it would grow with every tick.

@@ -54,7 +54,11 @@ class _Call:
         self.started = started
         self.value = self.error = None
         self.finished = self.abandoned = False
-        self.done = threading.Event()
+        # Released by the worker once the call returned: a lock, not an
+        # Event, whose wait costs a Condition and a lock of its own (a
+        # few hundred calls a tick). Only the caller waits for it.
+        self.done = threading.Lock()
+        self.done.acquire()
 
 
 class Deadlines:
@@ -103,7 +107,7 @@ class Deadlines:
         if worker is None:
             worker = _Worker(self._work)
         worker.calls.put((worker, call, func, args, discard))
-        if not call.done.wait(self.timeout):
+        if not call.done.acquire(timeout=self.timeout):
             with self._lock:
                 if not call.finished:
                     call.abandoned = True
@@ -115,7 +119,7 @@ class Deadlines:
                           self.timeout, key)
                 raise CallTimedOut('%s timed out after %.1f s'
                                    % (what, self.timeout))
-            call.done.wait()
+            call.done.acquire()
         if call.error is not None:
             raise call.error
         return call.value
@@ -147,7 +151,7 @@ class Deadlines:
                 self._idle.append(worker)
             else:
                 worker.calls.put(None)
-        call.done.set()
+        call.done.release()
 
 
 class _Worker:

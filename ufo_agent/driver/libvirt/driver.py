@@ -11,7 +11,7 @@
   the live pins of its threads stay); a domain paused by an incoming
   migration or still starting is adopted once it runs.
 * Guests: threads, counters, pins and release of one domain
-  (:mod:`.guest`).
+  (:mod:`.guest`); NIC counters of every guest at once (:mod:`.nicstats`).
 * Channel: one ``<shmem>`` ivshmem-plain device per guest, named after
   its uuid, whose page is initialized before the device is hot-attached
   (as migration master).
@@ -27,6 +27,7 @@ from ufo_agent.driver.libvirt import config
 from ufo_agent.driver.libvirt import deadline
 from ufo_agent.driver.libvirt import guest as libvirt_guest
 from ufo_agent.driver.libvirt import host as libvirt_host
+from ufo_agent.driver.libvirt import nicstats
 from ufo_agent.hypervisor import domain as domain_xml
 from ufo_agent.hypervisor import policy
 from ufo_agent.hypervisor import procfs
@@ -72,6 +73,7 @@ class LibvirtDriver(base.HypervisorDriver):
         self._vhost_scan = None       # (poll, vhost kernel threads)
         self._skipped = {}            # uuid -> reason (logged once)
         self._host = libvirt_host.Host(libvirt, uri, call_timeout)
+        self._nics = nicstats.NicStats(self._host, lambda: self._guests)
         # Paused domains not to adopt yet: not running any guest code.
         self._not_ready = frozenset([
             libvirt.VIR_DOMAIN_PAUSED_MIGRATION,
@@ -98,6 +100,8 @@ class LibvirtDriver(base.HypervisorDriver):
         domains = self._host.active_domains()
         generation = self._host.generation
         self._polls += 1
+        self._nics.listed(generation, {dom.UUIDString(): dom
+                                       for dom, _ in domains})
         seen = set()
         for dom, paused_reason in domains:
             uuid = dom.UUIDString()
@@ -222,6 +226,8 @@ class LibvirtDriver(base.HypervisorDriver):
         channel = None
         if self.attach_channels or self.use_attached_channels:
             channel = self._ensure_channel(dom, uuid, parsed, xml)
+            if channel is not None and known is not None:
+                channel.guest_restarted()
         info = base.Guest(uuid, parsed.nova.name if parsed.nova else
                           parsed.name, verdict.vcpus,
                           verdict.vm_class.value, restore_vcpu, restore_emu,
@@ -290,6 +296,7 @@ class LibvirtDriver(base.HypervisorDriver):
             elif event in (base.GuestEvent.STOPPED,
                            base.GuestEvent.UNDEFINED) and known:
                 self._guests.pop(uuid)
+                known.stopped()
                 known.close()
         # A stopped domain that no longer exists (transient, or undefined
         # meanwhile) is gone for good. The same event twice in a row for
@@ -313,7 +320,8 @@ class LibvirtDriver(base.HypervisorDriver):
         return known
 
     def observe(self, uuid):
-        return self._get(uuid).observe(self.read_retries)
+        known = self._get(uuid)
+        return known.observe(self.read_retries, self._nics.counters(uuid))
 
     def pin_vcpus(self, uuid, cpus):
         self._check_free(uuid)

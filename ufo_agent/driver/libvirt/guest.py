@@ -3,9 +3,9 @@
 Pins go through libvirt, live only (Nova's persistent XML is left
 alone): vCPUs, the emulator and I/O threads; vhost workers get
 ``sched_setaffinity``. Threads and CPU counters come from /proc, traffic
-counters from libvirt's bulk stats. The domain is looked up by uuid for
-every operation (for the stats, once per connection), so a reconnected
-:class:`~ufo_agent.driver.libvirt.host.Host` serves it too.
+counters from libvirt's bulk stats (read by the driver for every guest
+at once). The domain is looked up by uuid for every operation, so a
+reconnected :class:`~ufo_agent.driver.libvirt.host.Host` serves it too.
 
 The task list of QEMU is listed again on every use: vCPUs are plugged and
 unplugged, workers come and go. Every vCPU the definition has is pinned,
@@ -13,6 +13,7 @@ present or not: libvirt keeps the pin of an absent vCPU and applies it
 when the vCPU is plugged, so a plugged vCPU starts on the planned CPUs.
 """
 
+import functools
 import logging
 import os
 import time
@@ -30,9 +31,15 @@ def cpumap(cpus, managed_cpus):
     As wide as the highest of those CPUs, the managed CPUs and the host's
     CPU count: libvirt leaves the CPUs beyond a short map as they were.
     """
+    return _cpumap(frozenset(cpus), frozenset(managed_cpus),
+                   os.cpu_count() or 1)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cpumap(cpus, managed_cpus, host_cpus):
+    # A host pins a few hundred distinct sets over and over.
     width = max(cpus) + 1 if cpus else 1
-    width = max(width, max(managed_cpus, default=0) + 1,
-                os.cpu_count() or 1)
+    width = max(width, max(managed_cpus, default=0) + 1, host_cpus)
     return tuple(cpu in cpus for cpu in range(width))
 
 
@@ -95,20 +102,24 @@ class Guest:
         self.proc_root = proc_root
         self.paused = False
         self._threads = None
+        self._task_dir = os.path.join(proc_root, str(pid), 'task')
+        self._task_names = None
         self._settle = False        # read the names once more
         # Scans /proc for vhost kernel threads (one scan serves every
         # guest); its last answer is kept until a worker is gone.
         self._scan_kthreads = vhost_kthreads or (
             lambda: procfs.vhost_kernel_threads(proc_root))
         self._kthreads = None
+        # Its threads' schedstat files, kept open for the thread set
+        # last observed.
+        self._counters = procfs.ThreadCounters(proc_root)
+        self._counted = None
         # The CPUs the vCPUs were last pinned to (None: not yet, or each
         # to its own), and the vCPU threads last observed.
         self._vcpu_cpus = None
         self._seen_vcpus = None
         self._vhost_denied = False
         self._iothreads_unknown = False
-        self._stats_dom = None      # (connection generation, domain)
-        self._nic_failed = False
 
     @property
     def uuid(self):
@@ -141,9 +152,19 @@ class Guest:
         self._threads = None
         self._kthreads = None
         if self.channel is not None:
-            self.channel.reset_history()
+            self.channel.guest_restarted()
+
+    def stopped(self):
+        """Its QEMU exited: its page's guest area is the past."""
+        if self.channel is not None:
+            try:
+                self.channel.guest_stopped()
+            except OSError as exc:
+                LOG.warning('Could not clear the page of %s: %s',
+                            self.uuid, exc)
 
     def close(self):
+        self._counters.close()
         if self.channel is not None:
             self.channel.close()
 
@@ -156,13 +177,17 @@ class Guest:
         the next call: a new thread takes its name just after it starts.
         """
         try:
-            tids = procfs.task_ids(self.pid, self.proc_root)
-            changed = self._threads is None or tids != self._threads.tids
+            # Compared as listed: the names of an unchanged task list
+            # come in the same order.
+            names = os.listdir(self._task_dir)
+            changed = self._threads is None or names != self._task_names
             if changed or self._settle:
+                tids = frozenset(int(n) for n in names if n.isdigit())
                 if self._kthreads is None:
                     self._kthreads = self._scan_kthreads()
                 self._threads = procfs.qemu_threads(
                     self.pid, self.proc_root, tids, self._kthreads)
+                self._task_names = names
                 self._settle = changed
         except OSError as exc:
             if not os.path.exists(os.path.join(self.proc_root,
@@ -180,7 +205,11 @@ class Guest:
         indexes = present | set(self.info.restore_vcpus)
         return sorted(indexes or range(self.info.vcpus))
 
-    def observe(self, read_retries):
+    def observe(self, read_retries, nics=None):
+        """The guest's :class:`~ufo_agent.driver.base.Observation`.
+
+        ``nics`` is its NIC counters, from the driver's bulk stats.
+        """
         threads = self.threads()
         self._pin_plugged(threads.vcpus)
         now = time.monotonic()
@@ -189,23 +218,29 @@ class Guest:
         report = None
         if self.channel is not None:
             report = self.channel.read_guest(read_retries)
+        counters, pid = self._counters, self.pid
+        if threads is not self._counted:
+            self._counted = threads
+            counters.keep({(pid, tid) for tid in threads.vcpus.values()} |
+                          {(pid, tid) for tid in threads.others} |
+                          set(threads.vhost))
         cpu = wait = slices = emu = emu_wait = 0
         try:
             for tid in threads.vcpus.values():
-                stat = procfs.schedstat(self.pid, tid, self.proc_root)
+                stat = counters.read(pid, tid)
                 cpu += stat.cpu_ns
                 wait += stat.wait_ns
                 slices += stat.slices
             for tid in threads.others:
                 try:
-                    stat = procfs.schedstat(self.pid, tid, self.proc_root)
+                    stat = counters.read(pid, tid)
                 except FileNotFoundError:
                     continue        # a worker went: the next list shows it
                 emu += stat.cpu_ns
                 emu_wait += stat.wait_ns
             for pid, tid in threads.vhost:
                 try:
-                    stat = procfs.schedstat(pid, tid, self.proc_root)
+                    stat = counters.read(pid, tid)
                 except FileNotFoundError:
                     if pid != self.pid:
                         self._kthreads = None   # a NIC went: scan again
@@ -219,34 +254,7 @@ class Guest:
         return base.Observation(
             now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
             emulator_threads=len(threads.others) + len(threads.vhost),
-            nics=self._nic_counters())
-
-    def _nic_counters(self):
-        """The NICs' traffic counters, or None: they are optional."""
-        host = self.host
-        try:
-            conn = host.get_connection()
-            # libvirt asks the connection of the domains it is given, so
-            # the domain must be one of ``conn``'s. Looked up once per
-            # connection: a tick costs one call.
-            if self._stats_dom is None or \
-                    self._stats_dom[0] != host.generation:
-                self._stats_dom = (host.generation, host.call(
-                    'domain %s' % self.uuid, conn.lookupByUUIDString,
-                    self.uuid, key=self.uuid))
-            records = self._call(
-                'NIC counters of %s' % self.uuid, conn.domainListGetStats,
-                [self._stats_dom[1]],
-                host.libvirt.VIR_DOMAIN_STATS_INTERFACE, 0)
-        except base.DriverError as exc:
-            self._stats_dom = None
-            # Each tick would say it again.
-            log = LOG.debug if self._nic_failed else LOG.warning
-            self._nic_failed = True
-            log('No NIC counters of %s: %s', self.uuid, exc)
-            return None
-        # No record: the domain went away meanwhile.
-        return nic_counters(records[0][1]) if records else None
+            nics=nics)
 
     def _pin_plugged(self, vcpus):
         """Pin a vCPU thread that appeared since the last observation.

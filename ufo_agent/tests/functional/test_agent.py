@@ -345,5 +345,8 @@ def test_guest_reset_is_applied_again(guest_artifacts, agent_process):
             # keep more vCPUs online than asked).
             g.console.wait_for(r'UFO-INIT ready', 180, start=mark)
             assert wait_guest_online(g, {0}, timeout=60) == {0}
+            # The new boot was asked nothing before its module loaded, so
+            # it was never sent to host-only for not answering.
+            assert 'no acknowledgement' not in agent.log_text()
         finally:
             agent.signal(signal.SIGTERM)

@@ -1,6 +1,5 @@
 """A guest's claims checked against what the host saw its vCPUs do."""
 
-import dataclasses
 
 import hypothesis
 from hypothesis import strategies as st
@@ -123,7 +122,7 @@ def test_a_sample_used_on_two_ticks_claims_twice():
     # 0.6 s runnable a second: one sample of 150 % used on one tick fits
     # the 2.25 s that hold it; used on three ticks, 4.5 s do not fit 4.25.
     once = claim(105.0, 150.0)
-    again = [dataclasses.replace(once, end=105.0 + i) for i in range(3)]
+    again = [once._replace(end=105.0 + i) for i in range(3)]
     assert cc.check_uses(STEADY, [once]).ok
     verdict = cc.check_uses(STEADY, again)
     assert not verdict.ok and 'vCPU-s busy' in verdict.reason
@@ -188,3 +187,28 @@ def test_spans_from_sums_are_the_interval_walk(steps, start, length, vcpus):
     assert got.slices == want.slices
     assert got.runnable_s == pytest.approx(want.runnable_s, abs=1e-6)
     assert got.cpu_s == pytest.approx(want.cpu_s, abs=1e-6)
+
+
+def test_counters_kept_up_to_date_answer_as_counters_built_anew():
+    import random
+    rnd = random.Random(7)
+    kept = cc.HostCounters(maxlen=6)
+    points, t, cpu, wait, slices = [], 100.0, 0, 0, 0
+    for _ in range(40):
+        t += rnd.uniform(0.5, 1.5)
+        cpu += rnd.randrange(0, 2 * 10 ** 9)
+        wait += rnd.randrange(0, 10 ** 8)
+        slices += rnd.randrange(0, 500)
+        points.append(cc.HostPoint(t, cpu, wait, slices))
+        kept.append(points[-1])
+        anew = cc.HostCounters(points[-6:])
+        assert kept.times == anew.times
+        for _ in range(5):
+            start = rnd.uniform(t - 8, t)
+            end = rnd.uniform(start, t + 1)
+            got, want = kept.usage(start, end, 2), anew.usage(start, end, 2)
+            assert got == pytest.approx(want, abs=1e-9)
+            uses = [cc.Use(start, end, end - start, rnd.uniform(0, 200),
+                           rnd.uniform(0, 5e5), 2)]
+            assert cc.check_uses(kept, uses) == cc.check_uses(points[-6:],
+                                                              uses)

@@ -275,6 +275,29 @@ def test_absent_resets_history(chan):
     assert chan.read_guest().ok
 
 
+def test_after_a_restart_the_last_boot_s_sample_is_no_report(chan):
+    write_guest(chan, sample_count=57, timestamp_ns=60 * 10 ** 9)
+    assert chan.read_guest().ok
+    chan.guest_restarted()
+    # What the previous boot left: its module is gone.
+    for _ in range(2):
+        got = chan.read_guest()
+        assert got.status == report.STATUS_ABSENT
+        assert 'since the guest restarted' in got.reason
+    # The new boot's module publishes, its counters from the start.
+    write_guest(chan, sample_count=1, timestamp_ns=3 * 10 ** 9)
+    assert chan.read_guest().ok
+    write_guest(chan, sample_count=2, timestamp_ns=4 * 10 ** 9)
+    assert chan.read_guest().ok
+
+
+def test_a_restart_before_any_module_leaves_the_page_absent(chan):
+    chan.guest_restarted()
+    assert chan.read_guest().reason == 'no guest module bound'
+    write_guest(chan, sample_count=1, timestamp_ns=10 ** 9)
+    assert chan.read_guest().ok
+
+
 def test_max_vcpus_bounds(tmp_path):
     with pytest.raises(ValueError):
         host_channel.HostChannel(str(tmp_path / 'p'), 0)

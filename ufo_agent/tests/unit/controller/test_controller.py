@@ -1,5 +1,7 @@
 """Controller behaviour beyond the paper's worked examples."""
 
+import dataclasses
+
 import pytest
 
 from ufo_agent.controller import controller as ctl
@@ -496,6 +498,21 @@ def test_a_vm_that_raises_every_tick_asks_for_its_flavor(monkeypatch):
     # The others shrink to their load as usual.
     assert len(plan.vms['a'].cores) < len(before.vms['a'].cores)
     assert len(plan.vms['c'].cores) < len(before.vms['c'].cores)
+
+
+@pytest.mark.parametrize('value', [
+    None, 0, 2.5, 10 ** 6, -1.0, -0.0, float('nan'), float('inf'),
+    -float('inf'), 1e308, True, '3', [1]])
+@pytest.mark.parametrize('field', ctl._SAMPLE_NUMBERS)
+def test_the_quick_sample_check_passes_only_usable_samples(field, value):
+    # What it does not pass is checked number by number.
+    sample = dataclasses.replace(VmSample(150.0, 9000.0, emulator=1e308),
+                                 **{field: value})
+    if ctl._plain_numbers(sample):
+        assert all(ctl._plain_number(getattr(sample, name))
+                   for name in ctl._SAMPLE_NUMBERS)
+    assert ctl._plain_numbers(VmSample(150.0, 9000.0, emulator=3.0,
+                                       packets_in=10.0))
 
 
 def test_a_sample_that_is_not_a_number_is_left_out():

@@ -7,6 +7,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ufo_agent.channel import host_channel
+from ufo_agent.channel import layout
+from ufo_agent.channel import report
+from ufo_tools.fakes import fakehost
 from ufo_tools.fakes.fakehost import nova_xml
 from ufo_tools.fakes import fakelibvirt as lv
 
@@ -92,6 +95,60 @@ def test_reboot_resets_the_channel_history(host, hv, monkeypatch):
     hv.conn.fire_reboot(dom)
     driver.events()
     assert resets == [str(host.shm / ('ufo-' + U1))]
+
+
+def _publish(page, count):
+    ch = host_channel.HostChannel(str(page), 2, create=False)
+    try:
+        ch.write_raw(layout.GUEST_OFFSET, layout.pack(
+            layout.GUEST_FIELDS, layout.GUEST_STRUCT, dict(
+                magic=layout.GUEST_MAGIC, abi_version=layout.ABI_VERSION,
+                seq=2, flags=layout.GUEST_FLAG_HOST_VALID,
+                ack_target_seq=0, applied_target=0, online_vcpus=2,
+                present_vcpus=2, sample_count=count,
+                timestamp_ns=count * 10 ** 9, interval_ns=10 ** 9,
+                util=5000, steal=0, ctxsw_per_sec=1000,
+                own_ctxsw_per_sec=100, online_mask=(3, 0, 0, 0))))
+    finally:
+        ch.close()
+
+
+def _module_running(host):
+    """A guest whose module has published 40 samples: (dom, driver, page)."""
+    dom = host.boot(U1, nova_xml(U1), pid=500)
+    driver = host.driver(attach_channels=True)
+    driver.guests()
+    page = host.shm / ('ufo-' + U1)
+    _publish(page, 40)
+    assert driver.observe(U1).guest.ok
+    return dom, driver, page
+
+
+def test_a_rebooted_guest_s_page_waits_for_its_new_module(host, hv):
+    dom, driver, page = _module_running(host)
+    hv.conn.fire_reboot(dom)
+    driver.events()
+    # No target can be answered before the new boot's module loads.
+    assert driver.observe(U1).guest.status == report.STATUS_ABSENT
+    _publish(page, 1)
+    assert driver.observe(U1).guest.ok
+
+
+def test_a_new_qemu_s_page_waits_for_its_new_module(host, hv):
+    dom, driver, page = _module_running(host)
+    # Destroyed and started again (a hard reboot): a new QEMU, same page.
+    dom.running = False
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_STOPPED)
+    driver.events()
+    dom.running, dom.dom_id = True, 7
+    (host.run / 'instance-0000002a.pid').write_text('700\n')
+    fakehost.write_qemu(host.proc, 700, 2)
+    hv.conn.fire_lifecycle(dom, lv.VIR_DOMAIN_EVENT_STARTED)
+    driver.events()
+    driver.guests()
+    assert driver.observe(U1).guest.status == report.STATUS_ABSENT
+    _publish(page, 1)
+    assert driver.observe(U1).guest.ok
 
 
 def test_stale_pages_of_gone_domains_are_removed(host, hv):

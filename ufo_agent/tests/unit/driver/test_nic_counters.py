@@ -167,3 +167,76 @@ def test_a_domain_gone_between_calls_has_unknown_counters(host, hv):
     del hv.domains[U1]
     obs = driver.observe(U1)
     assert obs.nics is None and obs.vcpu_cpu_ns == 200
+
+
+U2 = '8f1d3c2e-2222-4a5b-9c0d-2e3f4a5b6c7d'
+U3 = '8f1d3c2e-3333-4a5b-9c0d-2e3f4a5b6c7d'
+
+
+def _three_guests(host):
+    doms = {}
+    for n, uuid in enumerate((U1, U2, U3)):
+        name = 'instance-%08x' % (n + 1)
+        doms[uuid] = host.boot(uuid, nova_xml(uuid, name=name),
+                               pid=500 + 100 * n, name=name)
+        doms[uuid].nic_counters = {TAP: _stats(10 * (n + 1), n + 1)}
+    return doms
+
+
+def _count_stats_calls(conn):
+    """Wrap ``conn.domainListGetStats``; returns the list of calls."""
+    calls = []
+    real = conn.domainListGetStats
+
+    def counted(doms, stats=0, flags=0):
+        calls.append((sorted(d.uuid for d in doms), flags))
+        return real(doms, stats, flags)
+
+    conn.domainListGetStats = counted
+    return calls
+
+
+def test_one_stats_call_a_poll_serves_every_guest(host, hv):
+    doms = _three_guests(host)
+    driver = host.driver()
+    calls = _count_stats_calls(hv.conn)
+    for tick in range(2):
+        driver.guests()
+        for n, uuid in enumerate((U1, U2, U3)):
+            assert driver.observe(uuid).nics == {
+                TAP: _counters(10 * (n + 1) + tick, n + 1)}
+        for n, dom in enumerate(doms.values()):
+            dom.nic_counters[TAP] = _stats(10 * (n + 1) + tick + 1, n + 1)
+    assert [uuids for uuids, _ in calls] == [sorted((U1, U2, U3))] * 2
+    # Without waiting for a domain's job: a hung QEMU costs nobody.
+    assert all(flags & lv.VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT
+               for _, flags in calls)
+
+
+def test_a_guest_observed_again_in_a_poll_is_read_again(host, hv):
+    doms = _three_guests(host)
+    driver = host.driver()
+    driver.guests()
+    driver.observe(U1)
+    doms[U1].nic_counters[TAP] = _stats(99, 1)
+    assert driver.observe(U1).nics == {TAP: _counters(99, 1)}
+
+
+def test_a_guest_whose_call_hangs_is_left_out_of_the_stats(host, hv, gate):
+    doms = _three_guests(host)
+    driver = host.driver(call_timeout=TIMEOUT)
+    driver.guests()
+    doms[U2].block['pinVcpuFlags'] = gate
+    with pytest.raises(Exception):
+        driver.pin_vcpus(U2, frozenset({1}))        # times out: busy
+    assert U2 in driver.busy_guests()
+    # Its stats would hang too: it is not asked about.
+    doms[U2].block['domainListGetStats'] = gate
+    driver.guests()             # on a new connection: the old one hangs
+    calls = _count_stats_calls(hv.conn)
+    started = time.monotonic()
+    assert driver.observe(U1).nics == {TAP: _counters(10, 1)}
+    assert driver.observe(U2).nics is None
+    assert driver.observe(U3).nics == {TAP: _counters(30, 3)}
+    assert time.monotonic() - started < TIMEOUT
+    assert [uuids for uuids, _ in calls] == [sorted((U1, U3))]

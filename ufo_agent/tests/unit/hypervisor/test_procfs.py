@@ -2,6 +2,7 @@
 
 import os
 import threading
+import time
 
 import pytest
 
@@ -108,3 +109,66 @@ def test_gone_process_raises():
         procfs.qemu_threads(2 ** 22 + 7)
     with pytest.raises(ValueError):
         procfs.parse_schedstat('12 3')
+
+
+def _open_fds():
+    return len(os.listdir('/proc/self/fd'))
+
+
+def test_kept_schedstat_files_read_the_thread_anew_until_it_exits():
+    pid = os.getpid()
+    ready, stop, spin = threading.Event(), threading.Event(), [0]
+
+    def work():
+        ready.set()
+        while not stop.is_set():
+            spin[0] += 1
+    worker = threading.Thread(target=work)
+    worker.start()
+    ready.wait()
+    tid = worker.native_id
+    counters = procfs.ThreadCounters()
+    try:
+        before = counters.read(pid, tid)
+        fds = _open_fds()
+        time.sleep(0.1)
+        after = counters.read(pid, tid)
+        # The same descriptor, read again from its start: the kernel
+        # wrote the thread's counters anew.
+        assert _open_fds() == fds
+        assert after.cpu_ns > before.cpu_ns
+        stop.set()
+        worker.join()
+        # join() returns before the kernel has reaped the task.
+        deadline = time.monotonic() + 10
+        while os.path.exists('/proc/self/task/%d' % tid):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        # An exited thread's descriptor never reads as another thread.
+        with pytest.raises(FileNotFoundError):
+            counters.read(pid, tid)
+    finally:
+        stop.set()
+        counters.close()
+
+
+def test_threads_no_longer_read_have_their_files_closed():
+    pid = os.getpid()
+    counters = procfs.ThreadCounters()
+    fds = _open_fds()
+    counters.read(pid, pid)
+    counters.read(pid, threading.get_native_id())
+    assert _open_fds() == fds + 1       # the main thread's, read twice
+    counters.keep({(pid, pid)})
+    assert _open_fds() == fds + 1
+    counters.keep(())
+    assert _open_fds() == fds
+    counters.close()
+
+
+def test_past_the_descriptor_budget_files_are_read_and_closed(monkeypatch):
+    monkeypatch.setattr(procfs, '_most_kept', lambda: 0)
+    counters = procfs.ThreadCounters()
+    fds = _open_fds()
+    assert counters.read(os.getpid(), os.getpid()).cpu_ns > 0
+    assert _open_fds() == fds

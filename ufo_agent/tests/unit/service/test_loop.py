@@ -68,6 +68,28 @@ def test_lying_guest_falls_back_to_host_only_and_others_carry_on():
     assert agent.status['honest'].signal == 'guest'
 
 
+def test_only_a_guest_at_fault_is_warned_about(caplog):
+    driver = fakes.FakeDriver()
+    liar = driver.add(fakes.FakeGuest('liar', 4))
+    driver.add(fakes.FakeGuest('honest', 4))
+    driver.add(fakes.FakeGuest('plain', 4, channel=False))
+    agent, tick = _agent(driver)
+    agent.start()
+    liar.lie = True
+    with caplog.at_level(logging.INFO, logger='ufo_agent.service.loop'):
+        for _ in range(3):
+            tick()
+    signals = [(r.levelno, r.getMessage()) for r in caplog.records
+               if ' signal: ' in r.getMessage()]
+    warned = [m for level, m in signals if level >= logging.WARNING]
+    # Host-only before its samples can be checked, or without a module:
+    # every guest at a start, not worth a warning each.
+    assert any('honest signal: host-only' in m for _, m in signals)
+    assert any('plain signal: host-only' in m for _, m in signals)
+    assert len(warned) == 1 and 'liar signal: host-only' in warned[0]
+    assert 'claims' in warned[0]
+
+
 def test_dry_run_decides_but_touches_nothing(caplog):
     driver = fakes.FakeDriver()
     guest = driver.add(fakes.FakeGuest('a', 8))

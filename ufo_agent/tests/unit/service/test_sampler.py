@@ -102,6 +102,7 @@ def test_a_sample_whose_window_the_host_did_not_measure_is_not_used():
     _, out = run(Guest(steady(0.6)), 3)
     assert out[0].mode == sampler_mod.MODE_HOST_ONLY
     assert 'has not measured' in out[0].reason
+    assert not out[0].fault         # every guest, at every start
     assert out[1].mode == sampler_mod.MODE_GUEST
 
 
@@ -131,7 +132,7 @@ def test_an_idle_guest_claiming_ten_percent_is_host_only():
     guest.lie_util = 50.0
     _, out = run(guest, 2, sampler, start=104.0)
     assert out[-1].mode == sampler_mod.MODE_HOST_ONLY
-    assert 'vCPU-s busy' in out[-1].reason
+    assert 'vCPU-s busy' in out[-1].reason and out[-1].fault
     assert out[-1].sample.util == pytest.approx(0.2, abs=0.05)
 
 
@@ -217,11 +218,12 @@ def test_after_an_invalid_page_the_next_new_sample_is_used():
                                     report.STATUS_INVALID, 'bad magic'))
     guest.observe = invalid
     _, out = run(guest, 1, sampler, start=104.0)
-    assert out[-1].reason == 'invalid: bad magic'
+    assert out[-1].reason == 'invalid: bad magic' and out[-1].fault
     guest.observe = real
     _, out = run(guest, 4, sampler, start=105.0)
     assert out[0].mode == sampler_mod.MODE_HOST_ONLY
     assert 'not seen being published' in out[0].reason
+    assert not out[0].fault
     assert {r.mode for r in out[1:]} == {sampler_mod.MODE_GUEST}
 
 
