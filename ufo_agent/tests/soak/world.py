@@ -288,38 +288,40 @@ class SoakDomain(lv.FakeDomain):
                 raise lv.libvirtError('internal error: injected failure of '
                                       '%s' % method)
 
-    def _landed(self, key, plan, action, method):
-        self.world.checker.evaluate('after %s' % method, landing=(key, plan))
+    def _landed(self, key, call, action, method):
+        """The pin call ``call`` (:meth:`World.pin_call`) put ``key``."""
+        self.world.checker.evaluate('after %s' % method,
+                                    landing=(key,) + call)
         if action == 'apply-fail':
             STATS['calls failed after applying'] += 1
             raise lv.libvirtError('internal error: %s failed after '
                                   'applying' % method)
 
     def pinVcpuFlags(self, vcpu, cpumap, flags):
-        plan = self.world.plan_in_force()
+        call = self.world.pin_call()
         key = self.inc.vcpu_key(vcpu)
         with self._call('pinVcpuFlags', key, cpumap) as action:
             self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
             self.vcpu_pins[vcpu] = tuple(cpumap)
-            self._landed(key, plan, action, 'pin of vCPU %d of %s'
+            self._landed(key, call, action, 'pin of vCPU %d of %s'
                          % (vcpu, self.inc.label))
 
     def pinEmulator(self, cpumap, flags):
-        plan = self.world.plan_in_force()
+        call = self.world.pin_call()
         key = self.inc.emulator_key()
         with self._call('pinEmulator', key, cpumap) as action:
             self._record('pinEmulator', tuple(cpumap), flags)
             self.emulator_pin = tuple(cpumap)
-            self._landed(key, plan, action, 'emulator pin of %s'
+            self._landed(key, call, action, 'emulator pin of %s'
                          % self.inc.label)
 
     def pinIOThread(self, iothread, cpumap, flags):
-        plan = self.world.plan_in_force()
+        call = self.world.pin_call()
         key = self.inc.iothread_key(iothread)
         with self._call('pinIOThread', key, cpumap) as action:
             self._record('pinIOThread', iothread, tuple(cpumap), flags)
             self.iothread_pins[iothread] = tuple(cpumap)
-            self._landed(key, plan, action, 'pin of I/O thread %d of %s'
+            self._landed(key, call, action, 'pin of I/O thread %d of %s'
                          % (iothread, self.inc.label))
 
     def attachDeviceFlags(self, xml, flags):
@@ -769,12 +771,16 @@ class Checker:
             # It gained CPUs: the pool of the pin that put it there.
             mark.cpus = cpus
             mark.fresh_ticks = 0
-            if releasing:
+            call_plan, call_releases = plan, releasing
+            if landing is not None and landing[0] == key:
+                call_plan, call_releases = landing[1:]
+            if call_releases:
+                # Put back on its definition, even by a release call
+                # that lands after the next agent started: libvirt made
+                # it so, and the agent that runs then has to place it.
                 mark.label = ('fresh',) if cpus == definition else \
                     ('stray', inc.uuid)
                 continue
-            call_plan = landing[1] if landing and landing[0] == key \
-                else plan
             mark.label = ('stray', inc.uuid)
             for label, pool in self._pools(call_plan, inc, kind):
                 if cpus <= pool:
@@ -1131,6 +1137,15 @@ class World:
 
     def current(self, uuid):
         return self.incs.get(uuid)
+
+    def pin_call(self):
+        """(plan, release) of a pin call made now.
+
+        The plan it carries out (None without one), and whether it gives
+        the guest back (a stop's or ``--restore``'s): the checker labels
+        the thread when the call lands, whenever that is.
+        """
+        return self.plan_in_force(), self.releasing
 
     def plan_in_force(self):
         if self.releasing or self.run_ is None:

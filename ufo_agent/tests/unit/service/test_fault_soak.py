@@ -16,6 +16,7 @@ run. The full run and minimal failing examples come from
 
 import logging
 
+from ufo_agent.service import ledger as ledger_mod
 from ufo_agent.tests.soak import machine
 from ufo_agent.tests.soak import world
 
@@ -58,5 +59,61 @@ def test_a_guest_binding_a_page_left_by_another_host_keeps_its_vcpus():
             soak.tick()
             soak.raise_violations()
         assert soak.page_target(again) == 4
+    finally:
+        soak.close()
+
+
+def test_a_release_landing_after_the_next_agent_started_is_fresh():
+    # A stopping agent's release of a parked guest waits behind a stuck
+    # QEMU job and lands, putting a vCPU back on its definition, while
+    # the next agent has parked the other guest on the idle CPUs. The
+    # thread is where libvirt's definition puts it, as after any
+    # release: the running agent has its grace to place it (it holds
+    # the guest's recorded CPUs from every pool meanwhile), not a
+    # thread of a pool that spills over the idle CPUs.
+    soak = world.World(CALL_TIMEOUT)
+    try:
+        soak.start_agent()
+        parked = soak.boot(soak.define(world.SHARED, 2))
+        other = soak.boot(soak.define(world.SHARED, 1))
+        for _ in range(8):
+            soak.tick()
+            soak.raise_violations()
+        soak.pause(parked)
+        soak.pause(other)
+        for _ in range(4):
+            soak.tick()
+            soak.raise_violations()
+        plan = soak.run_.plan
+        assert plan.vms[parked.uuid].cpus == plan.idle_cpus
+        assert world.as_set(parked.dom.vcpu_pins[0]) == plan.idle_cpus
+
+        parked.dom.script['pinVcpuFlags'].append('hang')
+        parked.dom.late = 'apply'
+        assert soak.stop_agent() == [parked.uuid]
+        soak.raise_violations()
+        soak.start_agent()
+        for _ in range(3):
+            soak.tick()
+            soak.raise_violations()
+        assert world.as_set(other.dom.vcpu_pins[0]) == \
+            soak.run_.plan.idle_cpus
+        # The new agent took the release's CPUs from the record: the
+        # other guest joined no pool over them, it only narrowed.
+        ledger = soak.run_.agent.enforcer.ledger
+        held = ledger.get((parked.uuid, 'vcpu'))
+        assert held.guessed and held.cpus == world.MANAGED
+        for kind in ('vcpu', 'emulator'):
+            key = (other.uuid, kind)
+            assert ledger.get(key).pool == ledger_mod.unknown(key)
+        # libvirtd runs the old release, then the new agent's calls.
+        soak.unstick(parked.dom, 'apply')
+        soak.raise_violations()
+        for _ in range(world.GRACE_TICKS + 2):
+            soak.tick()
+            soak.raise_violations()
+        # The new agent placed it once its own pins could land.
+        assert world.as_set(parked.dom.vcpu_pins[0]) <= \
+            soak.run_.plan.shared_cpus
     finally:
         soak.close()
