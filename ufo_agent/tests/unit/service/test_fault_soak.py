@@ -15,6 +15,7 @@ run. The full run and minimal failing examples come from
 """
 
 import logging
+import threading
 
 from ufo_agent.service import ledger as ledger_mod
 from ufo_agent.tests.soak import machine
@@ -115,5 +116,36 @@ def test_a_release_landing_after_the_next_agent_started_is_fresh():
         # The new agent placed it once its own pins could land.
         assert world.as_set(parked.dom.vcpu_pins[0]) <= \
             soak.run_.plan.shared_cpus
+    finally:
+        soak.close()
+
+
+def test_a_guest_stops_while_libvirtd_hangs_a_listing():
+    # The agent's pin call on a paused guest waits behind its stuck
+    # QEMU, and its domain listing waits for a stuck libvirtd. The
+    # guest's QEMU ends: its call returns, the listing does not, and
+    # the guest is gone from the host at once.
+    soak = world.World(CALL_TIMEOUT)
+    try:
+        soak.start_agent()
+        inc = soak.boot(soak.define(world.SHARED, 2))
+        soak.boot(soak.define(world.SHARED, 1))
+        for _ in range(6):
+            soak.tick()
+            soak.raise_violations()
+        inc.dom.script['pinVcpuFlags'].append('hang')
+        soak.pause(inc)
+        soak.tick()
+        assert inc.dom.stuck is not None and inc.dom.waiters
+        soak.libvirtd_stuck = threading.Event()
+        soak.libvirtd_hold = soak.ticks + 100
+        soak.tick()
+        assert any(not e.is_set() for e in soak.libvirtd_waiters)
+        soak.stop(inc)
+        assert inc.uuid not in soak.incs
+        soak.unstick_libvirtd()
+        for _ in range(3):
+            soak.tick()
+        soak.raise_violations()
     finally:
         soak.close()
