@@ -149,3 +149,44 @@ def test_a_guest_stops_while_libvirtd_hangs_a_listing():
         soak.raise_violations()
     finally:
         soak.close()
+
+
+def test_guests_parked_together_while_their_pins_hang_share_the_idle_pool():
+    # Three guests on cores of their own go idle and are parked at
+    # once: the pin calls that move two of them onto the idle pool hang
+    # (their threads stay on their old cores, which the plan made
+    # idle), the third one's lands over those cores. All three are in
+    # the idle pool: each of the two hung ones lies in it with its
+    # outstanding call, and is alone there but for the others parked.
+    soak = world.World(CALL_TIMEOUT)
+    try:
+        soak.start_agent()
+        hung_a, hung_b, moved = [soak.boot(soak.define(world.SHARED, 1))
+                                 for _ in range(3)]
+        for _ in range(4):
+            soak.tick()
+            soak.raise_violations()
+        plan = soak.run_.plan
+        assert all(plan.vms[inc.uuid].cores
+                   for inc in (hung_a, hung_b, moved))
+        for inc in (hung_a, hung_b):
+            inc.dom.script['pinVcpuFlags'].append('hang')
+            inc.dom.late = 'apply'
+        for _ in range(15):
+            soak.tick()
+            soak.raise_violations()
+            if hung_a.dom.stuck is not None:
+                break
+        plan = soak.run_.plan
+        assert not any(vm.cores for vm in plan.vms.values())
+        assert hung_b.dom.stuck is not None
+        assert world.as_set(moved.dom.vcpu_pins[0]) == plan.idle_cpus
+        for _ in range(2):
+            soak.tick()
+            soak.raise_violations()
+        for inc in (hung_a, hung_b):
+            soak.unstick(inc.dom, 'apply')
+            soak.raise_violations()
+            assert world.as_set(inc.dom.vcpu_pins[0]) == plan.idle_cpus
+    finally:
+        soak.close()
