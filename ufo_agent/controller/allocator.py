@@ -263,25 +263,41 @@ def assign_cores(topology, emulator_current, emulator_count, vm_current,
     if held and not idle and (idle_needed or any(
             not kept[key] for key, _, _ in owners[1:])):
         idle.update(_make_room(topology, kept, pinned,
-                               [key for key, _, _ in owners[1:]]))
+                               {key: count for key, _, count in owners}))
     emulator = frozenset(kept.pop('emulator'))
     vms = {key: frozenset(cores) for key, cores in kept.items()}
     return emulator, vms, frozenset(idle)
 
 
-def _make_room(topology, kept, pinned, vm_keys):
-    """One core for the idle pool, from the VM with most movable cores.
+def _make_room(topology, kept, pinned, counts):
+    """One core for the idle pool, which held cores left empty.
 
-    Held cores can leave a VM that was counted a core with none; it then
-    runs on the idle pool's CPUs, which must not be empty. Returns the
-    core taken (none when every VM core is held).
+    Held cores can leave a VM that was counted a core with none, or the
+    idle pool empty while a VM runs there: it runs on the idle pool's
+    CPUs, which must not be empty. The core comes from the VM with most
+    movable cores; without one, from the owner (``counts``: the
+    emulator pool's and each VM's count) that keeps the most held cores
+    beyond its count: their threads stay until their calls return, and
+    the idle pool waits for that core meanwhile (the enforcer's
+    ledger), as any pool given a hung thread's core. Returns the core
+    taken (none when no owner keeps more than its count).
     """
-    movable = {key: sorted(kept[key] - pinned) for key in vm_keys}
-    donor = max(vm_keys, key=lambda key: (len(movable[key]), key))
-    if not movable[donor]:
-        return set()
-    stays = _shrink(topology, movable[donor], len(movable[donor]) - 1)
-    core = set(movable[donor]) - set(stays)
+    movable = {key: sorted(kept[key] - pinned)
+               for key in counts if key != 'emulator'}
+    movable = {key: cores for key, cores in movable.items() if cores}
+    if movable:
+        donor = max(movable, key=lambda key: (len(movable[key]), key))
+        cores = movable[donor]
+    else:
+        surplus = {key: len(kept[key]) - count
+                   for key, count in counts.items()
+                   if len(kept[key]) > count}
+        if not surplus:
+            return set()
+        donor = max(surplus, key=lambda key: (surplus[key], key))
+        cores = sorted(kept[donor])
+    stays = _shrink(topology, cores, len(cores) - 1, donor == 'emulator')
+    core = set(cores) - set(stays)
     kept[donor] -= core
     return core
 

@@ -395,26 +395,31 @@ class Agent:
         those cores to another pool would only make it wait for them.
         So the emulator pool keeps the cores of their emulator threads,
         and each guest the cores of its vCPUs (idle ones if it has none).
-        Threads pinned wider than their pool and the idle pool (floating
-        over every CPU, or not known) hold nothing: freezing every core
-        for them would leave no pool for anyone else. The cores the agent
-        pinned a guest's vCPUs to as its own are held all the same, even
-        where a plan made before its call hung gave them to another pool
-        (they are whole cores of that guest alone): that pool would wait
-        for them as long as the call hangs.
+        Threads pinned wider than their pool and the idle pool, over
+        every managed core, or not known hold nothing: freezing every
+        core for them would leave no pool for anyone else. (Before the
+        first plan, and while no guest has cores of its own, the
+        emulator and idle pools are every core: threads still on their
+        definition's pins lie within them, over every core.) The cores
+        the agent pinned a guest's vCPUs to as its own are held all the
+        same, even where a plan made before its call hung gave them to
+        another pool (they are whole cores of that guest alone): that
+        pool would wait for them as long as the call hangs.
         """
         ctl = self.controller
+        every = self.topology.core_ids
         held = {}
         for uuid in busy:
             vcpu, emulator = self.enforcer.held_cpus(uuid)
             cores = self._cores_of(emulator)
-            if cores <= ctl.emulator_cores | ctl.idle_cores:
+            if cores != every and \
+                    cores <= ctl.emulator_cores | ctl.idle_cores:
                 held.setdefault('emulator', set()).update(cores)
             state = ctl.vms.get(uuid)
             own = state.cores if state is not None else frozenset()
             mine = self._cores_of(self.enforcer.own_pool_cpus(uuid))
             cores = self._cores_of(vcpu)
-            if cores <= own | mine | ctl.idle_cores:
+            if cores != every and cores <= own | mine | ctl.idle_cores:
                 held[uuid] = cores
         return held
 

@@ -225,17 +225,18 @@ class SoakDomain(lv.FakeDomain):
         return waiters
 
     @contextlib.contextmanager
-    def _call(self, method, key=None, cpumap=None):
+    def _call(self, method, key=None, cpumap=None, call=None):
         """One call: its scripted outcome, inside its job if it has one.
 
         Yields what the call does (``ok`` or ``apply-fail``); a pin's
-        CPUs (``cpumap`` of thread ``key``) are noted while it is out.
+        CPUs (``cpumap`` of thread ``key``) and what it carries out
+        (``call``, :meth:`World.pin_call`) are noted while it is out.
         """
         pending = self.world.pending
         token = None
         if key is not None:
             token = (key, object())
-            pending[token] = as_set(cpumap)
+            pending[token] = (as_set(cpumap), call)
         try:
             queue = self.script.get(method)
             action = queue.popleft() if queue else 'ok'
@@ -288,38 +289,40 @@ class SoakDomain(lv.FakeDomain):
                 raise lv.libvirtError('internal error: injected failure of '
                                       '%s' % method)
 
-    def _landed(self, key, plan, action, method):
-        self.world.checker.evaluate('after %s' % method, landing=(key, plan))
+    def _landed(self, key, call, action, method):
+        """The pin call ``call`` (:meth:`World.pin_call`) put ``key``."""
+        self.world.checker.evaluate('after %s' % method,
+                                    landing=(key,) + call)
         if action == 'apply-fail':
             STATS['calls failed after applying'] += 1
             raise lv.libvirtError('internal error: %s failed after '
                                   'applying' % method)
 
     def pinVcpuFlags(self, vcpu, cpumap, flags):
-        plan = self.world.plan_in_force()
+        call = self.world.pin_call()
         key = self.inc.vcpu_key(vcpu)
-        with self._call('pinVcpuFlags', key, cpumap) as action:
+        with self._call('pinVcpuFlags', key, cpumap, call) as action:
             self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
             self.vcpu_pins[vcpu] = tuple(cpumap)
-            self._landed(key, plan, action, 'pin of vCPU %d of %s'
+            self._landed(key, call, action, 'pin of vCPU %d of %s'
                          % (vcpu, self.inc.label))
 
     def pinEmulator(self, cpumap, flags):
-        plan = self.world.plan_in_force()
+        call = self.world.pin_call()
         key = self.inc.emulator_key()
-        with self._call('pinEmulator', key, cpumap) as action:
+        with self._call('pinEmulator', key, cpumap, call) as action:
             self._record('pinEmulator', tuple(cpumap), flags)
             self.emulator_pin = tuple(cpumap)
-            self._landed(key, plan, action, 'emulator pin of %s'
+            self._landed(key, call, action, 'emulator pin of %s'
                          % self.inc.label)
 
     def pinIOThread(self, iothread, cpumap, flags):
-        plan = self.world.plan_in_force()
+        call = self.world.pin_call()
         key = self.inc.iothread_key(iothread)
-        with self._call('pinIOThread', key, cpumap) as action:
+        with self._call('pinIOThread', key, cpumap, call) as action:
             self._record('pinIOThread', iothread, tuple(cpumap), flags)
             self.iothread_pins[iothread] = tuple(cpumap)
-            self._landed(key, plan, action, 'pin of I/O thread %d of %s'
+            self._landed(key, call, action, 'pin of I/O thread %d of %s'
                          % (iothread, self.inc.label))
 
     def attachDeviceFlags(self, xml, flags):
@@ -769,22 +772,32 @@ class Checker:
             # It gained CPUs: the pool of the pin that put it there.
             mark.cpus = cpus
             mark.fresh_ticks = 0
-            if releasing:
-                mark.label = ('fresh',) if cpus == definition else \
-                    ('stray', inc.uuid)
-                continue
-            call_plan = landing[1] if landing and landing[0] == key \
-                else plan
-            mark.label = ('stray', inc.uuid)
-            for label, pool in self._pools(call_plan, inc, kind):
-                if cpus <= pool:
-                    mark.label = label
-                    break
+            call = (plan, releasing)
+            if landing is not None and landing[0] == key:
+                call = landing[1:]
+            mark.label = self._landed_label(inc, kind, cpus, definition,
+                                            call)
         for key in [k for k in self.marks if k not in live]:
             del self.marks[key]
         if plan is not None and not releasing:
             self._join_pools(plan, threads)
         self._check_conflicts(where, threads)
+
+    def _landed_label(self, inc, kind, cpus, definition, call):
+        """The label of a thread a pin call ``call`` put on ``cpus``.
+
+        The pool of the plan the call carried out that holds them. A
+        release puts a thread back on its definition, even one that
+        lands after the next agent started: libvirt made it so, and
+        the agent that runs then has to place it (fresh).
+        """
+        plan, releases = call
+        if releases:
+            return ('fresh',) if cpus == definition else ('stray', inc.uuid)
+        for label, pool in self._pools(plan, inc, kind):
+            if cpus <= pool:
+                return label
+        return ('stray', inc.uuid)
 
     def _effective(self, inc, key):
         """The label that counts, or None for a thread still in grace."""
@@ -798,27 +811,62 @@ class Checker:
         return mark.label
 
     def _join_pools(self, plan, threads):
-        """A thread inside its pool's CPUs, alone there, is in that pool.
+        """Threads inside a pool's CPUs, alone there, are in that pool.
 
-        Alone also of the CPUs an outstanding (hung) pin call of another
-        guest may still move its thread onto.
+        Their own outstanding (hung) pin calls' CPUs count as theirs:
+        they too must lie in the pool. Alone of the threads of other
+        guests in other pools, and of the CPUs other guests' outstanding
+        calls may still move a thread onto, under the label their
+        landing gives it (a hung call into the same pool keeps no one
+        out). Threads that would join the same pool together do so
+        together, as the enforcer's ledger lets pinnings on their way
+        into a pool join it: the largest such set whose threads clash
+        with no thread outside it.
         """
         may = collections.defaultdict(frozenset)
-        for (key, _), cpus in list(self.world.pending.items()):
+        landings = collections.defaultdict(list)   # key -> [(CPUs, label)]
+        kinds = {key: (inc, kind, definition)
+                 for inc, key, kind, _, definition in threads}
+        for (key, _), (cpus, call) in list(self.world.pending.items()):
             may[key] |= cpus
-        threads = [(inc, key, kind, cpus | may[key], definition)
-                   for inc, key, kind, cpus, definition in threads]
-        for inc, key, kind, cpus, _ in threads:
-            mark = self.marks[key]
+            if key in kinds and call is not None:
+                inc, kind, definition = kinds[key]
+                label = self._landed_label(inc, kind, cpus, definition, call)
+                # Landed fresh, it is in its grace (no label that counts).
+                landings[key].append(
+                    (cpus, None if label[0] == 'fresh' else label))
+        reach = {key: cpus | may[key] for _, key, _, cpus, _ in threads}
+        incs = {key: inc for inc, key, _, _, _ in threads}
+        joining = {}                # key -> the pool label it would join
+        for inc, key, kind, _, _ in threads:
             for label, pool in self._pools(plan, inc, kind):
-                if not cpus or not cpus <= pool:
+                if reach[key] and reach[key] <= pool:
+                    if label != self.marks[key].label:
+                        joining[key] = label
+                    break
+
+        def clashes(inc, key):
+            label, cpus = joining[key], reach[key]
+            for other, okey, _, ocpus, _ in threads:
+                if other.uuid == inc.uuid:
                     continue
-                if label != mark.label and not any(
-                        other.uuid != inc.uuid and ocpus & cpus and
-                        self._effective(other, okey) not in (None, label)
-                        for other, okey, _, ocpus, _ in threads):
-                    mark.label = label
-                break
+                olabel = joining.get(okey, self._effective(other, okey))
+                if ocpus & cpus and olabel not in (None, label):
+                    return True
+                if any(lcpus & cpus and llabel not in (None, label)
+                       for lcpus, llabel in landings[okey]):
+                    return True
+            return False
+
+        dropped = True
+        while dropped:
+            dropped = False
+            for key in sorted(joining, key=str):
+                if clashes(incs[key], key):
+                    del joining[key]
+                    dropped = True
+        for key, label in joining.items():
+            self.marks[key].label = label
 
     def _check_conflicts(self, where, threads):
         world = self.world
@@ -1056,7 +1104,8 @@ class World:
         self.broken = False             # a violation was raised
         self.violations = []
         self.affinity_calls = []
-        self.pending = {}               # outstanding pin calls -> CPUs
+        # Outstanding pin calls -> (CPUs, (plan, release)).
+        self.pending = {}
         self.processes = {}             # pid -> what it is
         self.impostors = set()
         self.list_script = collections.deque()
@@ -1131,6 +1180,15 @@ class World:
 
     def current(self, uuid):
         return self.incs.get(uuid)
+
+    def pin_call(self):
+        """(plan, release) of a pin call made now.
+
+        The plan it carries out (None without one), and whether it gives
+        the guest back (a stop's or ``--restore``'s): the checker labels
+        the thread when the call lands, whenever that is.
+        """
+        return self.plan_in_force(), self.releasing
 
     def plan_in_force(self):
         if self.releasing or self.run_ is None:
@@ -1500,9 +1558,14 @@ class World:
         if not returned or self.run_ is None:
             return
         deadlines = self.run_.driver._host.deadlines
+        # A call on the connection that waits for a stuck libvirtd is not
+        # one of these: it returns when libvirtd answers, and
+        # unstick_libvirtd waits for it then.
+        keys = {key}
+        if not any(not event.is_set() for event in self.libvirtd_waiters):
+            keys.add(deadline_mod.CONNECTION)
         give_up = time.monotonic() + 5.0
-        while any(k == key or k == deadline_mod.CONNECTION
-                  for k in deadlines.outstanding()):
+        while keys & set(deadlines.outstanding()):
             if time.monotonic() > give_up:
                 raise RuntimeError('a released libvirt call on %s is still '
                                    'outstanding' % key)

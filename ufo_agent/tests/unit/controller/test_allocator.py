@@ -251,3 +251,27 @@ def test_a_vm_counted_no_core_leaves_its_held_cores_idle():
         idle_needed=True)
     assert (emu, vms['a'], vms['b']) == ({0}, {1}, set())
     assert idle == {2, 3}
+
+
+def test_held_emulator_cores_over_every_core_leave_one_idle():
+    """No VM holds or was counted a core; the emulator's hold them all.
+
+    Every VM is parked (so the idle pool is needed) while a hung guest's
+    emulator threads may run on every core: no VM core can go idle, and
+    the emulator pool, counted one core, gives up a held one.
+    """
+    host = HostTopology.uniform(4, 2)
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0}), 1, {}, {},
+        held={'emulator': {0, 1, 2, 3}}, idle_needed=True)
+    assert vms == {}
+    assert (emu, idle) == ({0, 1, 2}, {3})
+
+
+def test_held_cores_beyond_their_count_give_the_idle_pool_a_core():
+    """No VM core is movable: the owner holding most beyond its count."""
+    host = HostTopology.uniform(4, 2)
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0}), 1, {'a': frozenset({1})}, {'a': 1},
+        held={'emulator': {0, 2, 3}, 'a': {1}}, idle_needed=True)
+    assert (emu, vms['a'], idle) == ({0, 2}, {1}, {3})

@@ -15,7 +15,9 @@ run. The full run and minimal failing examples come from
 """
 
 import logging
+import threading
 
+from ufo_agent.service import ledger as ledger_mod
 from ufo_agent.tests.soak import machine
 from ufo_agent.tests.soak import world
 
@@ -58,5 +60,133 @@ def test_a_guest_binding_a_page_left_by_another_host_keeps_its_vcpus():
             soak.tick()
             soak.raise_violations()
         assert soak.page_target(again) == 4
+    finally:
+        soak.close()
+
+
+def test_a_release_landing_after_the_next_agent_started_is_fresh():
+    # A stopping agent's release of a parked guest waits behind a stuck
+    # QEMU job and lands, putting a vCPU back on its definition, while
+    # the next agent has parked the other guest on the idle CPUs. The
+    # thread is where libvirt's definition puts it, as after any
+    # release: the running agent has its grace to place it (it holds
+    # the guest's recorded CPUs from every pool meanwhile), not a
+    # thread of a pool that spills over the idle CPUs.
+    soak = world.World(CALL_TIMEOUT)
+    try:
+        soak.start_agent()
+        parked = soak.boot(soak.define(world.SHARED, 2))
+        other = soak.boot(soak.define(world.SHARED, 1))
+        for _ in range(8):
+            soak.tick()
+            soak.raise_violations()
+        soak.pause(parked)
+        soak.pause(other)
+        for _ in range(4):
+            soak.tick()
+            soak.raise_violations()
+        plan = soak.run_.plan
+        assert plan.vms[parked.uuid].cpus == plan.idle_cpus
+        assert world.as_set(parked.dom.vcpu_pins[0]) == plan.idle_cpus
+
+        parked.dom.script['pinVcpuFlags'].append('hang')
+        parked.dom.late = 'apply'
+        assert soak.stop_agent() == [parked.uuid]
+        soak.raise_violations()
+        soak.start_agent()
+        for _ in range(3):
+            soak.tick()
+            soak.raise_violations()
+        assert world.as_set(other.dom.vcpu_pins[0]) == \
+            soak.run_.plan.idle_cpus
+        # The new agent took the release's CPUs from the record: the
+        # other guest joined no pool over them, it only narrowed.
+        ledger = soak.run_.agent.enforcer.ledger
+        held = ledger.get((parked.uuid, 'vcpu'))
+        assert held.guessed and held.cpus == world.MANAGED
+        for kind in ('vcpu', 'emulator'):
+            key = (other.uuid, kind)
+            assert ledger.get(key).pool == ledger_mod.unknown(key)
+        # libvirtd runs the old release, then the new agent's calls.
+        soak.unstick(parked.dom, 'apply')
+        soak.raise_violations()
+        for _ in range(world.GRACE_TICKS + 2):
+            soak.tick()
+            soak.raise_violations()
+        # The new agent placed it once its own pins could land.
+        assert world.as_set(parked.dom.vcpu_pins[0]) <= \
+            soak.run_.plan.shared_cpus
+    finally:
+        soak.close()
+
+
+def test_a_guest_stops_while_libvirtd_hangs_a_listing():
+    # The agent's pin call on a paused guest waits behind its stuck
+    # QEMU, and its domain listing waits for a stuck libvirtd. The
+    # guest's QEMU ends: its call returns, the listing does not, and
+    # the guest is gone from the host at once.
+    soak = world.World(CALL_TIMEOUT)
+    try:
+        soak.start_agent()
+        inc = soak.boot(soak.define(world.SHARED, 2))
+        soak.boot(soak.define(world.SHARED, 1))
+        for _ in range(6):
+            soak.tick()
+            soak.raise_violations()
+        inc.dom.script['pinVcpuFlags'].append('hang')
+        soak.pause(inc)
+        soak.tick()
+        assert inc.dom.stuck is not None and inc.dom.waiters
+        soak.libvirtd_stuck = threading.Event()
+        soak.libvirtd_hold = soak.ticks + 100
+        soak.tick()
+        assert any(not e.is_set() for e in soak.libvirtd_waiters)
+        soak.stop(inc)
+        assert inc.uuid not in soak.incs
+        soak.unstick_libvirtd()
+        for _ in range(3):
+            soak.tick()
+        soak.raise_violations()
+    finally:
+        soak.close()
+
+
+def test_guests_parked_together_while_their_pins_hang_share_the_idle_pool():
+    # Three guests on cores of their own go idle and are parked at
+    # once: the pin calls that move two of them onto the idle pool hang
+    # (their threads stay on their old cores, which the plan made
+    # idle), the third one's lands over those cores. All three are in
+    # the idle pool: each of the two hung ones lies in it with its
+    # outstanding call, and is alone there but for the others parked.
+    soak = world.World(CALL_TIMEOUT)
+    try:
+        soak.start_agent()
+        hung_a, hung_b, moved = [soak.boot(soak.define(world.SHARED, 1))
+                                 for _ in range(3)]
+        for _ in range(4):
+            soak.tick()
+            soak.raise_violations()
+        plan = soak.run_.plan
+        assert all(plan.vms[inc.uuid].cores
+                   for inc in (hung_a, hung_b, moved))
+        for inc in (hung_a, hung_b):
+            inc.dom.script['pinVcpuFlags'].append('hang')
+            inc.dom.late = 'apply'
+        for _ in range(15):
+            soak.tick()
+            soak.raise_violations()
+            if hung_a.dom.stuck is not None:
+                break
+        plan = soak.run_.plan
+        assert not any(vm.cores for vm in plan.vms.values())
+        assert hung_b.dom.stuck is not None
+        assert world.as_set(moved.dom.vcpu_pins[0]) == plan.idle_cpus
+        for _ in range(2):
+            soak.tick()
+            soak.raise_violations()
+        for inc in (hung_a, hung_b):
+            soak.unstick(inc.dom, 'apply')
+            soak.raise_violations()
+            assert world.as_set(inc.dom.vcpu_pins[0]) == plan.idle_cpus
     finally:
         soak.close()
