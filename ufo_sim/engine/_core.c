@@ -154,6 +154,10 @@ struct counters {
 	tns vcpu_cpu, vcpu_wait, emu_cpu, emu_wait, guest_busy;
 	long long vcpu_slices, host_ctxsw, guest_ctxsw, done, dropped, arrived;
 	long long guest_sched_in;	/* switches into a thread, not idle */
+	/* KVM's halt statistics: blocks, polls that caught the wake-up */
+	long long halts, polls_ok;
+	tns vcpu_poll;		/* vCPU thread CPU spent halt polling */
+	tns vcpu_guest;		/* ... in guest mode (Linux's guest time) */
 };
 
 struct vm {
@@ -431,6 +435,10 @@ static void sync_cpu(Host *h, int c)
 		struct gvcpu *g = &m->gv[k->idx];
 
 		m->c.vcpu_cpu += dt;
+		if (g->poll_end)
+			m->c.vcpu_poll += dt;
+		else
+			m->c.vcpu_guest += dt;
 		g->rem -= prog;
 		if (g->curr >= 0 || g->in_irq)
 			m->c.guest_busy += dt;
@@ -624,8 +632,11 @@ static void switch_to(Host *h, int c, int k)
 		h->task[prev].left = h->now;
 		pm = vm_of(h, prev);
 		pm->c.host_ctxsw++;
-		if (h->task[prev].kind == K_VCPU)
+		if (h->task[prev].kind == K_VCPU) {
+			/* the VM exit runs on the vCPU thread's time */
 			cost += h->p.sw_vm_out;
+			pm->c.vcpu_cpu += (tns)h->p.sw_vm_out;
+		}
 	}
 	if (k >= 0) {
 		struct task *t = &h->task[k];
@@ -633,12 +644,19 @@ static void switch_to(Host *h, int c, int k)
 
 		if (m != pm)
 			m->c.host_ctxsw++;
+		/*
+		 * CFS starts charging the next thread when it picks it
+		 * (set_next_entity), so the switch runs on its time, as the
+		 * VM entry does on a vCPU thread's.
+		 */
 		if (t->kind == K_VCPU) {
 			cost += h->p.sw_vm_in;
 			m->c.vcpu_slices++;
 			m->c.vcpu_wait += h->now - t->since;
+			m->c.vcpu_cpu += (tns)(h->p.sw_base + h->p.sw_vm_in);
 		} else {
 			m->c.emu_wait += h->now - t->since;
+			m->c.emu_cpu += (tns)h->p.sw_base;
 		}
 		t->state = S_RUNNING;
 		t->cpu = c;
@@ -1038,8 +1056,10 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 	}
 	t->vcpu = v;
 	if (g->curr < 0 && !g->in_irq) {
-		if (g->halted_at >= 0 && h->task[k].state == S_RUNNING)
+		if (g->halted_at >= 0 && h->task[k].state == S_RUNNING) {
+			m->c.polls_ok += g->poll_end > 0;
 			adapt_poll(h, g);
+		}
 		g->poll_end = 0;
 		g_idle_track(h, g, th);
 		g->curr = th;
@@ -1086,8 +1106,10 @@ static void g_irq(Host *h, struct vm *m, int v, int r)
 	fifo_push(&g->irq, r);
 	if (g->in_irq)
 		return;
-	if (g->halted_at >= 0 && h->task[k].state == S_RUNNING)
+	if (g->halted_at >= 0 && h->task[k].state == S_RUNNING) {
+		m->c.polls_ok += g->poll_end > 0;
 		adapt_poll(h, g);
+	}
 	g->poll_end = 0;
 	if (!g->sw)
 		irq_start(h, m, v);
@@ -1577,8 +1599,10 @@ static void g_work_done(Host *h, struct vm *m, int v)
  */
 static void vcpu_halt(Host *h, int c, struct gvcpu *g)
 {
-	if (g->halted_at < 0)
+	if (g->halted_at < 0) {
 		g->halted_at = h->now;
+		h->vm[h->task[h->cpu[c].curr].vm].c.halts++;
+	}
 	if (g->poll_ns >= 1 && !h->cpu[c].nq) {
 		g->poll_end = h->now + (tns)g->poll_ns;
 		return;
@@ -2358,12 +2382,14 @@ static PyObject *Host_counters(Host *h, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "i", &i) || !(m = get_vm(h, i)))
 		return NULL;
-	return Py_BuildValue("(LLLLLLLLiLLLLL)", m->c.vcpu_cpu, m->c.vcpu_wait,
-			     m->c.vcpu_slices, m->c.host_ctxsw,
+	return Py_BuildValue("(LLLLLLLLiLLLLLLLLL)", m->c.vcpu_cpu,
+			     m->c.vcpu_wait, m->c.vcpu_slices, m->c.host_ctxsw,
 			     m->c.emu_cpu, m->c.guest_busy, m->c.guest_ctxsw,
 			     m->c.done, m->online, m->c.dropped,
 			     m->c.emu_wait, (long long)m->outstanding,
-			     m->c.arrived, m->c.guest_sched_in);
+			     m->c.arrived, m->c.guest_sched_in,
+			     m->c.vcpu_poll, m->c.halts, m->c.polls_ok,
+			     m->c.vcpu_guest);
 }
 
 static PyObject *Host_take_latencies(Host *h, PyObject *args)

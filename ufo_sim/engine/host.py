@@ -28,6 +28,13 @@ class VmCounters:
     # Guest switches into a thread (not into idle): the guest module's SF,
     # /proc/schedstat's "timeslices" (pcount).
     guest_sched_in: int
+    # KVM halt polling: vCPU thread CPU spent polling (the host charges
+    # it to the thread as system time), blocks (HLT exits) and blocks
+    # whose wake-up came while polling (halt_successful_poll).
+    vcpu_poll_ns: int
+    halts: int
+    polls_ok: int
+    vcpu_guest_ns: int      # vCPU threads in guest mode (guest time)
 
 
 def _mask(cpus):

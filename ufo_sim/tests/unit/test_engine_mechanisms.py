@@ -293,3 +293,37 @@ def test_the_guest_balances_its_threads_by_linux_rules(seed):
     linux = _eight_workers_on_four_vcpus(scaled(0.5e-3), seed)
     assert linux[0] > 1.15 * ideal[0]
     assert linux[1] == pytest.approx(ideal[1], rel=0.01)
+
+
+def _polling(load, **spec):
+    host = SimHost(dataclasses.replace(HostSpec(cores=8, smt=2), **spec),
+                   seed=3)
+    vm = host.add_vm('vm', 8, MC, rps=MC.max_rps * load)
+    host.pin_vcpus(vm, range(8))
+    host.pin_emulator(vm, range(8, 16))
+    host.advance(1.0)
+    a = host.counters(vm)
+    host.advance(4.0)
+    b = host.counters(vm)
+    return {f: getattr(b, f) - getattr(a, f) for f in (
+        'vcpu_cpu_ns', 'vcpu_guest_ns', 'vcpu_poll_ns', 'halts',
+        'polls_ok', 'guest_busy_ns')}
+
+
+def test_halt_polling_is_vcpu_thread_time_apart_from_guest_time():
+    low = _polling(0.1)
+    # KVM charges the poll loop to the vCPU thread (host kernel time):
+    # at a tenth of max load, where the vCPUs wake every few tens of
+    # real microseconds, it is most of the threads' time.
+    assert low['vcpu_poll_ns'] > low['vcpu_guest_ns']
+    assert low['vcpu_guest_ns'] + low['vcpu_poll_ns'] < low['vcpu_cpu_ns']
+    assert low['guest_busy_ns'] <= low['vcpu_guest_ns']
+    assert 0 < low['polls_ok'] < low['halts']
+    off = _polling(0.1, halt_poll=0.0)
+    assert off['vcpu_poll_ns'] == 0 and off['polls_ok'] == 0
+    # Guest time is the guest's work: near proportional to the load,
+    # where the threads' whole time is not.
+    high = _polling(0.5)
+    assert high['vcpu_guest_ns'] / low['vcpu_guest_ns'] == \
+        pytest.approx(5, rel=0.15)
+    assert high['vcpu_cpu_ns'] / low['vcpu_cpu_ns'] < 4.5
