@@ -68,6 +68,13 @@ struct params {
 	double emu_wakeup;
 	/* emulator signals the guest's interrupt (irqfd, injection) */
 	double irq_inject;
+	/*
+	 * vhost: one worker per queue pair, a connection's packets on its
+	 * queue (0: the emulator threads serve one shared queue); the
+	 * interrupt is injected only while the guest's queue interrupt is
+	 * enabled (NAPI and the event index; 0: every packet).
+	 */
+	int emu_queues, irq_coalesce;
 	/* a lock waiter spins this long, then sleeps until handed the lock */
 	double lock_spin;
 	/*
@@ -156,6 +163,7 @@ struct counters {
 	long long guest_sched_in;	/* switches into a thread, not idle */
 	/* KVM's halt statistics: blocks, polls that caught the wake-up */
 	long long halts, polls_ok;
+	long long emu_wakes, irqs;	/* emulator wake-ups, interrupts sent */
 	tns vcpu_poll;		/* vCPU thread CPU spent halt polling */
 	tns vcpu_guest;		/* ... in guest mode (Linux's guest time) */
 };
@@ -191,7 +199,7 @@ struct vm {
 	int nreq_cap, nfree, outstanding;
 	int *free;
 	struct fifo *tq;	/* per worker: its connections' requests */
-	struct fifo eq;		/* emulator work items */
+	struct fifo *eq;	/* emulator work items: per queue, or eq[0] */
 	struct counters c;
 	double *lat;
 	Py_ssize_t nlat, latcap;
@@ -1313,25 +1321,49 @@ static void g_resched(Host *h, struct vm *m, int v, int how)
 
 /* ---- workload ---- */
 
-static void emu_push(Host *h, struct vm *m, int item)
+static void emu_wake(Host *h, struct vm *m, int e)
+{
+	struct task *t = &h->task[m->t_emu0 + e];
+
+	t->fresh = 1;
+	t->debt = h->p.emu_wakeup;
+	m->c.emu_wakes++;
+	host_wake(h, m->t_emu0 + e);
+}
+
+/*
+ * Emulator work for queue q.  Per-queue workers: q's worker takes it,
+ * woken if asleep (a busy worker finds it in its loop: the batching of
+ * vhost's work list).  Shared queue: a sleeping thread is woken unless
+ * one already woken will take it.
+ */
+static void emu_push(Host *h, struct vm *m, int item, int q)
 {
 	int e, fresh = 0;
 
-	fifo_push(&m->eq, item);
+	if (h->p.emu_queues) {
+		fifo_push(&m->eq[q], item);
+		if (h->task[m->t_emu0 + q].state == S_SLEEP)
+			emu_wake(h, m, q);
+		return;
+	}
+	fifo_push(&m->eq[0], item);
 	for (e = 0; e < m->nemu; e++)
 		fresh += h->task[m->t_emu0 + e].fresh;
-	if (m->eq.len <= fresh)
+	if (m->eq[0].len <= fresh)
 		return;
 	for (e = 0; e < m->nemu; e++) {
-		struct task *t = &h->task[m->t_emu0 + e];
-
-		if (t->state == S_SLEEP) {
-			t->fresh = 1;
-			t->debt = h->p.emu_wakeup;
-			host_wake(h, m->t_emu0 + e);
+		if (h->task[m->t_emu0 + e].state == S_SLEEP) {
+			emu_wake(h, m, e);
 			return;
 		}
 	}
+}
+
+/* The virtio-net queue pair of request r: its connection's (RSS). */
+static int req_queue(struct vm *m, int r)
+{
+	return m->req[r].thr % m->nemu;
 }
 
 static double svc_draw(struct vm *m, struct req *r)
@@ -1514,16 +1546,38 @@ static void emu_done(Host *h, struct vm *m, int item, int e)
 	}
 }
 
-static double emu_cost(Host *h, struct vm *m, int item)
+/*
+ * Does a packet thread e hands the guest now raise an interrupt?  Not
+ * while the guest's handler for that queue is pending or running: its
+ * NAPI poll has the queue's interrupt disabled (virtqueue_disable_cb)
+ * and vhost_notify finds the event index not passed.
+ */
+static int irq_needed(Host *h, struct vm *m, int e)
+{
+	struct gvcpu *g = &m->gv[e % m->online];
+
+	return !h->p.irq_coalesce || m->irq_cost <= 0 ||
+		(!g->in_irq && !g->irq.len);
+}
+
+static double emu_inject(Host *h, struct vm *m, int e)
+{
+	if (!irq_needed(h, m, e))
+		return 0;
+	m->c.irqs++;
+	return h->p.irq_inject;
+}
+
+static double emu_cost(Host *h, struct vm *m, int item, int e)
 {
 	struct req *r = &m->req[item >> 2];
 
 	switch (item & 3) {
 	case W_IN:
-		return rexp(&r->rng, m->emu_in) + h->p.irq_inject;
+		return rexp(&r->rng, m->emu_in) + emu_inject(h, m, e);
 	case W_MID:
 		return rexp(&r->rng, m->emu_in) + rexp(&r->rng, m->emu_out) +
-			h->p.irq_inject;
+			emu_inject(h, m, e);
 	case W_OUT:
 		return rexp(&r->rng, m->emu_out);
 	default:
@@ -1537,10 +1591,12 @@ static void emu_next(Host *h, int c, int k)
 	struct task *t = &h->task[k];
 	struct vm *m = &h->vm[t->vm];
 
+	struct fifo *q = &m->eq[h->p.emu_queues ? t->idx : 0];
+
 	t->fresh = 0;
-	if (m->eq.len) {
-		t->item = fifo_pop(&m->eq);
-		t->rem = emu_cost(h, m, t->item) + t->debt;
+	if (q->len) {
+		t->item = fifo_pop(q);
+		t->rem = emu_cost(h, m, t->item, t->idx) + t->debt;
 		t->debt = 0;
 	} else {
 		t->item = -1;
@@ -1572,7 +1628,7 @@ static void g_work_done(Host *h, struct vm *m, int v)
 		record(m, (h->now - t->start) / 1000.0);
 		m->c.done++;
 		g_resched(h, m, v, S_SLEEP);
-		emu_push(h, m, (th << 2) | W_BEIO);
+		emu_push(h, m, (th << 2) | W_BEIO, th % m->nemu);
 		return;
 	}
 	if (m->lock_share > 0 && lock_step(h, m, v))
@@ -1580,10 +1636,10 @@ static void g_work_done(Host *h, struct vm *m, int v)
 	t->cs = 0;
 	if (m->req[t->req].round + 1 < m->rounds) {
 		t->hold = t->req;
-		emu_push(h, m, (t->req << 2) | W_MID);
+		emu_push(h, m, (t->req << 2) | W_MID, req_queue(m, t->req));
 	} else {
 		t->hold = -1;
-		emu_push(h, m, (t->req << 2) | W_OUT);
+		emu_push(h, m, (t->req << 2) | W_OUT, req_queue(m, t->req));
 	}
 	t->req = -1;
 	if (worker_take(m, th)) {
@@ -1783,7 +1839,7 @@ static void arrival(Host *h, struct vm *m)
 		q->rng = sm64(&m->rng);
 		q->thr = (int)(sm64(&q->rng) % (uint64_t)m->nthr);
 		m->outstanding++;
-		emu_push(h, m, (r << 2) | W_IN);
+		emu_push(h, m, (r << 2) | W_IN, req_queue(m, r));
 	}
 	m->next_arr = h->now + (tns)ceil(rexp(&m->rng, 1e9 / m->rps));
 }
@@ -2068,7 +2124,9 @@ static void Host_dealloc(Host *h)
 		for (v = 0; m->tq && v < m->nthr; v++)
 			PyMem_Free(m->tq[v].buf);
 		PyMem_Free(m->tq);
-		PyMem_Free(m->eq.buf);
+		for (v = 0; m->eq && v < m->nemu; v++)
+			PyMem_Free(m->eq[v].buf);
+		PyMem_Free(m->eq);
 		PyMem_Free(m->lockq.buf);
 		PyMem_Free(m->lat);
 	}
@@ -2087,7 +2145,7 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(dddddddddddddddidddddddddddd)", &sibs,
+	if (!PyArg_ParseTuple(args, "O(dddddddddddddddiddddddddddddii)", &sibs,
 			      &p->smt_slow, &p->smt_cross, &p->smt_emu,
 			      &p->smt_poll,
 			      &p->sw_base, &p->sw_vm_in,
@@ -2099,7 +2157,8 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 			      &p->cold_slow, &p->emu_footprint, &p->emu_wakeup,
 			      &p->irq_inject, &p->lock_spin,
 			      &p->migration_cost, &p->balance_tick,
-			      &p->g_mig, &p->g_tick))
+			      &p->g_mig, &p->g_tick, &p->emu_queues,
+			      &p->irq_coalesce))
 		return -1;
 	if (p->cache_decay <= 0) {
 		PyErr_SetString(PyExc_ValueError, "cache_decay must be > 0");
@@ -2215,11 +2274,15 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	m->req = PyMem_Calloc(cap, sizeof(*m->req));
 	m->free = PyMem_Calloc(cap, sizeof(int));
 	if (!m->gv || !m->gt || !m->tq || !m->req || !m->free ||
-	    fifo_init(&m->eq, 1024) || fifo_init(&m->lockq, 64) ||
+	    !(m->eq = PyMem_Calloc(nemu, sizeof(*m->eq))) ||
+	    fifo_init(&m->lockq, 64) ||
 	    grow_queues(h))
 		return PyErr_NoMemory();
 	for (i = 0; i < nthr; i++)
 		if (fifo_init(&m->tq[i], 64))
+			return PyErr_NoMemory();
+	for (i = 0; i < nemu; i++)
+		if (fifo_init(&m->eq[i], 1024))
 			return PyErr_NoMemory();
 	for (i = cap - 1; i >= 0; i--)
 		m->free[m->nfree++] = i;
@@ -2382,14 +2445,14 @@ static PyObject *Host_counters(Host *h, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "i", &i) || !(m = get_vm(h, i)))
 		return NULL;
-	return Py_BuildValue("(LLLLLLLLiLLLLLLLLL)", m->c.vcpu_cpu,
+	return Py_BuildValue("(LLLLLLLLiLLLLLLLLLLL)", m->c.vcpu_cpu,
 			     m->c.vcpu_wait, m->c.vcpu_slices, m->c.host_ctxsw,
 			     m->c.emu_cpu, m->c.guest_busy, m->c.guest_ctxsw,
 			     m->c.done, m->online, m->c.dropped,
 			     m->c.emu_wait, (long long)m->outstanding,
 			     m->c.arrived, m->c.guest_sched_in,
 			     m->c.vcpu_poll, m->c.halts, m->c.polls_ok,
-			     m->c.vcpu_guest);
+			     m->c.emu_wakes, m->c.irqs, m->c.vcpu_guest);
 }
 
 static PyObject *Host_take_latencies(Host *h, PyObject *args)

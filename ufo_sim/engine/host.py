@@ -34,6 +34,8 @@ class VmCounters:
     vcpu_poll_ns: int
     halts: int
     polls_ok: int
+    emulator_wakes: int     # emulator threads woken from sleep
+    irqs: int               # RX interrupts the emulator injected
     vcpu_guest_ns: int      # vCPU threads in guest mode (guest time)
 
 

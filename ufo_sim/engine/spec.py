@@ -108,10 +108,18 @@ class HostSpec:
     emu_footprint: float = 0.25
     # An emulator (vhost or QEMU I/O) thread woken from sleep: eventfd
     # signal, wake-up path and poll loop, charged to that thread.
-    emu_wakeup: float = scaled(5.35e-6)
+    emu_wakeup: float = 0.0
     # Per packet in: the emulator signals the guest interrupt (irqfd,
     # KVM's injection, the IPI to a vCPU running elsewhere).
-    irq_inject: float = scaled(3.8e-6)
+    irq_inject: float = scaled(1e-6)
+    # vhost-net: one worker thread per virtio-net queue pair, each
+    # connection's packets on one queue (False: the emulator threads
+    # serve one shared queue, any thread any packet).
+    emu_queues: bool = True
+    # The guest's NAPI and the virtio event index: no interrupt is
+    # injected while the queue's handler is pending or running (False:
+    # one per packet).
+    irq_coalesce: bool = True
     # Linux load balancing: sysctl_sched_migration_cost (a thread that
     # ran this recently is cache-hot and is not pulled; a CPU whose idle
     # periods average less does not pull when it goes idle) and the
@@ -205,4 +213,5 @@ class HostSpec:
                 self.emu_wakeup * ns, self.irq_inject * ns,
                 self.lock_spin * ns, self.migration_cost * ns,
                 self.balance_tick * ns, self.guest_migration_cost * ns,
-                self.guest_balance_tick * ns)
+                self.guest_balance_tick * ns, int(self.emu_queues),
+                int(self.irq_coalesce))
