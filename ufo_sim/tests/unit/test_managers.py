@@ -28,10 +28,12 @@ def test_default_finds_the_smallest_shared_set():
     assert light.qos_met and heavy.qos_met
     assert light.cpus < heavy.cpus <= 16
     assert light.cpus == 2 * light.detail['shared_cores']
-    # Bisection proved the count: one core fewer fails.
-    assert not default.run_shared(_cell(0.2, 0.2), FAST,
-                                  heavy.detail['shared_cores'] - 1).all_ok
+    # One core fewer fails the bisection's short trial or, passing it on
+    # luck, the judged window the answer is confirmed over.
     judged = scenario.judged(FAST)
+    fewer = heavy.detail['shared_cores'] - 1
+    assert not (default.run_shared(_cell(0.2, 0.2), FAST, fewer).all_ok and
+                default.run_shared(_cell(0.2, 0.2), judged, fewer).all_ok)
     assert default.run_shared(_cell(0.2, 0.2), judged,
                               heavy.detail['shared_cores']).all_ok
 
