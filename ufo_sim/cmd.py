@@ -2,9 +2,11 @@
 
 Subcommands (``ufo-sim <command> --help`` for options):
 
-* ``grid [--quick]``: co-location grids (pairs, or any mix of VMs), CPUs
-  per cell per manager, heatmaps, JSON, and one closing ``RESULT`` line
-  after a ``conditions:`` line naming the settings that produced it;
+* ``grid [--quick]``: co-location grids (pairs, or any mix of VMs), each
+  cell on three seeds shared by the managers, CPUs per cell per manager,
+  heatmaps, JSON, a ``RESULT`` line setting UFO beside the Oracle cell by
+  cell, and one closing ``RESULT`` line after a ``conditions:`` line
+  naming the settings that produced it;
 * ``mal``: maximum aggregated load per CPU count, from a grid's JSON;
 * ``dynamic``: changing load with nothing learned (paper Fig. 14);
 * ``dynamic-set``: UFO on many dynamic runs (seeds, load scales, host
@@ -12,10 +14,11 @@ Subcommands (``ufo-sim <command> --help`` for options):
   the same runs (or ``dynamic-diff`` of two saved sets) pairs them per
   load step;
 * ``grid-set``: the held-out grid protocol (H1-H9, and the tuning
-  grids by name) as one command: each grid's JSON, the set's JSON, a
-  ``RESULT`` line per grid; ``--against`` a saved set pairs them cell by
-  cell (cells lost and gained, Oracle-met cells missed), and
-  ``--oracle-from`` reuses a saved set's Oracle results;
+  grids by name) as one command: each grid's JSON, the set's JSON, two
+  ``RESULT`` lines per grid and the recall over the set; ``--against``
+  a saved set pairs them cell by cell (cells lost and gained,
+  Oracle-met cells missed), and ``--oracle-from`` reuses a saved set's
+  Oracle results;
 * ``decompose``: vCPU-only, emulator-only, combined (paper Fig. 15);
 * ``allocation``: fixed allocations of one cell, measured as the Oracle
   judges them, with the utilization, per-core utilization and SF the
@@ -150,8 +153,16 @@ def _positive(text):
     return value
 
 
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError('must be at least 1: %r' % text)
+    return value
+
+
 def _settings(args, **quick):
     values = {'seed': getattr(args, 'seed', 1),
+              'seeds': getattr(args, 'seeds', 1),
               'ufo_config': tuple(getattr(args, 'ufo_option', None) or ())}
     for name in ('warmup', 'measure', 'converge', 'judge'):
         given = getattr(args, name, None)
@@ -251,6 +262,7 @@ def _grid(args):
     write_json(os.path.join(args.out, 'grid.json'), data)
     print(report.grid_table(data))
     print('grid wall time: %.1f s' % (time.monotonic() - started))
+    print(data['yardstick_line'])
     print(data['conditions'])
     print(data['result_line'])
     return 0
@@ -627,6 +639,10 @@ def parser():
     host(g)
     g.add_argument('--quick', action='store_true',
                    help='coarser grid (4 loads) and shorter trials')
+    g.add_argument('--seeds', type=_positive_int, default=3,
+                   help='seeds per cell, from --seed up, every manager on '
+                        'the same (default: 3); a cell is met when it is '
+                        'met on each')
     g.add_argument('--loads', help='comma-separated load fractions of '
                                    'each profile\'s max load')
     which = g.add_mutually_exclusive_group()

@@ -237,6 +237,8 @@ def emulator_modes(profile, seconds=4.0, loads=LOADS):
         w = scenarios.dedicated(profile, 8, profile.max_rps * f, seconds)
         share.append(dict(load=f, emulator_per_vcpu=w.emulator_util /
                           w.vcpu_util,
+                          emulator_per_guest_time=w.emulator_util /
+                          w.vcpu_guest_util,
                           emulator_per_guest=w.emulator_util / w.guest_util))
     out['share'] = share
     return out

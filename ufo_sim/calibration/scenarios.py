@@ -38,6 +38,8 @@ class Window:
     guest_sf: float          # guest switches into a thread per second
     guest_util: float        # busy guest CPUs (1.0 = one vCPU)
     vcpu_util: float         # vCPU threads' host CPU (polling included)
+    vcpu_guest_util: float   # ... in guest mode (Linux's guest time)
+    vcpu_poll_util: float    # ... halt polling (host kernel time)
     emulator_util: float
     host_ctxsw: float        # all of the VM's threads
     vcpu_switches: float     # vCPU threads switched in
@@ -72,6 +74,8 @@ def measure(host, vms, seconds, warmup=WARMUP):
             guest_sf=rate('guest_sched_in'),
             guest_util=rate('guest_busy_ns') / 1e9,
             vcpu_util=rate('vcpu_cpu_ns') / 1e9,
+            vcpu_guest_util=rate('vcpu_guest_ns') / 1e9,
+            vcpu_poll_util=rate('vcpu_poll_ns') / 1e9,
             emulator_util=rate('emulator_cpu_ns') / 1e9,
             host_ctxsw=rate('host_ctxsw'),
             vcpu_switches=rate('vcpu_slices'),

@@ -68,6 +68,15 @@ struct params {
 	double emu_wakeup;
 	/* emulator signals the guest's interrupt (irqfd, injection) */
 	double irq_inject;
+	/*
+	 * vhost: one worker per queue pair, a connection's packets on its
+	 * queue (0: the emulator threads serve one shared queue); the
+	 * interrupt is injected only while the guest's queue interrupt is
+	 * enabled (NAPI and the event index; 0: every packet).
+	 */
+	int emu_queues, irq_coalesce;
+	/* guest work of bringing one vCPU online or taking it offline */
+	double hotplug;
 	/* a lock waiter spins this long, then sleeps until handed the lock */
 	double lock_spin;
 	/*
@@ -145,6 +154,7 @@ struct gvcpu {
 	tns halted_at;		/* -1: not halted */
 	double poll_ns;		/* KVM's adaptive halt-poll window */
 	int in_irq;		/* running the virtio-net RX interrupt */
+	int hp;			/* running CPU hotplug work (going on/offline) */
 	struct fifo irq;	/* requests whose interrupt is pending */
 	double avg_idle;	/* mean guest idle period (rq->avg_idle) */
 	tns idle_since;		/* guest idle from (-1: running a thread) */
@@ -154,6 +164,11 @@ struct counters {
 	tns vcpu_cpu, vcpu_wait, emu_cpu, emu_wait, guest_busy;
 	long long vcpu_slices, host_ctxsw, guest_ctxsw, done, dropped, arrived;
 	long long guest_sched_in;	/* switches into a thread, not idle */
+	/* KVM's halt statistics: blocks, polls that caught the wake-up */
+	long long halts, polls_ok;
+	long long emu_wakes, irqs;	/* emulator wake-ups, interrupts sent */
+	tns vcpu_poll;		/* vCPU thread CPU spent halt polling */
+	tns vcpu_guest;		/* ... in guest mode (Linux's guest time) */
 };
 
 struct vm {
@@ -177,6 +192,11 @@ struct vm {
 	double footprint;	/* vCPU working set, share of a full refill */
 	double emu_sens;	/* its vCPUs' share of smt_emu's excess */
 	struct fifo lockq;
+	/*
+	 * CPU hotplug under way: the online count asked for, the vCPU in
+	 * transit (-1: none) and whether it is going offline.
+	 */
+	int hp_target, hp_v, hp_down;
 	/* load */
 	double rps;
 	tns next_arr;
@@ -187,7 +207,7 @@ struct vm {
 	int nreq_cap, nfree, outstanding;
 	int *free;
 	struct fifo *tq;	/* per worker: its connections' requests */
-	struct fifo eq;		/* emulator work items */
+	struct fifo *eq;	/* emulator work items: per queue, or eq[0] */
 	struct counters c;
 	double *lat;
 	Py_ssize_t nlat, latcap;
@@ -431,8 +451,17 @@ static void sync_cpu(Host *h, int c)
 		struct gvcpu *g = &m->gv[k->idx];
 
 		m->c.vcpu_cpu += dt;
-		g->rem -= prog;
-		if (g->curr >= 0 || g->in_irq)
+		if (g->poll_end)
+			m->c.vcpu_poll += dt;
+		else
+			m->c.vcpu_guest += dt;
+		/*
+		 * Hotplug work is the time the vCPU spends on it while it
+		 * runs (the paper's per-vCPU time), not work SMT or a cold
+		 * cache slows.
+		 */
+		g->rem -= g->hp ? (double)dt : prog;
+		if (g->curr >= 0 || g->in_irq || g->hp)
 			m->c.guest_busy += dt;
 		if (g->curr >= 0 && !g->sw && !g->in_irq)
 			m->gt[g->curr].vr += dt;
@@ -532,7 +561,8 @@ static void plan_cpu_work(Host *h, int c)
 				h->now : g->poll_end;
 			return;
 		}
-		t = after(h, p, g->rem, p->rate);
+		t = g->hp ? h->now + (tns)ceil(g->rem) :
+			after(h, p, g->rem, p->rate);
 		if (!g->sw && !g->in_irq && g->curr >= 0 &&
 		    (g->resched || g->nq)) {
 			e = g->resched ? h->now : g->sl_start + guest_slice(h, g);
@@ -624,8 +654,11 @@ static void switch_to(Host *h, int c, int k)
 		h->task[prev].left = h->now;
 		pm = vm_of(h, prev);
 		pm->c.host_ctxsw++;
-		if (h->task[prev].kind == K_VCPU)
+		if (h->task[prev].kind == K_VCPU) {
+			/* the VM exit runs on the vCPU thread's time */
 			cost += h->p.sw_vm_out;
+			pm->c.vcpu_cpu += (tns)h->p.sw_vm_out;
+		}
 	}
 	if (k >= 0) {
 		struct task *t = &h->task[k];
@@ -633,12 +666,19 @@ static void switch_to(Host *h, int c, int k)
 
 		if (m != pm)
 			m->c.host_ctxsw++;
+		/*
+		 * CFS starts charging the next thread when it picks it
+		 * (set_next_entity), so the switch runs on its time, as the
+		 * VM entry does on a vCPU thread's.
+		 */
 		if (t->kind == K_VCPU) {
 			cost += h->p.sw_vm_in;
 			m->c.vcpu_slices++;
 			m->c.vcpu_wait += h->now - t->since;
+			m->c.vcpu_cpu += (tns)(h->p.sw_base + h->p.sw_vm_in);
 		} else {
 			m->c.emu_wait += h->now - t->since;
+			m->c.emu_cpu += (tns)h->p.sw_base;
 		}
 		t->state = S_RUNNING;
 		t->cpu = c;
@@ -1038,8 +1078,10 @@ static void g_place(Host *h, struct vm *m, int th, int wake)
 	}
 	t->vcpu = v;
 	if (g->curr < 0 && !g->in_irq) {
-		if (g->halted_at >= 0 && h->task[k].state == S_RUNNING)
+		if (g->halted_at >= 0 && h->task[k].state == S_RUNNING) {
+			m->c.polls_ok += g->poll_end > 0;
 			adapt_poll(h, g);
+		}
 		g->poll_end = 0;
 		g_idle_track(h, g, th);
 		g->curr = th;
@@ -1086,8 +1128,10 @@ static void g_irq(Host *h, struct vm *m, int v, int r)
 	fifo_push(&g->irq, r);
 	if (g->in_irq)
 		return;
-	if (g->halted_at >= 0 && h->task[k].state == S_RUNNING)
+	if (g->halted_at >= 0 && h->task[k].state == S_RUNNING) {
+		m->c.polls_ok += g->poll_end > 0;
 		adapt_poll(h, g);
+	}
 	g->poll_end = 0;
 	if (!g->sw)
 		irq_start(h, m, v);
@@ -1291,25 +1335,49 @@ static void g_resched(Host *h, struct vm *m, int v, int how)
 
 /* ---- workload ---- */
 
-static void emu_push(Host *h, struct vm *m, int item)
+static void emu_wake(Host *h, struct vm *m, int e)
+{
+	struct task *t = &h->task[m->t_emu0 + e];
+
+	t->fresh = 1;
+	t->debt = h->p.emu_wakeup;
+	m->c.emu_wakes++;
+	host_wake(h, m->t_emu0 + e);
+}
+
+/*
+ * Emulator work for queue q.  Per-queue workers: q's worker takes it,
+ * woken if asleep (a busy worker finds it in its loop: the batching of
+ * vhost's work list).  Shared queue: a sleeping thread is woken unless
+ * one already woken will take it.
+ */
+static void emu_push(Host *h, struct vm *m, int item, int q)
 {
 	int e, fresh = 0;
 
-	fifo_push(&m->eq, item);
+	if (h->p.emu_queues) {
+		fifo_push(&m->eq[q], item);
+		if (h->task[m->t_emu0 + q].state == S_SLEEP)
+			emu_wake(h, m, q);
+		return;
+	}
+	fifo_push(&m->eq[0], item);
 	for (e = 0; e < m->nemu; e++)
 		fresh += h->task[m->t_emu0 + e].fresh;
-	if (m->eq.len <= fresh)
+	if (m->eq[0].len <= fresh)
 		return;
 	for (e = 0; e < m->nemu; e++) {
-		struct task *t = &h->task[m->t_emu0 + e];
-
-		if (t->state == S_SLEEP) {
-			t->fresh = 1;
-			t->debt = h->p.emu_wakeup;
-			host_wake(h, m->t_emu0 + e);
+		if (h->task[m->t_emu0 + e].state == S_SLEEP) {
+			emu_wake(h, m, e);
 			return;
 		}
 	}
+}
+
+/* The virtio-net queue pair of request r: its connection's (RSS). */
+static int req_queue(struct vm *m, int r)
+{
+	return m->req[r].thr % m->nemu;
 }
 
 static double svc_draw(struct vm *m, struct req *r)
@@ -1492,16 +1560,38 @@ static void emu_done(Host *h, struct vm *m, int item, int e)
 	}
 }
 
-static double emu_cost(Host *h, struct vm *m, int item)
+/*
+ * Does a packet thread e hands the guest now raise an interrupt?  Not
+ * while the guest's handler for that queue is pending or running: its
+ * NAPI poll has the queue's interrupt disabled (virtqueue_disable_cb)
+ * and vhost_notify finds the event index not passed.
+ */
+static int irq_needed(Host *h, struct vm *m, int e)
+{
+	struct gvcpu *g = &m->gv[e % m->online];
+
+	return !h->p.irq_coalesce || m->irq_cost <= 0 ||
+		(!g->in_irq && !g->irq.len);
+}
+
+static double emu_inject(Host *h, struct vm *m, int e)
+{
+	if (!irq_needed(h, m, e))
+		return 0;
+	m->c.irqs++;
+	return h->p.irq_inject;
+}
+
+static double emu_cost(Host *h, struct vm *m, int item, int e)
 {
 	struct req *r = &m->req[item >> 2];
 
 	switch (item & 3) {
 	case W_IN:
-		return rexp(&r->rng, m->emu_in) + h->p.irq_inject;
+		return rexp(&r->rng, m->emu_in) + emu_inject(h, m, e);
 	case W_MID:
 		return rexp(&r->rng, m->emu_in) + rexp(&r->rng, m->emu_out) +
-			h->p.irq_inject;
+			emu_inject(h, m, e);
 	case W_OUT:
 		return rexp(&r->rng, m->emu_out);
 	default:
@@ -1515,10 +1605,12 @@ static void emu_next(Host *h, int c, int k)
 	struct task *t = &h->task[k];
 	struct vm *m = &h->vm[t->vm];
 
+	struct fifo *q = &m->eq[h->p.emu_queues ? t->idx : 0];
+
 	t->fresh = 0;
-	if (m->eq.len) {
-		t->item = fifo_pop(&m->eq);
-		t->rem = emu_cost(h, m, t->item) + t->debt;
+	if (q->len) {
+		t->item = fifo_pop(q);
+		t->rem = emu_cost(h, m, t->item, t->idx) + t->debt;
 		t->debt = 0;
 	} else {
 		t->item = -1;
@@ -1550,7 +1642,7 @@ static void g_work_done(Host *h, struct vm *m, int v)
 		record(m, (h->now - t->start) / 1000.0);
 		m->c.done++;
 		g_resched(h, m, v, S_SLEEP);
-		emu_push(h, m, (th << 2) | W_BEIO);
+		emu_push(h, m, (th << 2) | W_BEIO, th % m->nemu);
 		return;
 	}
 	if (m->lock_share > 0 && lock_step(h, m, v))
@@ -1558,10 +1650,10 @@ static void g_work_done(Host *h, struct vm *m, int v)
 	t->cs = 0;
 	if (m->req[t->req].round + 1 < m->rounds) {
 		t->hold = t->req;
-		emu_push(h, m, (t->req << 2) | W_MID);
+		emu_push(h, m, (t->req << 2) | W_MID, req_queue(m, t->req));
 	} else {
 		t->hold = -1;
-		emu_push(h, m, (t->req << 2) | W_OUT);
+		emu_push(h, m, (t->req << 2) | W_OUT, req_queue(m, t->req));
 	}
 	t->req = -1;
 	if (worker_take(m, th)) {
@@ -1577,8 +1669,10 @@ static void g_work_done(Host *h, struct vm *m, int v)
  */
 static void vcpu_halt(Host *h, int c, struct gvcpu *g)
 {
-	if (g->halted_at < 0)
+	if (g->halted_at < 0) {
 		g->halted_at = h->now;
+		h->vm[h->task[h->cpu[c].curr].vm].c.halts++;
+	}
 	if (g->poll_ns >= 1 && !h->cpu[c].nq) {
 		g->poll_end = h->now + (tns)g->poll_ns;
 		return;
@@ -1606,7 +1700,7 @@ static void on_switched_in(Host *h, int c)
 	g = &m->gv[t->idx];
 	if (g->halted_at >= 0)
 		adapt_poll(h, g);	/* woken from sleep: now back on a CPU */
-	if (g->curr < 0 && !g->sw && !g->in_irq) {
+	if (g->curr < 0 && !g->sw && !g->in_irq && !g->hp) {
 		int th = g_newidle(h, m, t->idx);
 
 		if (th < 0)
@@ -1634,6 +1728,8 @@ static void irq_done(Host *h, int c, struct vm *m, int v)
 	else
 		vcpu_halt(h, c, g);
 }
+
+static void hp_done(Host *h, int c, struct vm *m, int v);
 
 /* Handle what is due on CPU c at h->now. */
 static void cpu_event(Host *h, int c)
@@ -1714,12 +1810,16 @@ static void cpu_event(Host *h, int c)
 		struct vm *m = &h->vm[t->vm];
 		struct gvcpu *g = &m->gv[t->idx];
 
-		if (g->curr < 0 && !g->sw && !g->in_irq) {
+		if (g->hp) {
+			if (g->rem <= EPS) {
+				hp_done(h, c, m, t->idx);
+				return;
+			}
+		} else if (g->curr < 0 && !g->sw && !g->in_irq) {
 			g->poll_end = 0;
 			cpu_resched(h, c, S_SLEEP);
 			return;
-		}
-		if (g->rem <= EPS) {
+		} else if (g->rem <= EPS) {
 			if (g->in_irq) {
 				irq_done(h, c, m, t->idx);
 			} else if (g->sw) {
@@ -1759,7 +1859,7 @@ static void arrival(Host *h, struct vm *m)
 		q->rng = sm64(&m->rng);
 		q->thr = (int)(sm64(&q->rng) % (uint64_t)m->nthr);
 		m->outstanding++;
-		emu_push(h, m, (r << 2) | W_IN);
+		emu_push(h, m, (r << 2) | W_IN, req_queue(m, r));
 	}
 	m->next_arr = h->now + (tns)ceil(rexp(&m->rng, 1e9 / m->rps));
 }
@@ -1886,11 +1986,11 @@ static void dequeue(Host *h, int k)
 	t->state = S_SLEEP;
 }
 
-static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
+/* vCPU v gives up its guest threads (into moved) and its guest state. */
+static void vcpu_evict(Host *h, struct vm *m, int v, int *moved, int *n)
 {
 	struct gvcpu *g = &m->gv[v];
-	int k = vcpu_task(m, v), i;
-	struct task *t = &h->task[k];
+	int i;
 
 	g_touch(h, m, v);
 	if (g->curr >= 0) {
@@ -1908,33 +2008,57 @@ static void vcpu_offline(Host *h, struct vm *m, int v, int *moved, int *n)
 	g->poll_end = 0;
 	g->halted_at = -1;
 	g->in_irq = 0;
-	if (t->state == S_RUNNING) {
-		cpu_resched(h, t->cpu, S_SLEEP);
-	} else if (t->state == S_RUNNABLE) {
-		dequeue(h, k);
-	}
+	g->hp = 0;
 }
 
-static void set_online(Host *h, struct vm *m, int n)
+/*
+ * The vCPUs the guest counts online (cpu_online_mask): a vCPU going
+ * offline is inactive at once but online until its teardown is done.
+ */
+static int online_count(struct vm *m)
 {
-	int moved[1024], nm = 0, v, i;
+	return m->online + (m->hp_v >= 0 && m->hp_down);
+}
 
-	if (n < 1)
-		n = 1;
-	if (n > m->nvcpu)
-		n = m->nvcpu;
-	for (v = n; v < m->online; v++)
-		vcpu_offline(h, m, v, moved, &nm);
-	m->online = n;
-	for (v = n; v < m->nvcpu; v++)	/* their queues' interrupts move */
-		while (m->gv[v].irq.len)
-			g_irq(h, m, v % n, fifo_pop(&m->gv[v].irq));
+/* vCPU v's thread leaves the host CPUs: the vCPU is offline. */
+static void vcpu_sleep(Host *h, struct vm *m, int v)
+{
+	int k = vcpu_task(m, v);
+	struct task *t = &h->task[k];
+
+	if (t->state == S_RUNNING)
+		cpu_resched(h, t->cpu, S_SLEEP);
+	else if (t->state == S_RUNNABLE)
+		dequeue(h, k);
+}
+
+/* Threads taken from offlined vCPUs go to the online ones. */
+static void place_moved(Host *h, struct vm *m, int *moved, int nm)
+{
+	int i;
+
 	for (i = 0; i < nm; i++) {
 		m->gt[moved[i]].state = S_RUNNABLE;
 		m->gt[moved[i]].vr -= m->gv[m->gt[moved[i]].vcpu].min_vr;
 		g_place(h, m, moved[i], 1);
 	}
-	/* newly onlined vCPUs pull queued threads */
+}
+
+/* Interrupts pending on vCPUs from..nvcpu-1 move to the online ones. */
+static void move_irqs(Host *h, struct vm *m, int from)
+{
+	int v;
+
+	for (v = from; v < m->nvcpu; v++)
+		while (m->gv[v].irq.len)
+			g_irq(h, m, v % m->online, fifo_pop(&m->gv[v].irq));
+}
+
+/* Idle online vCPUs pull queued threads (a vCPU just onlined). */
+static void pull_to_idle(Host *h, struct vm *m)
+{
+	int v;
+
 	for (v = 0; v < m->online; v++) {
 		if (g_idle(m, v)) {
 			int th = g_steal(h, m, v, 1);
@@ -1946,6 +2070,115 @@ static void set_online(Host *h, struct vm *m, int n)
 			}
 		}
 	}
+}
+
+/* A hotplug under way stops where it is: its vCPU's thread sleeps. */
+static void hp_abort(Host *h, struct vm *m)
+{
+	int v = m->hp_v;
+
+	if (v < 0)
+		return;
+	g_touch(h, m, v);
+	m->gv[v].hp = 0;
+	m->gv[v].rem = 0;
+	m->hp_v = -1;
+	vcpu_sleep(h, m, v);
+}
+
+/* Keep vCPUs 0..n-1 online from now on, at no cost. */
+static void set_online(Host *h, struct vm *m, int n)
+{
+	int moved[1024], nm = 0, v;
+
+	hp_abort(h, m);
+	if (n < 1)
+		n = 1;
+	if (n > m->nvcpu)
+		n = m->nvcpu;
+	m->hp_target = n;
+	for (v = n; v < m->online; v++) {
+		vcpu_evict(h, m, v, moved, &nm);
+		vcpu_sleep(h, m, v);
+	}
+	m->online = n;
+	move_irqs(h, m, n);
+	place_moved(h, m, moved, nm);
+	pull_to_idle(h, m);
+}
+
+/*
+ * The next step towards hp_target: one vCPU at a time, as the guest
+ * module's kthread calls remove_cpu() or add_cpu() in turn.  A vCPU
+ * going offline is inactive at once (its threads move away, nothing new
+ * is placed on it) and runs the teardown for the hotplug cost before
+ * its thread sleeps; one coming online runs its bring-up first and
+ * takes guest threads after.
+ */
+static void hp_next(Host *h, struct vm *m)
+{
+	int moved[1024], nm = 0, v, k;
+	struct gvcpu *g;
+
+	m->hp_v = -1;
+	if (m->online == m->hp_target)
+		return;
+	m->hp_down = m->online > m->hp_target;
+	if (m->hp_down) {
+		v = m->online - 1;
+		vcpu_evict(h, m, v, moved, &nm);
+		m->online = v;
+		move_irqs(h, m, v);
+		place_moved(h, m, moved, nm);
+	} else {
+		v = m->online;
+	}
+	g = &m->gv[v];
+	k = vcpu_task(m, v);
+	g_touch(h, m, v);
+	g->hp = 1;
+	g->rem = h->p.hotplug;
+	g->poll_end = 0;
+	g->halted_at = -1;
+	m->hp_v = v;
+	if (h->task[k].state == S_SLEEP)
+		host_wake(h, k);
+	else if (h->task[k].state == S_RUNNING)
+		h->dirty |= 1ULL << h->task[k].cpu;
+}
+
+/* Aim at n online vCPUs, paying the hotplug cost of each step. */
+static void set_online_costed(Host *h, struct vm *m, int n)
+{
+	if (h->p.hotplug <= 0) {
+		set_online(h, m, n);
+		return;
+	}
+	if (n < 1)
+		n = 1;
+	if (n > m->nvcpu)
+		n = m->nvcpu;
+	m->hp_target = n;
+	if (m->hp_v < 0)
+		hp_next(h, m);
+}
+
+/* vCPU v (on CPU c) has done its hotplug work. */
+static void hp_done(Host *h, int c, struct vm *m, int v)
+{
+	struct gvcpu *g = &m->gv[v];
+
+	g->hp = 0;
+	g->rem = 0;
+	if (m->hp_down) {
+		cpu_resched(h, c, S_SLEEP);
+	} else {
+		m->online = v + 1;
+		pull_to_idle(h, m);
+		if (g->curr < 0 && !g->sw && !g->in_irq)
+			vcpu_halt(h, c, g);
+	}
+	hp_next(h, m);
 }
 
 static void set_mask(Host *h, int k, uint64_t mask)
@@ -2044,7 +2277,9 @@ static void Host_dealloc(Host *h)
 		for (v = 0; m->tq && v < m->nthr; v++)
 			PyMem_Free(m->tq[v].buf);
 		PyMem_Free(m->tq);
-		PyMem_Free(m->eq.buf);
+		for (v = 0; m->eq && v < m->nemu; v++)
+			PyMem_Free(m->eq[v].buf);
+		PyMem_Free(m->eq);
 		PyMem_Free(m->lockq.buf);
 		PyMem_Free(m->lat);
 	}
@@ -2063,7 +2298,7 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(dddddddddddddddidddddddddddd)", &sibs,
+	if (!PyArg_ParseTuple(args, "O(dddddddddddddddiddddddddddddiid)", &sibs,
 			      &p->smt_slow, &p->smt_cross, &p->smt_emu,
 			      &p->smt_poll,
 			      &p->sw_base, &p->sw_vm_in,
@@ -2075,7 +2310,8 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 			      &p->cold_slow, &p->emu_footprint, &p->emu_wakeup,
 			      &p->irq_inject, &p->lock_spin,
 			      &p->migration_cost, &p->balance_tick,
-			      &p->g_mig, &p->g_tick))
+			      &p->g_mig, &p->g_tick, &p->emu_queues,
+			      &p->irq_coalesce, &p->hotplug))
 		return -1;
 	if (p->cache_decay <= 0) {
 		PyErr_SetString(PyExc_ValueError, "cache_decay must be > 0");
@@ -2148,6 +2384,8 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	memset(m, 0, sizeof(*m));
 	m->nvcpu = nvcpu;
 	m->online = nvcpu;
+	m->hp_target = nvcpu;
+	m->hp_v = -1;
 	m->nemu = nemu;
 	m->nthr = nthr;
 	m->be = be;
@@ -2191,11 +2429,15 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	m->req = PyMem_Calloc(cap, sizeof(*m->req));
 	m->free = PyMem_Calloc(cap, sizeof(int));
 	if (!m->gv || !m->gt || !m->tq || !m->req || !m->free ||
-	    fifo_init(&m->eq, 1024) || fifo_init(&m->lockq, 64) ||
+	    !(m->eq = PyMem_Calloc(nemu, sizeof(*m->eq))) ||
+	    fifo_init(&m->lockq, 64) ||
 	    grow_queues(h))
 		return PyErr_NoMemory();
 	for (i = 0; i < nthr; i++)
 		if (fifo_init(&m->tq[i], 64))
+			return PyErr_NoMemory();
+	for (i = 0; i < nemu; i++)
+		if (fifo_init(&m->eq[i], 1024))
 			return PyErr_NoMemory();
 	for (i = cap - 1; i >= 0; i--)
 		m->free[m->nfree++] = i;
@@ -2325,14 +2567,18 @@ static PyObject *Host_set_idle(Host *h, PyObject *args)
 
 static PyObject *Host_set_online(Host *h, PyObject *args)
 {
-	int i, n;
+	int i, n, costed = 0;
 	struct vm *m;
 
-	if (!PyArg_ParseTuple(args, "ii", &i, &n) || !(m = get_vm(h, i)))
+	if (!PyArg_ParseTuple(args, "ii|p", &i, &n, &costed) ||
+	    !(m = get_vm(h, i)))
 		return NULL;
-	set_online(h, m, n);
+	if (costed)
+		set_online_costed(h, m, n);
+	else
+		set_online(h, m, n);
 	replan(h);
-	return PyLong_FromLong(m->online);
+	return PyLong_FromLong(online_count(m));
 }
 
 static PyObject *Host_advance(Host *h, PyObject *args)
@@ -2358,12 +2604,14 @@ static PyObject *Host_counters(Host *h, PyObject *args)
 
 	if (!PyArg_ParseTuple(args, "i", &i) || !(m = get_vm(h, i)))
 		return NULL;
-	return Py_BuildValue("(LLLLLLLLiLLLLL)", m->c.vcpu_cpu, m->c.vcpu_wait,
-			     m->c.vcpu_slices, m->c.host_ctxsw,
+	return Py_BuildValue("(LLLLLLLLiLLLLLLLLLLL)", m->c.vcpu_cpu,
+			     m->c.vcpu_wait, m->c.vcpu_slices, m->c.host_ctxsw,
 			     m->c.emu_cpu, m->c.guest_busy, m->c.guest_ctxsw,
-			     m->c.done, m->online, m->c.dropped,
+			     m->c.done, online_count(m), m->c.dropped,
 			     m->c.emu_wait, (long long)m->outstanding,
-			     m->c.arrived, m->c.guest_sched_in);
+			     m->c.arrived, m->c.guest_sched_in,
+			     m->c.vcpu_poll, m->c.halts, m->c.polls_ok,
+			     m->c.emu_wakes, m->c.irqs, m->c.vcpu_guest);
 }
 
 static PyObject *Host_take_latencies(Host *h, PyObject *args)
@@ -2449,11 +2697,14 @@ static PyObject *Host_check(Host *h, PyObject *noargs)
 			int j;
 
 			if (v >= m->online &&
-			    (g->curr >= 0 || g->nq ||
-			     h->task[m->t_vcpu0 + v].state != S_SLEEP))
-				return broken(v, "offline vCPU in use");
-			if (h->task[m->t_vcpu0 + v].state == S_SLEEP &&
 			    (g->curr >= 0 || g->nq || g->in_irq ||
+			     g->irq.len || (!g->hp &&
+			     h->task[m->t_vcpu0 + v].state != S_SLEEP)))
+				return broken(v, "offline vCPU in use");
+			if (g->hp && v != m->hp_v)
+				return broken(v, "hotplug on the wrong vCPU");
+			if (h->task[m->t_vcpu0 + v].state == S_SLEEP &&
+			    (g->curr >= 0 || g->nq || g->in_irq || g->hp ||
 			     g->irq.len || g->poll_end))
 				return broken(v, "halted vCPU has guest work");
 			for (j = -1; j < g->nq; j++) {
@@ -2495,7 +2746,7 @@ static PyMethodDef Host_methods[] = {
 	{"set_idle", (PyCFunction)Host_set_idle, METH_VARARGS,
 	 "set_idle(vm, flag): vCPU threads to SCHED_IDLE (True) or back"},
 	{"set_online", (PyCFunction)Host_set_online, METH_VARARGS,
-	 "set_online(vm, n) -> online vCPUs"},
+	 "set_online(vm, n, hotplug=False) -> online vCPUs"},
 	{"advance", (PyCFunction)Host_advance, METH_VARARGS,
 	 "advance(ns)"},
 	{"counters", (PyCFunction)Host_counters, METH_VARARGS,

@@ -28,6 +28,15 @@ class VmCounters:
     # Guest switches into a thread (not into idle): the guest module's SF,
     # /proc/schedstat's "timeslices" (pcount).
     guest_sched_in: int
+    # KVM halt polling: vCPU thread CPU spent polling (the host charges
+    # it to the thread as system time), blocks (HLT exits) and blocks
+    # whose wake-up came while polling (halt_successful_poll).
+    vcpu_poll_ns: int
+    halts: int
+    polls_ok: int
+    emulator_wakes: int     # emulator threads woken from sleep
+    irqs: int               # RX interrupts the emulator injected
+    vcpu_guest_ns: int      # vCPU threads in guest mode (guest time)
 
 
 def _mask(cpus):
@@ -124,9 +133,15 @@ class SimHost:
         """Affinity of every emulator thread of ``vm``."""
         self._core.pin(self._vm(vm), 1, _mask(cpus))
 
-    def set_online(self, vm, n):
-        """Keep vCPUs 0..n-1 online in the guest; returns the count."""
-        return self._core.set_online(self._vm(vm), int(n))
+    def set_online(self, vm, n, hotplug=False):
+        """Keep vCPUs 0..n-1 online in the guest; returns the count now.
+
+        At once by default (a layout set up before the run); with
+        ``hotplug`` the guest takes them on- or offline one at a time,
+        each costing ``HostSpec.hotplug_cost`` of guest work on the vCPU
+        in transit, and the count returned is the one online so far.
+        """
+        return self._core.set_online(self._vm(vm), int(n), bool(hotplug))
 
     def online(self, vm):
         """vCPUs online in the guest."""

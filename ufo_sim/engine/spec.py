@@ -108,10 +108,22 @@ class HostSpec:
     emu_footprint: float = 0.25
     # An emulator (vhost or QEMU I/O) thread woken from sleep: eventfd
     # signal, wake-up path and poll loop, charged to that thread.
-    emu_wakeup: float = scaled(5.35e-6)
+    emu_wakeup: float = 0.0
     # Per packet in: the emulator signals the guest interrupt (irqfd,
     # KVM's injection, the IPI to a vCPU running elsewhere).
-    irq_inject: float = scaled(3.8e-6)
+    irq_inject: float = scaled(1e-6)
+    # vhost-net: one worker thread per virtio-net queue pair, each
+    # connection's packets on one queue (False: the emulator threads
+    # serve one shared queue, any thread any packet).
+    emu_queues: bool = True
+    # The guest's NAPI and the virtio event index: no interrupt is
+    # injected while the queue's handler is pending or running (False:
+    # one per packet).
+    irq_coalesce: bool = True
+    # Guest work of taking one vCPU offline or bringing it online (the
+    # paper's Appendix C.2: 20-30 ms per vCPU for LC guests), paid by
+    # SimHost.set_online(..., hotplug=True), as the agent's targets are.
+    hotplug_cost: float = scaled(25e-3)
     # Linux load balancing: sysctl_sched_migration_cost (a thread that
     # ran this recently is cache-hot and is not pulled; a CPU whose idle
     # periods average less does not pull when it goes idle) and the
@@ -142,7 +154,8 @@ class HostSpec:
             if getattr(self, name) < 1.0:
                 raise ValueError('%s must be >= 1' % name)
         for name in ('cache_refill', 'emu_wakeup', 'irq_inject',
-                     'cache_same_group', 'emu_footprint', 'lock_spin'):
+                     'hotplug_cost', 'cache_same_group', 'emu_footprint',
+                     'lock_spin'):
             if getattr(self, name) < 0:
                 raise ValueError('%s must be >= 0' % name)
         if self.cold_slowdown <= 1.0:
@@ -205,4 +218,5 @@ class HostSpec:
                 self.emu_wakeup * ns, self.irq_inject * ns,
                 self.lock_spin * ns, self.migration_cost * ns,
                 self.balance_tick * ns, self.guest_migration_cost * ns,
-                self.guest_balance_tick * ns)
+                self.guest_balance_tick * ns, int(self.emu_queues),
+                int(self.irq_coalesce), self.hotplug_cost * ns)

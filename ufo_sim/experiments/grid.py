@@ -3,12 +3,16 @@
 For every pair of LC profiles (or any mix of profiles, one VM each),
 each VM at 10-100 % of its profile's max load, every manager answers:
 how many CPUs, and is QoS met. A mix of N VMs has len(loads)^N cells.
-Cells run in a process pool; each (cell, manager) has its own seed
-derived from the base seed, so results do not depend on scheduling or
-worker count. VMs of the same profile are interchangeable: of the cells
-that differ only in which of them runs which load, only the one with
-their loads in ascending order is simulated (in a pair, the cell (a, b)
-is the cell (b, a) with the VMs renamed).
+Cells run in a process pool. Each cell runs on ``settings.seeds``
+seeds (``seed``, ``seed + 1``, ...), and on a given seed every manager
+runs it on the same host seed
+(:meth:`~ufo_sim.managers.cell.Cell.host_seed`), derived from the cell
+and the seed alone, so results do not depend on scheduling or worker
+count; the grid reports one result per manager and cell holding every
+seed's (:func:`combine`). VMs of the same profile are interchangeable:
+of the cells that differ only in which of them runs which load, only
+the one with their loads in ascending order is simulated (in a pair,
+the cell (a, b) is the cell (b, a) with the VMs renamed).
 """
 
 import dataclasses
@@ -64,7 +68,73 @@ def _run(task):
     name, cell, settings = task
     started = time.monotonic()
     result = registry.evaluate(name, cell, settings).to_json()
+    result['seed'] = settings.seed
     return result, time.monotonic() - started
+
+
+def _over_target(p99, target):
+    if p99 is None or not math.isfinite(p99):
+        return math.inf
+    return p99 / target
+
+
+def _mean(values):
+    return sum(values) / len(values)
+
+
+_PER_SEED = ('seed', 'cpus', 'qos_met', 'p99_us', 'p99_over_target',
+             'cpus_mean', 'cpus_max', 'qos_violation_s')
+
+
+def combine(rows, targets):
+    """One manager's result for a cell from its result on each seed.
+
+    ``rows`` are the results of one manager and cell, one per seed;
+    ``targets`` the p99 target of each VM. QoS is met when it is met on
+    every seed; ``cpus`` is the mean over the seeds (None when a seed
+    has none); ``p99_us`` and ``p99_over_target`` (p99 / target, infinity
+    for a VM that served nothing) are each VM's worst over the seeds;
+    ``cpus_max`` is the largest held, ``cpus_mean`` and
+    ``qos_violation_s`` are means over the seeds. ``detail`` is the first
+    seed's, with every seed's error; ``seeds`` keeps each seed's
+    figures.
+    """
+    rows = sorted(rows, key=lambda r: r.get('seed', 0))
+    per_seed = []
+    for r in rows:
+        ratio = [_over_target(p, t) for p, t in zip(r['p99_us'], targets)]
+        per_seed.append(dict({k: r.get(k) for k in _PER_SEED},
+                             p99_over_target=ratio))
+    cpus = [r['cpus'] for r in rows]
+
+    def known(key):
+        return [r[key] for r in rows if r.get(key) is not None]
+
+    def worst(key):
+        return [max(values, key=lambda v: math.inf if v is None else v)
+                for values in zip(*(s[key] for s in per_seed))]
+    out = dict(rows[0])
+    out.pop('seed', None)
+    errors = ['seed %s: %s' % (r.get('seed'), r['detail']['error'])
+              for r in rows if 'error' in r['detail']]
+    if errors:
+        out['detail'] = dict(out['detail'], error='; '.join(errors))
+    out.update(
+        qos_met=all(r['qos_met'] for r in rows),
+        cpus=None if None in cpus else _mean(cpus),
+        p99_us=worst('p99_us'), p99_over_target=worst('p99_over_target'),
+        cpus_max=max(known('cpus_max')) if known('cpus_max') else None,
+        cpus_mean=_mean(known('cpus_mean')) if known('cpus_mean') else None,
+        qos_violation_s=_mean(known('qos_violation_s'))
+        if known('qos_violation_s') else None,
+        seeds=per_seed)
+    return out
+
+
+def targets_of(cell, settings):
+    """The p99 target of each VM of ``cell``."""
+    return [scenario.profile(v.profile, settings).qos_p99_us
+            for v in cell.vms]
 
 
 def _mirrored(result, cell, order):
@@ -110,11 +180,11 @@ class Grid:
                 'results': self.results}
 
 
-def _failed(name, cell, status, why):
+def _failed(name, cell, settings, status, why):
     """The result of a run that gave none: QoS not shown to be met."""
-    return cell_mod.CellResult(name, cell.key, None, False,
-                               (math.inf,) * len(cell.vms),
-                               {'error': '%s: %s' % (status, why)}).to_json()
+    return dict(cell_mod.CellResult(
+        name, cell.key, None, False, (math.inf,) * len(cell.vms),
+        {'error': '%s: %s' % (status, why)}).to_json(), seed=settings.seed)
 
 
 def run(settings, loads, managers, mix_list=None, processes=2,
@@ -132,7 +202,7 @@ def run(settings, loads, managers, mix_list=None, processes=2,
                 mirrors.append(cell)
                 continue
             for name in managers:
-                tasks.append((name, cell, settings))
+                tasks += [(name, cell, s) for s in settings.each_seed()]
     # The feedback managers and the Oracle take longest: start them first.
     slow = {'oracle-wide': 0, 'ufo': 1, 'oracle': 2, 'dyniso': 3}
     tasks.sort(key=lambda t: (slow.get(t[0], 4), t[1].key))
@@ -140,23 +210,31 @@ def run(settings, loads, managers, mix_list=None, processes=2,
     results, timing = [], {name: [0, 0.0] for name in managers}
 
     def collect(index, status, value):
-        name, cell, _ = tasks[index]
+        name, cell, seeded = tasks[index]
         if status == parallel.OK:
             result, seconds = value
         else:
-            result, seconds = _failed(name, cell, status, value), 0.0
+            result, seconds = _failed(name, cell, seeded, status,
+                                      value), 0.0
         results.append(result)
         timing[name][0] += 1
         timing[name][1] += seconds
         _report(progress, len(results), len(tasks), started)
 
     parallel.run(_run, tasks, processes, timeout, collect)
-    by_key = {(r['manager'], r['cell']): r for r in results}
+    by_key = {(r['manager'], r['cell'], r['seed']): r for r in results}
     for cell in mirrors:
         source, order = canonical(cell)
         for name in managers:
-            results.append(_mirrored(by_key[(name, source.key)], cell,
-                                     order))
+            for seeded in settings.each_seed():
+                results.append(_mirrored(
+                    by_key[(name, source.key, seeded.seed)], cell, order))
+    per_cell = {}
+    for r in results:
+        per_cell.setdefault((r['manager'], r['cell']), []).append(r)
+    results = [combine(rows, targets_of(cell_mod.Cell.from_key(cell),
+                                        settings))
+               for (_, cell), rows in per_cell.items()]
     results.sort(key=lambda r: (r['cell'], r['manager']))
     timing = {k: [n, round(t, 2)] for k, (n, t) in timing.items()}
     return Grid(settings, tuple(loads), list(mix_list), list(managers),

@@ -45,6 +45,7 @@ class SetRun:
     loads: tuple = HELD_OUT_LOADS
     mixes: tuple = None             # None: the six pairs
     seed: int = 1
+    seeds: int = 3                  # seeds per cell, from ``seed`` up
     cores: int = 8
     smt: int = 2
     vcpus: tuple = ()
@@ -56,7 +57,8 @@ class SetRun:
         """The :class:`~ufo_sim.managers.cell.Settings` of this grid."""
         extra = {'converge': 20, 'judge': 6} if self.quick else {}
         return cell_mod.Settings(cores=self.cores, smt=self.smt,
-                                 seed=self.seed, vcpus=self.vcpus,
+                                 seed=self.seed, seeds=self.seeds,
+                                 vcpus=self.vcpus,
                                  host_options=self.host_options,
                                  ufo_config=tuple(ufo_config), **extra)
 
@@ -114,9 +116,10 @@ PROTOCOL = (
     SetRun('full-memcached', 'the full Memcached grid (tuning set)',
            loads=grid_mod.FULL_LOADS, mixes=('memcached+memcached',),
            tuning=True),
-    SetRun('H1', 'seed 2, loads 30/60/90', seed=2),
-    SetRun('H2', 'seed 3', seed=3),
-    SetRun('H3', 'seed 4', seed=4),
+    # Three seeds per cell each, none shared between H1-H3.
+    SetRun('H1', 'seeds 2-4, loads 30/60/90', seed=2),
+    SetRun('H2', 'seeds 5-7', seed=5),
+    SetRun('H3', 'seeds 8-10', seed=8),
     SetRun('H4', 'a three-VM mix', mixes=('memcached+nginx+mysql',)),
     SetRun('H5', '4-vCPU flavors', vcpus=(('*', 4),)),
     SetRun('H6', '16-vCPU flavors', vcpus=(('*', 16),), loads=(0.3, 0.6)),
@@ -185,7 +188,10 @@ def record_of(protocol_run, data, oracle_reused=False):
         'mixes': data['mixes'], 'managers': data['managers'],
         'oracle_reused': oracle_reused,
         'conditions': data['conditions'],
-        'result_line': data['result_line'], 'summary': data['summary'],
+        'result_line': data['result_line'],
+        'yardstick_line': data.get('yardstick_line') or
+        summary.yardstick_line(data['summary']),
+        'summary': data['summary'],
         'met': {m: len(met_cells(data['results'], m, budget))
                 for m in data['managers']},
         'oracle_met_ufo_missed': oracle_met_misses(data['results'], budget),
@@ -350,9 +356,30 @@ def table(grid_set):
             met, len(rec['oracle_met_ufo_missed']),
             ' '.join(rec['oracle_met_ufo_missed'])))
     for rec in grid_set['runs']:
-        lines.append('RESULT run=%s %s' % (
-            rec['name'], rec['result_line'][len('RESULT '):]))
+        for key in ('yardstick_line', 'result_line'):
+            if rec.get(key):
+                lines.append('RESULT run=%s %s' % (
+                    rec['name'], rec[key][len('RESULT '):]))
+    totals = recall(grid_set)
+    if totals['oracle_met_cells']:
+        lines.append('RESULT grid_set_oracle_met_cells=%d '
+                     'grid_set_both_met_cells=%d grid_set_ufo_recall_pct=%.2f'
+                     % (totals['oracle_met_cells'], totals['both_met_cells'],
+                        totals['ufo_recall_pct']))
     return '\n'.join(lines)
+
+
+def recall(grid_set):
+    """Cells the Oracle meets and UFO meets of them, over every run."""
+    oracle = both = 0
+    for rec in grid_set['runs']:
+        budget = rec['settings']['cores'] * rec['settings']['smt']
+        met = set(met_cells(rec['results'], 'oracle', budget))
+        oracle += len(met)
+        both += len(met & set(met_cells(rec['results'], 'ufo', budget)))
+    return {'oracle_met_cells': oracle, 'both_met_cells': both,
+            'ufo_recall_pct': 100.0 * both / oracle if oracle
+            else float('nan')}
 
 
 def compare_table(comparison):

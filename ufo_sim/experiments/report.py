@@ -44,6 +44,8 @@ def summarize(data):
             m: summary.feasible_pct(table, m, cells[name], budget)
             for m in data['managers']}
         data['per_mix'][name] = per
+    data['summary'].update(summary.by_mix(data['per_mix']))
+    data['yardstick_line'] = summary.yardstick_line(data['summary'])
     data['result_line'] = summary.result_line(data['summary'])
     data['conditions'] = conditions_line(data)
     return data
@@ -130,9 +132,48 @@ def grid_table(data):
                          _fmt(totals['oracle_wide_over_oracle_ratio'],
                               '%.2f'),
                          _fmt(totals['ufo_over_oracle_wide_ratio'], '%.2f')))
+    if 'oracle_met_cells' in totals:
+        lines.append(yardstick_table(totals))
     if data['summary']['errors']:
         lines.append('%d runs gave no result (see "error" in grid.json)'
                      % data['summary']['errors'])
+    return '\n'.join(lines)
+
+
+def yardstick_table(totals):
+    """UFO beside the Oracle, in words (:func:`summary.yardstick`)."""
+    lines = ['UFO beside the Oracle (%d seeds per cell, each manager on the '
+             'same): the Oracle meets %d cells, UFO %d of them (recall '
+             '%s%%) and %d it does not; neither meets %d' % (
+                 totals['seeds_per_cell'], totals['oracle_met_cells'],
+                 totals['both_met_cells'], _fmt(totals['ufo_recall_pct']),
+                 totals['ufo_only_cells'], totals['neither_met_cells']),
+             'UFO/Oracle CPUs over the %d cells both meet: %s' % (
+                 totals['both_met_cells'],
+                 _fmt(totals['both_met_ufo_over_oracle_ratio'], '%.2f'))]
+    misses = totals.get('oracle_only_misses') or {}
+    if misses:
+        lines.append('UFO\'s misses where the Oracle meets (worst p99 / '
+                     'target): ' + ', '.join(
+                         '%s %s' % (c, _fmt(v, '%.2f'))
+                         for c, v in sorted(misses.items())))
+    if totals['neither_met_cells']:
+        lines.append('where neither meets: UFO %s CPUs and %s s of QoS '
+                     'violation, the Oracle %s CPUs (over the budget)' % (
+                         _fmt(totals['neither_ufo_cpus_avg']),
+                         _fmt(totals['neither_ufo_violation_s_avg'], '%.2f'),
+                         _fmt(totals['neither_oracle_cpus_avg'])))
+    saving = sorted((k.split('.', 1)[1], v) for k, v in totals.items()
+                    if k.startswith('ufo_vs_dyniso_saving_avg.'))
+    lines.append('cores saved against DynIso: %s%% on average over the '
+                 'cells (%s%% over the mixes: %s), at most %s%%; the paper '
+                 '%g%% on average, at most %g%%' % (
+                     _fmt(totals['ufo_vs_dyniso_core_saving_avg']),
+                     _fmt(totals.get('ufo_vs_dyniso_saving_mix_avg')),
+                     ', '.join('%s %s' % (m, _fmt(v)) for m, v in saving),
+                     _fmt(totals['ufo_vs_dyniso_core_saving_max']),
+                     totals['paper_saving_avg'],
+                     totals['paper_saving_max']))
     return '\n'.join(lines)
 
 

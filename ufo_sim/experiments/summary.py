@@ -40,9 +40,41 @@ Definitions (the results page quotes them):
   ``oracle_wide_over_oracle_ratio`` (mean of its CPUs / the Oracle's
   over the cells both meet) and ``ufo_over_oracle_wide_ratio``.
 
+The yardstick (:func:`yardstick`, :data:`YARDSTICK_KEYS`) sets UFO
+beside the Oracle cell by cell, on results that hold every seed of a
+cell (each manager on the same seeds; a cell is met when it is met on
+every seed, see :func:`ufo_sim.experiments.grid.combine`):
+
+* ``seeds_per_cell``: the fewest seeds any UFO or Oracle result holds;
+* ``oracle_met_cells``, ``ufo_met_cells``: cells each meets within the
+  budget; ``both_met_cells``, ``oracle_only_cells``, ``ufo_only_cells``,
+  ``neither_met_cells``: the four classes of cells;
+* ``ufo_recall_pct``: ``100 x both_met_cells / oracle_met_cells``, the
+  share of the cells the Oracle shows feasible that UFO meets;
+* ``both_met_ufo_over_oracle_ratio``: the mean of ``UFO CPUs / Oracle
+  CPUs`` over the cells both meet (``ufo_over_oracle_ratio``);
+* ``oracle_only_ufo_p99_over_target_median`` / ``_max``: the size of
+  UFO's miss in each cell only the Oracle meets, its worst p99 over
+  target (over the VMs and seeds; infinity for a VM that served
+  nothing; at most 1 when it missed by not serving its load, or met
+  QoS only over the budget); each cell's is in ``oracle_only_misses``;
+* ``neither_ufo_cpus_avg``, ``neither_ufo_violation_s_avg``: in the
+  cells neither meets, UFO's mean CPUs held and mean seconds of QoS
+  violation in the judged window; ``neither_oracle_cpus_avg``: the
+  Oracle's confirmed allocation there, over the budget or not (the
+  cells where it found none are left out);
+* ``paper_saving_avg`` (22) and ``paper_saving_max`` (50): the paper's
+  cores saved against DynIso (section 6.2), beside
+  ``ufo_vs_dyniso_core_saving_avg`` and ``_max``; with results of more
+  than one mix (:func:`by_mix`), ``ufo_vs_dyniso_saving_mix_avg`` the
+  mean of the mixes' averages and ``ufo_vs_dyniso_saving_avg.MIX`` each
+  mix's.
+
 Results are plain dicts (``CellResult.to_json()``), so a summary can be
 recomputed from a saved JSON file.
 """
+
+import math
 
 RESULT_KEYS = ('ufo_vs_dyniso_core_saving_avg',
                'ufo_vs_dyniso_core_saving_max', 'ufo_over_oracle_cores',
@@ -59,6 +91,21 @@ HOST_ONLY_KEYS = ('host_only_over_oracle_ratio',
                   'host_only_vs_dyniso_core_saving_avg',
                   'host_only_over_ufo_ratio')
 WIDE = 'oracle-wide'
+YARDSTICK_KEYS = ('seeds_per_cell', 'oracle_met_cells', 'ufo_met_cells',
+                  'both_met_cells', 'oracle_only_cells', 'ufo_only_cells',
+                  'neither_met_cells', 'ufo_recall_pct',
+                  'both_met_ufo_over_oracle_ratio',
+                  'oracle_only_ufo_p99_over_target_median',
+                  'oracle_only_ufo_p99_over_target_max',
+                  'neither_ufo_cpus_avg', 'neither_ufo_violation_s_avg',
+                  'neither_oracle_cpus_avg',
+                  'ufo_vs_dyniso_core_saving_avg',
+                  'ufo_vs_dyniso_core_saving_max',
+                  'paper_saving_avg', 'paper_saving_max')
+# Cores saved against DynIso, paper section 6.2 (Fig. 12): 22 % on
+# average, up to 50 %.
+PAPER_SAVING_AVG = 22.0
+PAPER_SAVING_MAX = 50.0
 WIDE_KEYS = ('oracle_wide_qos_feasible_cells_pct',
              'oracle_wide_over_oracle_ratio', 'ufo_over_oracle_wide_ratio')
 
@@ -197,8 +244,92 @@ def figures(results, budget_cpus, cells=None):
                       'error' in r['detail']),
         **host_only(table, cells, budget_cpus),
         **oracle_wide(table, cells, budget_cpus),
+        **yardstick(table, cells, budget_cpus),
         **per_manager,
     }
+
+
+def _median(values):
+    ordered = sorted(values)
+    if not ordered:
+        return float('nan')
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def miss_size(result):
+    """The worst p99 over target of a result, infinity when unknown."""
+    ratios = result.get('p99_over_target') or [None]
+    return max(math.inf if r is None else r for r in ratios)
+
+
+def yardstick(table, cells, budget_cpus):
+    """UFO beside the Oracle, cell by cell (:data:`YARDSTICK_KEYS`).
+
+    Empty unless both ran.
+    """
+    if 'ufo' not in table or 'oracle' not in table:
+        return {}
+    ufo, orc = table['ufo'], table['oracle']
+    cells = [c for c in cells if c in ufo and c in orc]
+    u_met = {c for c in cells if feasible(ufo[c], budget_cpus)}
+    o_met = {c for c in cells if feasible(orc[c], budget_cpus)}
+    neither = [c for c in cells if c not in u_met | o_met]
+    misses = {c: miss_size(ufo[c]) for c in sorted(o_met - u_met)}
+    seeds = [len(r.get('seeds') or [None])
+             for r in [ufo[c] for c in cells] + [orc[c] for c in cells]]
+    oracle_cpus = [orc[c]['cpus_mean'] for c in neither
+                   if orc[c].get('cpus_mean') is not None]
+    return {
+        'seeds_per_cell': min(seeds) if seeds else 0,
+        'oracle_met_cells': len(o_met), 'ufo_met_cells': len(u_met),
+        'both_met_cells': len(u_met & o_met),
+        'oracle_only_cells': len(o_met - u_met),
+        'ufo_only_cells': len(u_met - o_met),
+        'neither_met_cells': len(neither),
+        'ufo_recall_pct': 100.0 * len(u_met & o_met) / len(o_met)
+        if o_met else float('nan'),
+        'both_met_ufo_over_oracle_ratio': ratio_over(
+            table, 'ufo', 'oracle', cells, budget_cpus),
+        'oracle_only_ufo_p99_over_target_median': _median(
+            misses.values()),
+        'oracle_only_ufo_p99_over_target_max': max(misses.values())
+        if misses else float('nan'),
+        'oracle_only_misses': misses,
+        'neither_ufo_cpus_avg': _mean([
+            ufo[c]['cpus_mean'] for c in neither
+            if ufo[c].get('cpus_mean') is not None]),
+        'neither_ufo_violation_s_avg': _mean([
+            ufo[c]['qos_violation_s'] for c in neither
+            if ufo[c].get('qos_violation_s') is not None]),
+        'neither_oracle_cpus_avg': _mean(oracle_cpus),
+        'paper_saving_avg': PAPER_SAVING_AVG,
+        'paper_saving_max': PAPER_SAVING_MAX,
+    }
+
+
+def by_mix(per_mix):
+    """The mixes' savings against DynIso: {key: value}.
+
+    ``per_mix`` maps a mix's name to its :func:`figures`.
+    """
+    saving = {name: per['ufo_vs_dyniso_core_saving_avg']
+              for name, per in per_mix.items()}
+    known = [v for v in saving.values() if v == v]
+    out = {'ufo_vs_dyniso_saving_mix_avg': _mean(known)}
+    out.update(('ufo_vs_dyniso_saving_avg.%s' % name, value)
+               for name, value in saving.items())
+    return out
+
+
+def yardstick_line(values):
+    """The yardstick's RESULT line (the keys ``values`` has)."""
+    keys = [k for k in YARDSTICK_KEYS if k in values]
+    keys += sorted(k for k in values
+                   if k.startswith('ufo_vs_dyniso_saving_'))
+    return 'RESULT ' + ' '.join('%s=%.2f' % (k, values[k]) for k in keys)
 
 
 def result_line(values):

@@ -17,6 +17,9 @@ import zlib
 
 from ufo_sim import engine
 
+# What a grid manager's host seed is salted with (see Cell.host_seed).
+HOST_SALT = 'host'
+
 
 @dataclasses.dataclass(frozen=True)
 class VmLoad:
@@ -59,6 +62,15 @@ class Cell:
         """A seed for this cell that does not depend on run order."""
         return zlib.crc32(('%d|%s|%s' % (base, self.key, salt)).encode())
 
+    def host_seed(self, base):
+        """The seed of this cell's host for every manager of a grid.
+
+        One per cell and base seed, whoever manages the host, so that
+        managers compared on a seed meet the same arrivals and service
+        times.
+        """
+        return self.seed(base, HOST_SALT)
+
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
@@ -71,6 +83,11 @@ class Settings:
     (DynIso, UFO) act once per control interval of ``tick`` simulated
     seconds (one real second: the engine's time scale); they get
     ``converge`` intervals to settle, then ``judge`` intervals are judged.
+
+    ``seeds`` is how many seeds a grid runs each cell on: ``seed``,
+    ``seed + 1`` and so on, each manager on the same ones (the cell's
+    host seed, :meth:`Cell.host_seed`); one manager's run simulates one
+    seed, ``seed``.
 
     ``vcpus`` resizes VMs: (profile name, vCPUs) pairs, ``'*'`` for every
     profile without a pair of its own. ``host_options`` sets other
@@ -90,6 +107,7 @@ class Settings:
     converge: int = 30
     judge: int = 10
     seed: int = 1
+    seeds: int = 1
     ufo_config: tuple = ()      # (name, value) ControllerConfig overrides
     vcpus: tuple = ()           # (profile or '*', vCPUs)
     host_options: tuple = ()    # (name, value) HostSpec fields
@@ -97,10 +115,18 @@ class Settings:
     profile_options: tuple = ()
 
     def __post_init__(self):
+        if self.seeds < 1:
+            raise ValueError('seeds must be at least 1, not %r'
+                             % (self.seeds,))
         for name, _ in self.host_options:
             if name in ('cores', 'smt'):
                 raise ValueError('host size is Settings.cores and .smt, '
                                  'not host option %r' % name)
+
+    def each_seed(self):
+        """These settings once per seed of a cell, one seed each."""
+        return [dataclasses.replace(self, seed=self.seed + k, seeds=1)
+                for k in range(self.seeds)]
 
     @property
     def budget(self):
@@ -116,6 +142,7 @@ class Settings:
         """``name=value`` words naming every setting, for a header line."""
         words = ['cores=%d' % self.cores, 'smt=%s' % self.smt,
                  'budget_cpus=%d' % self.budget, 'seed=%d' % self.seed,
+                 'seeds=%d' % self.seeds,
                  'warmup=%g' % self.warmup, 'measure=%g' % self.measure,
                  'tick=%g' % self.tick, 'converge=%d' % self.converge,
                  'judge=%d' % self.judge]

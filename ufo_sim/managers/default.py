@@ -14,7 +14,7 @@ from ufo_sim.managers import search
 NAME = 'default'
 
 
-def run_shared(cell, settings, cores, salt=NAME):
+def run_shared(cell, settings, cores, salt=cell_mod.HOST_SALT):
     """Judge the cell with everything on the first ``cores`` cores."""
     scene = scenario.build(cell, settings, cell.seed(settings.seed, salt))
     shared = scene.cores[:cores]

@@ -69,7 +69,7 @@ class DynIso:
 
 
 def evaluate(cell, settings):
-    scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME))
+    scene = scenario.build(cell, settings, cell.host_seed(settings.seed))
     manager = DynIso(scene, settings.cores, settings.smt)
     window, held = scenario.run_feedback(
         scene, settings, lambda: sum(manager.counts()) * settings.smt,

@@ -47,8 +47,8 @@ NAME = 'oracle'
 WIDE_NAME = 'oracle-wide'
 
 
-def isolated_scene(cell, settings, counts, emulator, salt=NAME,
-                   coordinate=True, home=()):
+def isolated_scene(cell, settings, counts, emulator,
+                   salt=cell_mod.HOST_SALT, coordinate=True, home=()):
     """The host of one trial, pinned, not run yet."""
     limits = scenario.flavor_cores(cell, settings)
     cores = scenario.fit_cores(settings, sum(limits) + settings.cores,
@@ -59,8 +59,8 @@ def isolated_scene(cell, settings, counts, emulator, salt=NAME,
     return scene
 
 
-def run_isolated(cell, settings, counts, emulator, salt=NAME,
-                 coordinate=True, home=()):
+def run_isolated(cell, settings, counts, emulator,
+                 salt=cell_mod.HOST_SALT, coordinate=True, home=()):
     """Run one trial; ``home``: VMs whose emulator threads stay home."""
     scene = isolated_scene(cell, settings, counts, emulator, salt,
                            coordinate, home)

@@ -23,7 +23,7 @@ SHARED_CORES = 1
 def evaluate(cell, settings):
     need = scenario.flavor_cores(cell, settings)
     total = sum(need) + SHARED_CORES
-    scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME),
+    scene = scenario.build(cell, settings, cell.host_seed(settings.seed),
                            cores=scenario.fit_cores(
                                settings, max(total, settings.cores)))
     cores = scene.cores

@@ -69,9 +69,9 @@ def evaluate_host_only(cell, settings):
 
 
 def _evaluate(name, cell, settings, channel):
-    # Both run the same scene (the seed of UFO's), so they differ only in
+    # Both run the same scene (the cell's host seed), so they differ only in
     # what the agent can read.
-    scene = scenario.build(cell, settings, cell.seed(settings.seed, NAME))
+    scene = scenario.build(cell, settings, cell.host_seed(settings.seed))
     ufo = UfoAgent(scene, config_of(settings), channel=channel)
     window, held = scenario.run_feedback(
         scene, settings, ufo.held_cpus, lambda now, lat: ufo.tick())

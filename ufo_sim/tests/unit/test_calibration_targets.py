@@ -58,6 +58,15 @@ def test_a_bound_of_one_value_checks_that_value_alone():
     assert targets.Bound(64, 84, '6').text(3) == '6 in [64, 84]'
 
 
+def test_a_bound_may_check_the_values_named_with_a_suffix():
+    t = _row('x', (targets.Bound(20, 30, '* ms'), targets.Bound(0, 3, '* s')),
+             None)
+    assert t.check({'a ms': 25, 'b ms': 21, 'a s': 0, 'b s': 3})
+    assert not t.check({'a ms': 25, 'b ms': 31, 'a s': 0})
+    assert not t.check({'a ms': 25, 'a s': 4})
+    assert targets.Bound(20, 30, '* ms').text(4) == 'each * ms in [20, 30]'
+
+
 def test_knee_scaling_is_each_max_load_over_that_on_eight(monkeypatch):
     # Synthetic host: c pCPUs meet QoS up to 10 c % of max load, 8 up to
     # 90 %, so the shares are 10 c / 90.
@@ -455,8 +464,8 @@ def test_fig12_heatmap_is_drawn(tmp_path):
 
 def test_every_row_is_named_once_and_fig12_rows_exist():
     ids = [t.id for t in targets.TARGETS]
-    assert len(ids) == len(set(ids)) == 13
-    for row in targets.FIG12_ROWS.values():
+    assert len(ids) == len(set(ids)) == 18
+    for row in tuple(targets.FIG12_ROWS.values()) + targets.SLOW_ROWS:
         assert targets.target(row).bounds
 
 
@@ -480,3 +489,17 @@ def test_the_figures_summary_prints_a_rule_that_never_fires():
     assert cli._gap_line('mysql', gap) == (
         'mysql     sf  6->8 pCPUs: gap > 30% from load -, knee 80%, gap at '
         'knee 2%')
+
+
+def test_fig15_row_reads_the_decomposition_gains(monkeypatch):
+    def run(settings, apps, counts, vcpus, processes):
+        assert vcpus == 16 and tuple(counts) == (4, 8, 12, 16)
+        return {'gain_over_default_pct': {'vcpu': 21.0, 'emulator': -1.0,
+                                          'combined': 66.0},
+                'max_load': {}}
+    monkeypatch.setattr(targets.decompose, 'run', run)
+    row = targets.target('fig15_decomposition')
+    values = row.measure(targets.Context()).values
+    assert values == {'UFO-vCPU': 21.0, 'UFO-combined': 66.0}
+    assert row.check(values)
+    assert not row.check(dict(values, **{'UFO-combined': 20.4}))

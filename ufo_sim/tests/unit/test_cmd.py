@@ -31,16 +31,22 @@ def _grid(tmp_path, capsys, *extra):
         return lines, json.load(f), out
 
 
-def test_grid_prints_one_result_line_last(tmp_path, capsys):
+def test_grid_prints_the_yardstick_and_the_result_line_last(
+        tmp_path, capsys):
     lines, data, out = _grid(tmp_path, capsys, '--processes', '2')
     assert RESULT.match(lines[-1]), lines[-1]
-    assert sum(1 for line in lines if line.startswith('RESULT')) == 1
+    assert sum(1 for line in lines if line.startswith('RESULT')) == 2
     assert lines[-1] == data['result_line']
     assert lines[-2] == data['conditions']
+    assert lines[-3] == data['yardstick_line']
+    assert lines[-3].startswith('RESULT seeds_per_cell=3.00 ')
+    assert 'seeds=3' in lines[-2].split()
     assert 'ufo_cpus_mean_avg=' in lines[-1]
     # 2 x 2 cells of memcached+memcached, every manager, mirrored cell
-    # (0.3, 0.1) included.
+    # (0.3, 0.1) included; three seeds each.
     assert len(data['results']) == 4 * 5
+    assert all(len(r['seeds']) == 3 for r in data['results'])
+    assert data['timing']['ufo'][0] == 3 * 3
     assert data['summary']['cells'] == 4
     pct = float(RESULT.match(lines[-1]).group(4))
     ufo_ok = sum(1 for r in data['results']
@@ -53,7 +59,7 @@ def test_grid_prints_one_result_line_last(tmp_path, capsys):
 
 def test_grid_is_deterministic_under_a_seed(tmp_path, capsys):
     short = ('--no-plots', '--managers', 'dyniso,ufo,default', '--loads',
-             '0.2', '--converge', '3', '--judge', '2')
+             '0.2', '--converge', '3', '--judge', '2', '--seeds', '2')
     _, first, _ = _grid(tmp_path / 'a', capsys, '--processes', '1', *short)
     _, second, _ = _grid(tmp_path / 'b', capsys, '--processes', '2', *short)
     assert first['results'] == second['results']
@@ -65,7 +71,7 @@ def test_grid_is_deterministic_under_a_seed(tmp_path, capsys):
 def test_grid_keeps_other_managers_from_a_saved_run_of_the_same_grid(
         tmp_path, capsys):
     short = ('--no-plots', '--loads', '0.2', '--converge', '3', '--judge',
-             '2', '--processes', '1')
+             '2', '--processes', '1', '--seeds', '1')
     _, whole, out = _grid(tmp_path / 'a', capsys, '--managers',
                           'dyniso,ufo,default', *short)
     saved = os.path.join(out, 'grid.json')
@@ -91,12 +97,13 @@ def test_grid_keeps_other_managers_from_a_saved_run_of_the_same_grid(
 
 def test_mal_reads_a_grid(tmp_path, capsys):
     _, data, out = _grid(tmp_path, capsys, '--processes', '1',
-                         '--no-plots')
+                         '--no-plots', '--seeds', '1')
     assert cmd.main(['mal', '--grid', os.path.join(out, 'grid.json'),
                      '--out', out]) == 0
     with open(os.path.join(out, 'mal.json')) as f:
         mal = json.load(f)
-    curve = mal['per_mix']['memcached+memcached']['ufo']
+    # The Oracle's curve: this short grid is too short for UFO to settle.
+    curve = mal['per_mix']['memcached+memcached']['oracle']
     values = [curve[k] for k in sorted(curve, key=int)
               if curve[k] is not None]
     assert values

@@ -93,10 +93,13 @@ def test_cpu_time_is_conserved():
         assert t['busy_ns'] + t['overhead_ns'] + t['idle_ns'] == elapsed
         assert min(t.values()) >= 0
     busy = sum(t['busy_ns'] for t in times)
+    overhead = sum(t['overhead_ns'] for t in times)
     used = sum(host.counters(vm).vcpu_cpu_ns +
                host.counters(vm).emulator_cpu_ns for vm in vms)
-    assert used == busy
-    assert sum(t['overhead_ns'] for t in times) > 0
+    # Threads are charged their busy time and the switches into them
+    # (and a vCPU its VM exits), all of it spent on some CPU.
+    assert busy < used <= busy + overhead
+    assert overhead > 0
     assert sum(t['idle_ns'] for t in times) > 0
 
 

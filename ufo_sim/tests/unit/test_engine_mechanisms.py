@@ -64,16 +64,60 @@ def test_cache_refill_costs_only_where_another_vm_ran():
     assert busy(True, cache_refill=refill) > 1.3 * busy(True)
 
 
-def test_emulator_wakeup_and_interrupt_injection_cost_emulator_time():
-    base = _vm_cpu_per_request(_spec(2, 1), 1, [0], [1])[0][1]
-    woken = _vm_cpu_per_request(
-        _spec(2, 1, emu_wakeup=HostSpec().emu_wakeup,
-              irq_inject=HostSpec().irq_inject), 1, [0], [1])[0][1]
-    extra = woken - base
-    # At most one wake-up and one injection per request (memcached: one
-    # round trip in); fewer wake-ups when a busy emulator goes on.
-    assert HostSpec().irq_inject * 1e9 * 0.9 < extra
-    assert extra < (HostSpec().emu_wakeup + HostSpec().irq_inject) * 2e9
+def test_emulator_wakeup_costs_each_thread_woken():
+    wakeup = scaled(5e-6)
+    host = SimHost(_spec(2, 1, emu_wakeup=wakeup), seed=3)
+    vm = host.add_vm('vm', 1, MC, rps=MC.max_rps * 0.1)
+    host.pin_vcpus(vm, [0])
+    host.pin_emulator(vm, [1])
+    host.advance(20.0)
+    woken = host.counters(vm)
+    base = _vm_cpu_per_request(_spec(2, 1), 1, [0], [1], load=0.1,
+                               vcpus=1)[0][1]
+    extra = woken.emulator_cpu_ns / woken.requests_done - base
+    # At low load nearly every packet, in and out, finds its worker
+    # asleep: up to two wake-ups a request, each costing its time.
+    wakes = woken.emulator_wakes / woken.requests_done
+    assert 1.5 < wakes <= 2.0
+    assert extra == pytest.approx(wakes * wakeup * 1e9, rel=0.15)
+
+
+def _irqs_per_request(cpus, load, **on):
+    host = SimHost(_spec(4, 1, irq_inject=scaled(1e-6), **on), seed=3)
+    vm = host.add_vm('vm', 4, MC, rps=MC.max_rps * load)
+    host.pin_vcpus(vm, cpus)
+    host.pin_emulator(vm, [3])
+    host.advance(10.0)
+    c = host.counters(vm)
+    return c.irqs / c.requests_done
+
+
+def test_interrupt_injected_only_while_the_queue_interrupt_is_enabled():
+    # One interrupt a packet without NAPI and the event index.
+    assert _irqs_per_request([0, 1, 2], 0.3, irq_coalesce=False) == \
+        pytest.approx(1.0, abs=0.01)
+    # Idle vCPUs take every packet's interrupt at once...
+    assert _irqs_per_request([0, 1, 2], 0.05) > 0.9
+    # ... four vCPUs on one CPU leave the queue's handler pending while
+    # its vCPU waits: the packets that come meanwhile raise none.
+    assert _irqs_per_request([0], 0.3) < 0.8
+
+
+def _wakes_per_request(**on):
+    host = SimHost(_spec(8, 1, emu_wakeup=scaled(1e-6), **on), seed=3)
+    vm = host.add_vm('vm', 4, MC, rps=MC.max_rps * 0.3)
+    host.pin_vcpus(vm, [0, 1, 2, 3])
+    host.pin_emulator(vm, [4, 5, 6, 7])
+    host.advance(10.0)
+    c = host.counters(vm)
+    return c.emulator_wakes / c.requests_done
+
+
+def test_vhost_workers_per_queue_batch_their_wakeups():
+    # A packet for a busy worker waits in its queue; a shared queue wakes
+    # another thread for it while any sleeps.
+    assert _wakes_per_request(emu_queues=True) < \
+        0.9 * _wakes_per_request(emu_queues=False)
 
 
 def _be_chunks(spec, same_vm, emulator_sibling=False, emu_sensitivity=1.0):
@@ -119,15 +163,19 @@ def test_an_emulator_sibling_slows_a_sensitive_guest_more():
 
 
 def _mysql_p99(spec, cpus):
-    host = SimHost(spec, seed=7)
-    vm = host.add_vm('db', 8, profiles.MYSQL,
-                     rps=profiles.MYSQL.max_rps * 0.5)
-    host.pin_vcpus(vm, cpus)
-    host.pin_emulator(vm, [8, 9, 10, 11])
-    host.advance(5.0)
-    host.take_latencies(vm)
-    host.advance(30.0)
-    return float(np.percentile(host.take_latencies(vm), 99))
+    """MySQL's p99 at half its max load, the mean over three seeds."""
+    p99 = []
+    for seed in (7, 8, 9):
+        host = SimHost(spec, seed=seed)
+        vm = host.add_vm('db', 8, profiles.MYSQL,
+                         rps=profiles.MYSQL.max_rps * 0.5)
+        host.pin_vcpus(vm, cpus)
+        host.pin_emulator(vm, [8, 9, 10, 11])
+        host.advance(5.0)
+        host.take_latencies(vm)
+        host.advance(30.0)
+        p99.append(np.percentile(host.take_latencies(vm), 99))
+    return float(np.mean(p99))
 
 
 def test_a_lock_holder_preempted_on_the_host_stalls_the_waiters():
@@ -293,3 +341,37 @@ def test_the_guest_balances_its_threads_by_linux_rules(seed):
     linux = _eight_workers_on_four_vcpus(scaled(0.5e-3), seed)
     assert linux[0] > 1.15 * ideal[0]
     assert linux[1] == pytest.approx(ideal[1], rel=0.01)
+
+
+def _polling(load, **spec):
+    host = SimHost(dataclasses.replace(HostSpec(cores=8, smt=2), **spec),
+                   seed=3)
+    vm = host.add_vm('vm', 8, MC, rps=MC.max_rps * load)
+    host.pin_vcpus(vm, range(8))
+    host.pin_emulator(vm, range(8, 16))
+    host.advance(1.0)
+    a = host.counters(vm)
+    host.advance(4.0)
+    b = host.counters(vm)
+    return {f: getattr(b, f) - getattr(a, f) for f in (
+        'vcpu_cpu_ns', 'vcpu_guest_ns', 'vcpu_poll_ns', 'halts',
+        'polls_ok', 'guest_busy_ns')}
+
+
+def test_halt_polling_is_vcpu_thread_time_apart_from_guest_time():
+    low = _polling(0.1)
+    # KVM charges the poll loop to the vCPU thread (host kernel time):
+    # at a tenth of max load, where the vCPUs wake every few tens of
+    # real microseconds, it is most of the threads' time.
+    assert low['vcpu_poll_ns'] > low['vcpu_guest_ns']
+    assert low['vcpu_guest_ns'] + low['vcpu_poll_ns'] < low['vcpu_cpu_ns']
+    assert low['guest_busy_ns'] <= low['vcpu_guest_ns']
+    assert 0 < low['polls_ok'] < low['halts']
+    off = _polling(0.1, halt_poll=0.0)
+    assert off['vcpu_poll_ns'] == 0 and off['polls_ok'] == 0
+    # Guest time is the guest's work: near proportional to the load,
+    # where the threads' whole time is not.
+    high = _polling(0.5)
+    assert high['vcpu_guest_ns'] / low['vcpu_guest_ns'] == \
+        pytest.approx(5, rel=0.15)
+    assert high['vcpu_cpu_ns'] / low['vcpu_cpu_ns'] < 4.5

@@ -9,9 +9,10 @@ from ufo_sim import cmd
 from ufo_sim.engine import spec as spec_mod
 from ufo_sim.experiments import grid_set
 
-# One cell of one pair at one load: a real grid, a few seconds of CPU.
+# One cell of one pair at one load, one seed: a real grid, a few seconds
+# of CPU.
 TINY = grid_set.SetRun('tiny', 'one cell', loads=(0.2,),
-                       mixes=('nginx+nginx',))
+                       mixes=('nginx+nginx',), seeds=1)
 
 
 def _result(cell, manager, cpus, met):
@@ -36,6 +37,13 @@ def test_protocol_holds_the_documented_runs_with_their_values():
                                      'H7', 'H8')
     assert len([n for n in grid_set.HELD_OUT if n.startswith('H9')]) == 16
     assert 'quick' not in grid_set.HELD_OUT
+    # Three seeds per cell in every grid; H1-H3 share none.
+    assert all(r.settings().seeds >= 3 for r in grid_set.PROTOCOL)
+    seeds = [set(range(r.seed, r.seed + r.seeds)) for r in (
+        grid_set.BY_NAME['H1'], grid_set.BY_NAME['H2'],
+        grid_set.BY_NAME['H3'])]
+    assert not (seeds[0] & seeds[1] or seeds[1] & seeds[2] or
+                seeds[0] & seeds[2])
     h8 = grid_set.BY_NAME['H8'].settings()
     assert (h8.cores, h8.smt, h8.budget) == (16, 1, 16)
     assert grid_set.BY_NAME['H5'].settings().vcpus == (('*', 4),)
@@ -69,6 +77,28 @@ def test_misses_are_oracle_met_cells_ufo_misses_within_the_budget():
     # c: UFO over the budget is a miss; d: the Oracle over it is no cell.
     assert grid_set.oracle_met_misses(results, 16) == ['b', 'c']
     assert grid_set.met_cells(results, 'ufo', 16) == ['a']
+
+
+def test_the_table_gives_each_run_its_yardstick_and_the_set_recall():
+    one = _record('H1', [_result('a', 'oracle', 8, True),
+                         _result('a', 'ufo', 10, True),
+                         _result('b', 'oracle', 12, True),
+                         _result('b', 'ufo', 16, False)])
+    two = _record('H2', [_result('a', 'oracle', 8, True),
+                         _result('a', 'ufo', 20, True)])
+    for rec in (one, two):
+        rec.update(met={'ufo': 0, 'oracle': 0}, result_line='RESULT x=1',
+                   yardstick_line='RESULT seeds_per_cell=3.00')
+    grid = {'runs': [one, two]}
+    assert grid_set.recall(grid) == {'oracle_met_cells': 3,
+                                     'both_met_cells': 1,
+                                     'ufo_recall_pct': 100.0 / 3}
+    lines = grid_set.table(grid).splitlines()
+    assert lines[-5:] == [
+        'RESULT run=H1 seeds_per_cell=3.00', 'RESULT run=H1 x=1',
+        'RESULT run=H2 seeds_per_cell=3.00', 'RESULT run=H2 x=1',
+        'RESULT grid_set_oracle_met_cells=3 grid_set_both_met_cells=1 '
+        'grid_set_ufo_recall_pct=33.33']
 
 
 def test_compare_pairs_cells_and_names_what_was_lost_and_added():

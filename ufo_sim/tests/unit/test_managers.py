@@ -3,6 +3,8 @@
 import dataclasses
 import math
 
+import pytest
+
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import default
 from ufo_sim.managers import dyniso
@@ -11,6 +13,7 @@ from ufo_sim.managers import registry
 from ufo_sim.managers import scenario
 from ufo_sim.managers import static
 from ufo_sim.managers import ufo
+from ufo_sim import profiles
 
 FAST = cell_mod.Settings(warmup=2.0, measure=10.0, converge=12, judge=3)
 
@@ -25,10 +28,12 @@ def test_default_finds_the_smallest_shared_set():
     assert light.qos_met and heavy.qos_met
     assert light.cpus < heavy.cpus <= 16
     assert light.cpus == 2 * light.detail['shared_cores']
-    # Bisection proved the count: one core fewer fails.
-    assert not default.run_shared(_cell(0.2, 0.2), FAST,
-                                  heavy.detail['shared_cores'] - 1).all_ok
+    # One core fewer fails the bisection's short trial or, passing it on
+    # luck, the judged window the answer is confirmed over.
     judged = scenario.judged(FAST)
+    fewer = heavy.detail['shared_cores'] - 1
+    assert not (default.run_shared(_cell(0.2, 0.2), FAST, fewer).all_ok and
+                default.run_shared(_cell(0.2, 0.2), judged, fewer).all_ok)
     assert default.run_shared(_cell(0.2, 0.2), judged,
                               heavy.detail['shared_cores']).all_ok
 
@@ -118,7 +123,7 @@ def test_a_vm_named_home_keeps_its_emulator_threads_on_its_cores():
 
 
 def test_the_wide_oracle_searches_the_oracles_space_and_more():
-    cell = _cell(0.1, 0.5)
+    cell = _cell(0.1, 0.6)
     plain = oracle.evaluate(cell, FAST)
     wide = oracle.evaluate_wide(cell, FAST)
     assert plain.qos_met and wide.qos_met
@@ -133,6 +138,17 @@ def test_the_wide_oracle_searches_the_oracles_space_and_more():
     assert oracle.run_isolated(cell, FAST, counts, emu, salt='check',
                                home=tuple(home)).all_ok
     assert registry.MANAGERS['oracle-wide'] is oracle.evaluate_wide
+
+
+@pytest.mark.parametrize('load', [0.5, 0.6])
+def test_two_memcached_vms_share_a_two_core_emulator_pool(load):
+    # Each VM's vCPUs on three cores, both emulator pools on two: the
+    # pool ran 97-100 % busy and missed QoS many times over while every
+    # packet woke an emulator thread and paid an injection.
+    window = oracle.run_isolated(_cell(load, load), FAST, [3, 3], 2,
+                                 salt='pool')
+    assert window.all_ok
+    assert max(window.p99_us) < 0.6 * profiles.MEMCACHED.qos_p99_us
 
 
 def test_dyniso_shrinks_idle_vms_from_the_even_split():
