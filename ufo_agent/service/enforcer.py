@@ -9,7 +9,8 @@ Order (paper section 4.6) and the isolation promise:
    ``max_vcpu_step`` vCPUs, and the enforcer waits for their answers
    together, at most ``ack_wait`` seconds; a guest that has not answered
    keeps its pins this tick (its CPUs stay its own until it answers or
-   falls back);
+   falls back), unless they are in no pool yet (found as they are): those
+   may be other guests' cores, so it is placed all the same;
 3. pins narrow: every pinning gives up the CPUs it loses;
 4. pins widen, each only onto CPUs that no pinning of another pool may
    hold (:mod:`ufo_agent.service.ledger`): a CPU changes owner only after
@@ -311,7 +312,7 @@ class Enforcer:
         for uuid in uuids:
             vm = plan.vms[uuid]
             st = self.acks[uuid]
-            if st.shrinking:
+            if st.shrinking and self._in_pools((uuid, VCPU)):
                 # Not yet answered: its CPUs stay its own meanwhile.
                 deferred[uuid] = ('waiting for the guest to keep %d vCPUs '
                                   'online' % st.target)
@@ -329,6 +330,18 @@ class Enforcer:
                     else ledger_mod.SHARED)
             wanted[(uuid, EMULATOR)] = (pool, plan.emulator_cpus)
         return wanted
+
+    def _in_pools(self, key):
+        """Whether every CPU of the pinning is in a pool it was given.
+
+        Not one found as it is (at a start, after a release or a
+        restart): its CPUs may be other guests' cores, so a guest whose
+        shrink is unanswered is placed all the same; until it answers
+        it may run more vCPUs than CPUs, but only where the plan puts it.
+        """
+        entry = self.ledger.get(key)
+        return entry is not None and all(_known(pool)
+                                         for pool, _ in entry.parts)
 
     def _enter_idle(self, uuids, plan, failed):
         """Set idle priority where the plan wants it; return who has it."""

@@ -1009,6 +1009,50 @@ def _label(label):
 
 
 # -- the agent ----------------------------------------------------------------
+@contextlib.contextmanager
+def _log_handlers_held():
+    """Every log handler's lock, while the process forks.
+
+    A driver thread that writes a record (to ``--log``'s file) as the
+    process forks leaves the stream's buffer locked in the copy, whose
+    first record then waits forever. Held, no record is half-written;
+    the copy gets the handlers' locks anew (logging's fork hook).
+    """
+    loggers = [logging.getLogger()] + [
+        logger for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)]
+    handlers = sorted({h for logger in loggers for h in logger.handlers},
+                      key=id)
+    for handler in handlers:
+        handler.acquire()
+    pid = os.getpid()
+    try:
+        yield
+    finally:
+        if os.getpid() == pid:
+            for handler in reversed(handlers):
+                handler.release()
+
+
+def _wait_for_copy(pid, what, timeout=60.0):
+    """The exit status of the forked copy; it must end in ``timeout``.
+
+    A copy that hangs (on a lock some other thread held as the process
+    forked) would hang the soak: it is killed and the soak fails.
+    """
+    give_up = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() > give_up:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise RuntimeError('the forked copy of the agent did not end '
+                               'within %.0f s during %s' % (timeout, what))
+        time.sleep(0.001)
+
+
 class _AbandonedTicks(logging.Handler):
     """Hears the loop say that it abandoned a tick or a plan."""
 
@@ -1704,13 +1748,14 @@ class World:
                  if os.path.exists(p) and
                  os.path.getsize(p) < layout.PAGE_SIZE]
         if short:
-            pid = os.fork()
+            with _log_handlers_held():
+                pid = os.fork()
             if pid == 0:
                 try:
                     func()
                 finally:
                     os._exit(0)
-            _, status = os.waitpid(pid, 0)
+            status = _wait_for_copy(pid, what)
             if os.WIFSIGNALED(status):
                 sig = os.WTERMSIG(status)
                 self.violation(AgentKilled, 'the agent died of %s during %s '

@@ -202,6 +202,49 @@ def test_unanswered_shrink_keeps_the_cpus_until_the_guest_falls_back():
     assert b.vcpu_pins == plan.vms['b'].cpus
 
 
+def test_a_guest_found_on_every_cpu_is_placed_before_its_shrink_answer():
+    # A restarted agent finds a on its definition (every managed CPU,
+    # b's core too) and b on its own core. The plan parks a with 2 of
+    # its 4 vCPUs online; a answers the probe at once, the shrink only
+    # after the tick's wait. Kept until then, a's pins are b's core:
+    # a is placed at once, on its own CPUs only until it answers.
+    driver = fakes.FakeDriver(cores=4)
+    # Found overlapping: judged once the pass is done.
+    driver.check_isolation = lambda: None
+    enf = enforcer.Enforcer(driver, ack_wait=0.1)
+    every = frozenset({1, 2, 3, 5, 6, 7})
+    a = driver.add(fakes.FakeGuest('a', 4))
+    a.vcpu_pins = a.emulator_pins = every
+    enf.track(a.info)
+    b = driver.add(fakes.FakeGuest('b', 2, channel=False))
+    b.vcpu_pins, b.emulator_pins = frozenset({2, 6}), every
+    enf.track(b.info)
+    plan = _host_plan(4, {'a': (), 'b': {2}}, {3})
+    real_target = driver.set_vcpu_target
+
+    def set_vcpu_target(uuid, vcpus):
+        # Only targets that take vCPUs offline are answered late.
+        driver.all[uuid].acks = vcpus >= driver.all[uuid].online
+        return real_target(uuid, vcpus)
+
+    driver.set_vcpu_target = set_vcpu_target
+    outcome = enf.apply(plan, {'a': 4})
+    assert ('target', 'a', 2) in driver.calls and a.online == 4
+    assert enf.acks['a'].shrinking
+    _isolated(driver, plan.shared_cpus)
+    assert a.vcpu_pins == plan.vms['a'].cpus
+    assert b.vcpu_pins == plan.vms['b'].cpus
+    assert outcome.deferred == {} and outcome.failed == {}
+    assert enf.ledger.get(('b', 'vcpu')).pool == 'vm:b'
+    # Its answer comes: nothing more to pin.
+    a.online, a.acked_seq = 2, a.target_seq
+    driver.calls.clear()
+    outcome = enf.apply(plan, {'a': 2})
+    assert not enf.acks['a'].waiting
+    assert not [c for c in driver.calls if c[0].startswith('pin')]
+    assert outcome.deferred == {} and outcome.failed == {}
+
+
 def test_failed_narrow_keeps_the_other_guest_from_widening():
     # Defect: A's narrow failed (libvirt's state change lock takes 30 s),
     # B was widened onto A's cores anyway: two guests on one CPU.

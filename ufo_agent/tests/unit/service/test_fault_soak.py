@@ -190,3 +190,35 @@ def test_guests_parked_together_while_their_pins_hang_share_the_idle_pool():
             assert world.as_set(inc.dom.vcpu_pins[0]) == plan.idle_cpus
     finally:
         soak.close()
+
+
+def test_an_agent_restarted_often_places_a_guest_whose_shrinks_wait():
+    # A deaf guest's unanswered probe takes each tick's wait for
+    # answers, so the other guests' shrinks are answered a tick late.
+    # The agent is stopped (its guests given back on their definitions)
+    # and then crashes after every tick: each new agent finds the big
+    # guest on every managed CPU, over the others' cores, and shrinks
+    # it again. It must be placed all the same within its grace.
+    soak = world.World(CALL_TIMEOUT)
+    try:
+        for module in ('honest', 'deaf', 'honest', 'honest', 'honest'):
+            soak.boot(soak.define(world.SHARED, 1, module=module))
+        big = soak.boot(soak.define(world.SHARED, 4))
+        soak.start_agent()
+        for _ in range(15):
+            soak.tick()
+            soak.raise_violations()
+        soak.stop_agent()
+        soak.restore_host()
+        soak.raise_violations()
+        soak.start_agent()
+        for restarts in range(world.GRACE_TICKS + 1):
+            if restarts:
+                soak.crash_agent()
+                soak.start_agent()
+            soak.tick()
+            soak.raise_violations()
+        vcpus = world.as_set(big.dom.vcpu_pins[0])
+        assert vcpus <= soak.run_.plan.vms[big.uuid].cpus
+    finally:
+        soak.close()
