@@ -149,10 +149,6 @@ class Controller:
         # set by each tick's allocation; the next tick's grow check reads
         # the last one.
         self._charged = {}
-        # (VM, its cores, pool size) of a yield to a probe not yet judged.
-        self._probe_yield = None
-        # Ticks in a row that asked for an emulator grow taking guests' cores.
-        self._squeeze_asks = 0
         # uuid -> the exception that reset the VM on the last tick.
         self.vm_errors = {}
 
@@ -263,47 +259,24 @@ class Controller:
             {u: s for u, s in samples.items()
              if u in self.vms and self.vms[u].mode == VmMode.ACTIVE},
             cfg) if cfg.emulator_saturation > 0 else []
-        short = self._short_guests()
         # Idle cores and VM modes change only in the VM loop below.
-        room = self._idle_room()
-        emu_want, self.emulator_util = self.emulator_pool.decide(
-            now, emu_now, self.topology.pcpus(self.emulator_cores),
-            emulator_busy_pct, self.ppc, len(self.topology) - 1, guest_pct,
-            saturated, squeezed=bool(short), idle_room=room,
-            deficit=self._vcpu_deficit(samples))
-        emu_want = self._take_back_from_probe(emu_now, emu_want, room)
-        yield_why = yielded_to = None
-        if cfg.emulator_util_overload > 0:
-            emu_want, yield_why, yielded_to = self._under_overload(
-                now, emu_now, emu_want, emulator_busy_pct, guest_pct,
-                saturated, short, room)
-            if emu_want == emu_now and yield_why is None and \
-                    not saturated:
-                yield_why = self._yield_to_probe(
-                    now, emu_now, emulator_busy_pct, guest_pct, room)
-                if yield_why:
-                    emu_want = emu_now - 1
-        if emu_want > emu_now and self._grow_takes_guest_cores(emu_want):
-            # Taking guests' cores costs them QoS at once, and a one-second
-            # burst of I/O is gone by the next tick: the grow waits for
-            # confirm_samples samples in a row, as VM moves do.
-            self._squeeze_asks += 1
-            if self._squeeze_asks < cfg.confirm_samples:
-                emu_want = emu_now
-        else:
-            self._squeeze_asks = 0
+        decision = self.emulator_pool.decide(self._pool_view(
+            now, samples, emulator_busy_pct, guest_pct, saturated))
+        self.emulator_util = decision.util
+        emu_want, yielded_to = decision.size, decision.yielded_to
+        if decision.probe is not None:
+            # The probe was confirmed before it was denied: it goes ahead
+            # on this tick, on the core the pool yields.
+            state = self.vms[decision.probe]
+            state.denied = None
+            state.confirm.grant((True, len(state.cores)), now)
         emulator_grows = emu_want > emu_now
         if emu_want != emu_now:
             decisions.append(Decision(
                 now, 'emulator',
                 Action.EMULATOR_GROW if emulator_grows
                 else Action.EMULATOR_SHRINK,
-                emu_now, emu_want, 'emulator pool utilization %.0f%%%s%s'
-                % (100 * self.emulator_util,
-                   '; emulator threads of %s saturated'
-                   % ', '.join(saturated) if saturated else '',
-                   '; yields a core: %s' % yield_why
-                   if yield_why else '')))
+                emu_now, emu_want, decision.reason(saturated)))
         # Parked between two ticks (after the emulator's, which comes first).
         decisions += self._pending
         self._pending = []
@@ -736,122 +709,43 @@ class Controller:
                 if s.mode == VmMode.ACTIVE and s.cores and
                 len(s.cores) < min(s.committed, s.max_cores)]
 
-    def _under_overload(self, now, emu_now, emu_want, busy_pct, guest_pct,
-                        saturated, short, room):
-        """(pool size, why it yielded, VMs yielded to) near a full host.
-
-        The last two are None when the pool does not yield; the VMs are
-        those one core short at the mark, of which the allocator gives
-        the core to the one with the largest deficit.
-
-        Each core the pool takes from a guest's committed cores is that
-        guest's QoS: the pool takes them only from the mark up or for
-        saturated threads, one at a time. Below the mark it gives one
-        back to a guest one core short that runs at the mark of every
-        CPU it has, unless some guest's threads are saturated, possibly
-        as a trial of a size it has not measured (the pool's may_try),
-        which the mark judges; after that, saturation under the mark
-        does not take it back while the load stays (the pool's
-        holds_yield, with any saturation while no core is idle).
-        """
-        mark = self.config.emulator_util_overload
-        pool = self.emulator_pool
-        if emu_want > emu_now:
-            if self.emulator_util < mark and room <= 0 and \
-                    pool.holds_yield(now, emu_now, busy_pct):
-                return emu_now, None, None
-            if not self._grow_takes_guest_cores(emu_want):
-                return emu_want, None, None
-            if self.emulator_util < mark and (
-                    not saturated or
-                    pool.holds_yield(now, emu_now, busy_pct, saturated)):
-                return emu_now, None, None
-            if self.emulator_util >= mark:
-                pool.grew_back(now, emu_now)
-            return emu_now + 1, None, None
-        if emu_want < emu_now or saturated or not short:
-            return emu_want, None, None
-        eligible = []
-        for state in sorted(short, key=lambda s: s.spec.uuid):
+    def _pool_view(self, now, samples, busy_pct, guest_pct, saturated):
+        """The emulator pool's :class:`emulator_pool.PoolView` of a tick."""
+        cfg = self.config
+        short = []
+        for state in sorted(self._short_guests(), key=lambda s: s.spec.uuid):
             count = len(state.cores)
             util = state.last_sample.util if state.last_sample else 0.0
-            pcu = state.predictor.pcu(util, count)
-            if min(state.committed, state.max_cores) - count == 1 and \
-                    pcu >= mark:
-                eligible.append((state, 100.0 * pcu))
-        if not eligible or not pool.may_yield(now, emu_now, busy_pct,
-                                              self.ppc, guest_pct,
-                                              trial=True):
-            return emu_want, None, None
-        pool.yielded(now, emu_now - 1, busy_pct,
-                     [s.spec.uuid for s in short])
-        return emu_now - 1, '; '.join(
-            '%s runs one core short of its committed cores at PCU %.0f%%'
-            % (state.spec.uuid, pcu) for state, pcu in eligible), \
-            frozenset(state.spec.uuid for state, _ in eligible)
-
-    def _yield_to_probe(self, now, emu_now, busy_pct, guest_pct, room):
-        """Give a pool core to the denied probe with the highest PCU.
-
-        On a full host a probe up takes only idle cores, so a pool inside
-        its utilization band holds the core a guest's probe needs. The
-        pool yields one (returning why, else None) when it projects under
-        ``emulator_util_overload`` one core smaller (its may_yield), to
-        the settled guest whose probe was denied at the load it runs now
-        and whose utilization per CPU is highest: the probe was confirmed
-        before it was denied, so it goes ahead on this tick, and its
-        trial judges the core (_take_back_from_probe). Only when the
-        freed core would be the probe's, not the idle pool's floor.
-        """
-        if room < 0:
-            return None
-        cfg = self.config
-        wanting = []
-        for state in self.vms.values():
-            denied, sample = state.denied, state.last_sample
+            short.append(emulator_pool.ShortGuest(
+                state.spec.uuid, count, min(state.committed, state.max_cores),
+                state.predictor.pcu(util, count)))
+        probes, active = [], {}
+        for uuid in sorted(self.vms):
+            state = self.vms[uuid]
+            if state.mode != VmMode.ACTIVE:
+                continue
             count = len(state.cores)
-            if state.mode != VmMode.ACTIVE or denied is None or \
-                    sample is None or denied.cores != count or \
+            active[uuid] = (count, state.trial is not None)
+            sample, denied = state.last_sample, state.denied
+            if denied is None or sample is None or \
+                    denied.cores != count or \
                     not state.settled(now, cfg.settle_time) or \
                     now - denied.time > cfg.sample_max_age or \
                     abs(sample.util - denied.util) > \
                     state.model.tolerance(sample.util):
                 continue
-            wanting.append((-state.predictor.pcu(sample.util, count),
-                            state.spec.uuid, state))
-        pool = self.emulator_pool
-        if not wanting or not pool.may_yield(now, emu_now, busy_pct,
-                                             self.ppc, guest_pct):
-            return None
-        pcu, uuid, state = min(wanting)
-        pool.yielded(now, emu_now - 1, busy_pct, ())
-        self._probe_yield = (uuid, len(state.cores), emu_now - 1)
-        target, state.denied = state.denied.target, None
-        state.confirm.grant((True, len(state.cores)), now)
-        return '%s was denied a probe to %d cores at PCU %.0f%%' % (
-            uuid, target, -100.0 * pcu)
-
-    def _take_back_from_probe(self, emu_now, emu_want, room):
-        """Pool size once a probe the pool yielded to has ended.
-
-        A probe that was not kept leaves the yielded core idle: the pool
-        takes it back, to the size it held before the yield. One that was
-        kept leaves the pool at the smaller size (its holds_yield).
-        """
-        if self._probe_yield is None:
-            return emu_want
-        uuid, count, size = self._probe_yield
-        state = self.vms.get(uuid)
-        live = size == emu_now and state is not None and \
-            state.mode == VmMode.ACTIVE
-        if live and state.trial is not None:
-            return emu_want         # still probing
-        self._probe_yield = None
-        if live and len(state.cores) > count:
-            return emu_want         # kept
-        if size == emu_now and room > 0:
-            return emu_now + 1  # not more: that would take guests' cores
-        return emu_want
+            probes.append(emulator_pool.ProbeCandidate(
+                uuid, count, denied.target, state.predictor.pcu(
+                    sample.util, count)))
+        return emulator_pool.PoolView(
+            now=now, cores=len(self.emulator_cores),
+            pcpus=self.topology.pcpus(self.emulator_cores),
+            busy_pct=busy_pct, pcpus_per_core=self.ppc,
+            max_cores=len(self.topology) - 1, guest_pct=guest_pct,
+            saturated=tuple(saturated), short=tuple(short),
+            room=self._idle_room(), deficit=tuple(self._vcpu_deficit(samples)),
+            probes=tuple(probes), active=active,
+            takes_guest_cores=self._grow_takes_guest_cores)
 
     def _grow_takes_guest_cores(self, emu_want):
         """Whether the pool at ``emu_want`` takes a VM's committed cores.

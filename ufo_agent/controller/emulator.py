@@ -102,6 +102,97 @@ _MIN_WAIT_SHARE = 0.02
 # threads would fit (EmulatorPool.may_yield).
 _TRIAL_BOUND = 1.0
 
+# The rules that size the pool; controller.rst has a table of them, and
+# every emulator decision's reason starts with the one that decided.
+BAND = 'band'                       # utilization band, with memories
+SATURATION = 'saturation'           # a core for saturated threads
+CEDE = 'cede'                       # saturation gives way to vCPUs
+FULL_HOST_HOLD = 'full-host-hold'   # a full host: no grow under the mark
+FULL_HOST_GROW = 'full-host-grow'   # a full host: one core at a time
+YIELD_TO_SHORT = 'yield-to-short'   # a core back to a guest one short
+YIELD_TO_PROBE = 'yield-to-probe'   # a core for a denied probe
+PROBE_TAKE_BACK = 'probe-take-back'  # the probe ended: core back
+CONFIRM_SQUEEZE = 'confirm-squeeze'  # a grow taking guests' cores waits
+RULES = (BAND, SATURATION, CEDE, FULL_HOST_HOLD, FULL_HOST_GROW,
+         YIELD_TO_SHORT, YIELD_TO_PROBE, PROBE_TAKE_BACK, CONFIRM_SQUEEZE)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShortGuest:
+    """An active guest placed on fewer cores than it committed."""
+
+    uuid: str
+    cores: int          # cores it holds
+    committed: int      # cores it committed, at most its flavor's
+    pcu: float          # utilization per CPU of those cores
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeCandidate:
+    """A settled guest's probe up, denied at the load it runs now."""
+
+    uuid: str
+    cores: int
+    target: int
+    pcu: float
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolView:
+    """What the pool's policy sees of one tick.
+
+    ``busy_pct`` is the CPU time of every emulator thread over the tick
+    (% of one CPU); ``guest_pct`` the active guests' busy time (the sum
+    of their utilization); ``saturated`` the active guests whose
+    emulator threads are saturated (:func:`saturated`); ``short`` the
+    :class:`ShortGuest`; ``room`` the idle cores a guest could grow
+    into (:meth:`Controller._idle_room`); ``deficit`` the active guests
+    at ``pcu_high`` or more with room to grow; ``probes`` the
+    :class:`ProbeCandidate`; ``active`` maps each active guest to (cores
+    held, probing now); ``takes_guest_cores(size)`` says whether a pool
+    of ``size`` cores would take some guest's committed cores.
+    """
+
+    now: float
+    cores: int
+    pcpus: int
+    busy_pct: float
+    pcpus_per_core: int
+    max_cores: int
+    guest_pct: float
+    saturated: tuple = ()
+    short: tuple = ()
+    room: int = None
+    deficit: tuple = ()
+    probes: tuple = ()
+    active: dict = dataclasses.field(default_factory=dict)
+    takes_guest_cores: object = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolDecision:
+    """The pool's size for this tick and the rule that set it.
+
+    ``yielded_to`` names the guests one core short the pool yields a
+    core to (the allocator gives it to one of them); ``probe`` the guest
+    whose denied probe goes ahead on the core yielded to it.
+    """
+
+    size: int
+    util: float
+    rule: str
+    why: str = ''
+    yielded_to: frozenset = None
+    probe: str = None
+
+    def reason(self, saturated=()):
+        """The decision's reason, as logged: its rule first."""
+        return '%s: emulator pool utilization %.0f%%%s%s' % (
+            self.rule, 100 * self.util,
+            '; emulator threads of %s saturated' % ', '.join(saturated)
+            if saturated else '',
+            '; yields a core: %s' % self.why if self.why else '')
+
 
 def wanted_cores(current_cores, current_pcpus, busy_pct, pcpus_per_core,
                  config, max_cores, crowding=None, kept=()):
@@ -235,6 +326,11 @@ class EmulatorPool:
         self._recent_cores = None
         self._size = None           # the pool's size, seen since _size_since
         self._size_since = None
+        # (guest, its cores, pool size) of a yield to a probe not yet
+        # judged.
+        self._probe_yield = None
+        # Ticks in a row that asked for a grow taking guests' cores.
+        self._squeeze_asks = 0
 
     def crowding(self, now):
         """{smaller size: learned busy ratio} still within memory."""
@@ -395,10 +491,12 @@ class EmulatorPool:
             return True
         return False
 
-    def decide(self, now, current_cores, current_pcpus, busy_pct,
-               pcpus_per_core, max_cores, guest_pct, saturated=(),
-               squeezed=False, idle_room=None, deficit=()):
-        """(cores wanted, utilization); see :func:`wanted_cores`.
+    def _band(self, now, current_cores, current_pcpus, busy_pct,
+              pcpus_per_core, max_cores, guest_pct, saturated=(),
+              squeezed=False, idle_room=None, deficit=()):
+        """(cores wanted, utilization, rule); see :func:`wanted_cores`.
+
+        Its rules: ``band``, ``saturation`` and ``cede``.
 
         ``guest_pct`` is the guests' busy time over the same tick (the sum
         of the active VMs' utilization, % of one CPU); ``saturated`` names
@@ -445,12 +543,17 @@ class EmulatorPool:
         self._recent.append(bool(saturated))
         while len(self._recent) > 2 * needed:
             self._recent.popleft()
-        if sum(self._recent) >= needed and current_cores < max_cores and \
-                not (want <= current_cores and scarce and
-                     self.cedes(now, current_cores, busy, saturated,
-                                deficit, spare)):
-            want = max(want, current_cores + 1)
-            self._saturated[current_cores] = _Kept(now, guest_pct, busy)
+        rule = BAND
+        if sum(self._recent) >= needed and current_cores < max_cores:
+            if want <= current_cores and scarce and \
+                    self.cedes(now, current_cores, busy, saturated, deficit,
+                               spare):
+                rule = CEDE
+            else:
+                if want <= current_cores:
+                    rule = SATURATION
+                want = max(want, current_cores + 1)
+                self._saturated[current_cores] = _Kept(now, guest_pct, busy)
         if saturated:
             want = max(want, current_cores)
             if overload and squeezed and want > current_cores:
@@ -461,4 +564,136 @@ class EmulatorPool:
         if want > current_cores:
             self._grows[current_cores] = _Grow(
                 None if blind else per_guest, now)
-        return want, util
+        return want, util, rule
+
+    # -- the policy's entry point ------------------------------------------
+    def decide(self, view):
+        """The pool's :class:`PoolDecision` for one tick's :class:`PoolView`.
+
+        The rules, in the order they apply: the utilization band with
+        its memories (``band``), a core for saturated threads
+        (``saturation``) unless it gives way to guests' vCPUs
+        (``cede``); the core of a probe that ended taken back
+        (``probe-take-back``); on a full host (``emulator_util_overload``
+        set), grows held under the mark (``full-host-hold``) or made one
+        core at a time (``full-host-grow``), and a core yielded to a
+        guest one core short (``yield-to-short``) or to a denied probe
+        (``yield-to-probe``); a grow that takes guests' committed cores
+        waits for ``confirm_samples`` asks in a row
+        (``confirm-squeeze``).
+        """
+        cfg = self.config
+        cores = view.cores
+        want, util, rule = self._band(
+            view.now, cores, view.pcpus, view.busy_pct,
+            view.pcpus_per_core, view.max_cores, view.guest_pct,
+            view.saturated, squeezed=bool(view.short),
+            idle_room=view.room, deficit=view.deficit)
+        taken = self._take_back_from_probe(view, want)
+        if taken != want:
+            want, rule = taken, PROBE_TAKE_BACK
+        why = yielded_to = probe = None
+        if cfg.emulator_util_overload > 0:
+            size, rule_now, why, yielded_to = self._under_overload(
+                view, want, util)
+            if size != want or rule_now is not None:
+                want, rule = size, rule_now or rule
+            if want == cores and why is None and not view.saturated:
+                probe, why = self._yield_to_probe(view)
+                if probe is not None:
+                    want, rule = cores - 1, YIELD_TO_PROBE
+        if want > cores and view.takes_guest_cores(want):
+            # Taking guests' cores costs them QoS at once, and a
+            # one-second burst of I/O is gone by the next tick: the grow
+            # waits for confirm_samples asks in a row, as VM moves do.
+            self._squeeze_asks += 1
+            if self._squeeze_asks < cfg.confirm_samples:
+                want, rule = cores, CONFIRM_SQUEEZE
+        else:
+            self._squeeze_asks = 0
+        return PoolDecision(want, util, rule, why or '', yielded_to, probe)
+
+    def _under_overload(self, view, want, util):
+        """(size, rule or None, why it yielded, guests yielded to).
+
+        Each core the pool takes from a guest's committed cores is that
+        guest's QoS: the pool takes them only from the mark up or for
+        saturated threads, one at a time. Below the mark it gives one
+        back to a guest one core short that runs at the mark of every
+        CPU it has, unless some guest's threads are saturated, possibly
+        as a trial of a size it has not measured (:meth:`may_try`),
+        which the mark judges; after that, saturation under the mark
+        does not take it back while the load stays (:meth:`holds_yield`,
+        with any saturation while no core is idle).
+        """
+        mark = self.config.emulator_util_overload
+        now, cores, busy = view.now, view.cores, view.busy_pct
+        if want > cores:
+            if util < mark and view.room <= 0 and \
+                    self.holds_yield(now, cores, busy):
+                return cores, FULL_HOST_HOLD, None, None
+            if not view.takes_guest_cores(want):
+                return want, None, None, None
+            if util < mark and (not view.saturated or self.holds_yield(
+                    now, cores, busy, view.saturated)):
+                return cores, FULL_HOST_HOLD, None, None
+            if util >= mark:
+                self.grew_back(now, cores)
+            return cores + 1, FULL_HOST_GROW, None, None
+        if want < cores or view.saturated or not view.short:
+            return want, None, None, None
+        eligible = [g for g in view.short
+                    if g.committed - g.cores == 1 and g.pcu >= mark]
+        if not eligible or not self.may_yield(now, cores, busy,
+                                              view.pcpus_per_core,
+                                              view.guest_pct, trial=True):
+            return want, None, None, None
+        self.yielded(now, cores - 1, busy, [g.uuid for g in view.short])
+        return cores - 1, YIELD_TO_SHORT, '; '.join(
+            '%s runs one core short of its committed cores at PCU %.0f%%'
+            % (g.uuid, 100.0 * g.pcu) for g in eligible), \
+            frozenset(g.uuid for g in eligible)
+
+    def _yield_to_probe(self, view):
+        """(guest, why) of a pool core given to a denied probe, or Nones.
+
+        On a full host a probe up takes only idle cores, so a pool inside
+        its utilization band holds the core a guest's probe needs. The
+        pool yields one when it projects under ``emulator_util_overload``
+        one core smaller (:meth:`may_yield`), to the denied probe whose
+        guest's utilization per CPU is highest: the probe was confirmed
+        before it was denied, so it goes ahead on this tick, and its
+        trial judges the core (:meth:`_take_back_from_probe`). Only when
+        the freed core would be the probe's, not the idle pool's floor.
+        """
+        if view.room < 0 or not view.probes:
+            return None, None
+        if not self.may_yield(view.now, view.cores, view.busy_pct,
+                              view.pcpus_per_core, view.guest_pct):
+            return None, None
+        best = min(view.probes, key=lambda p: (-p.pcu, p.uuid))
+        self.yielded(view.now, view.cores - 1, view.busy_pct, ())
+        self._probe_yield = (best.uuid, best.cores, view.cores - 1)
+        return best.uuid, '%s was denied a probe to %d cores at PCU ' \
+            '%.0f%%' % (best.uuid, best.target, 100.0 * best.pcu)
+
+    def _take_back_from_probe(self, view, want):
+        """Pool size once a probe the pool yielded to has ended.
+
+        A probe that was not kept leaves the yielded core idle: the pool
+        takes it back, to the size it held before the yield. One that was
+        kept leaves the pool at the smaller size (:meth:`holds_yield`).
+        """
+        if self._probe_yield is None:
+            return want
+        uuid, count, size = self._probe_yield
+        state = view.active.get(uuid)
+        live = size == view.cores and state is not None
+        if live and state[1]:
+            return want         # still probing
+        self._probe_yield = None
+        if live and state[0] > count:
+            return want         # kept
+        if size == view.cores and view.room > 0:
+            return view.cores + 1   # not more: that would take guests' cores
+        return want

@@ -134,3 +134,22 @@ class Driver:
             if when == t:
                 return cores[uuid]
         raise KeyError(t)
+
+
+def pool_size(pool, now, cores, pcpus, busy, ppc, max_cores, guest_pct,
+              saturated=(), squeezed=False, idle_room=None, deficit=()):
+    """(size, utilization) the emulator pool's policy decides for a tick.
+
+    A tick of a host with room: no grow takes a guest's committed cores;
+    ``squeezed`` puts one guest two cores short (no yield goes to it).
+    """
+    from ufo_agent.controller import emulator
+    short = (emulator.ShortGuest('squeezed', 1, 3, 0.0),) if squeezed \
+        else ()
+    decision = pool.decide(emulator.PoolView(
+        now=now, cores=cores, pcpus=pcpus, busy_pct=busy,
+        pcpus_per_core=ppc, max_cores=max_cores, guest_pct=guest_pct,
+        saturated=tuple(saturated), short=short,
+        room=99 if idle_room is None else idle_room,
+        deficit=tuple(deficit), takes_guest_cores=lambda size: False))
+    return decision.size, decision.util

@@ -185,13 +185,14 @@ def test_a_grow_that_squeezed_guests_teaches_no_crowding():
     # plainly. On busy time alone (150 / 50 = 3) the pool kept the extra
     # core for ten minutes (the dynamic run's Nginx starved for 120 s).
     pool = emulator.EmulatorPool(ControllerConfig(**syn.PAPER_EMULATOR_BAND))
-    assert pool.decide(0.0, 1, 2, 150.0, 2, 7, guest_pct=300.0)[0] == 2
-    pool.decide(1.0, 2, 4, 50.0, 2, 7, guest_pct=100.0)
+    assert syn.pool_size(pool, 0.0, 1, 2, 150.0, 2, 7,
+                         guest_pct=300.0)[0] == 2
+    syn.pool_size(pool, 1.0, 2, 4, 50.0, 2, 7, guest_pct=100.0)
     assert pool.crowding(1.0) == {1: 1.0}
     # The same fall with the guests' work unchanged is crowding.
     pool = emulator.EmulatorPool(ControllerConfig(**syn.PAPER_EMULATOR_BAND))
-    pool.decide(0.0, 1, 2, 150.0, 2, 7, guest_pct=300.0)
-    pool.decide(1.0, 2, 4, 50.0, 2, 7, guest_pct=300.0)
+    syn.pool_size(pool, 0.0, 1, 2, 150.0, 2, 7, guest_pct=300.0)
+    syn.pool_size(pool, 1.0, 2, 4, 50.0, 2, 7, guest_pct=300.0)
     assert pool.crowding(1.0) == {1: 3.0}
 
 

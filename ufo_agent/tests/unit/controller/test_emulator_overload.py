@@ -12,6 +12,7 @@ from ufo_agent.controller import emulator
 from ufo_agent.controller import HostTopology
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
+from ufo_agent.tests.unit.controller import synthetic as syn
 
 ON = dict(emulator_util_overload=0.95)
 OFF = dict(emulator_util_overload=0.0)
@@ -100,8 +101,9 @@ def test_a_yielded_core_goes_to_the_guest_it_was_yielded_for():
         if t == 10:
             assert [d.reason for d in plan.decisions
                     if d.vm == 'emulator'] == [
-                'emulator pool utilization 58%; yields a core: a runs one '
-                'core short of its committed cores at PCU 98%']
+                'yield-to-short: emulator pool utilization 58%; yields a '
+                'core: a runs one core short of its committed cores at PCU '
+                '98%']
     assert history[9] == (3, 3, 2)
     assert history[10:] == [(2, 4, 2)] * 10
 
@@ -264,9 +266,9 @@ def test_a_squeezed_tick_teaches_no_crowding():
     # squeeze's, and the pool learns nothing from it.
     for config, learned in ((OFF, {1: pytest.approx(3.0)}), (ON, {})):
         pool = _pool(**config)
-        assert pool.decide(0.0, 1, 2, 180.0, 2, 7, 300.0,
-                           squeezed=True)[0] == 2
-        pool.decide(1.0, 2, 4, 60.0, 2, 7, 300.0, squeezed=True)
+        assert syn.pool_size(pool, 0.0, 1, 2, 180.0, 2, 7, 300.0,
+                             squeezed=True)[0] == 2
+        syn.pool_size(pool, 1.0, 2, 4, 60.0, 2, 7, 300.0, squeezed=True)
         assert pool.crowding(1.0) == learned
 
 
@@ -275,7 +277,7 @@ def test_a_size_kept_for_saturation_ends_with_the_emulators_own_work():
     for config in (OFF, ON):
         pool = _pool(emulator_saturation=0.8, settle_time=3.0, **config)
         for t in (1, 2, 3):
-            pool.decide(t, 3, 6, 400.0, 2, 7, 600.0, ['vm'])
+            syn.pool_size(pool, t, 3, 6, 400.0, 2, 7, 600.0, ['vm'])
         assert 3 in pool.kept(4, 600.0, 400.0)
     # A squeeze halves the guests' work; the emulator's stays: the burst
     # is not over. With the option off the size is released.
@@ -288,7 +290,7 @@ def test_a_size_kept_for_saturation_ends_with_the_emulators_own_work():
 def _kept_after(config, guests, busy):
     pool = _pool(emulator_saturation=0.8, settle_time=3.0, **config)
     for t in (1, 2, 3):
-        pool.decide(t, 3, 6, 400.0, 2, 7, 600.0, ['vm'])
+        syn.pool_size(pool, t, 3, 6, 400.0, 2, 7, 600.0, ['vm'])
     return pool.kept(4, guests, busy)
 
 
@@ -298,8 +300,8 @@ def test_a_grow_on_a_saturated_tick_of_a_full_host_keeps_its_size():
     for config, squeezed, kept in ((OFF, True, False), (ON, True, True),
                                    (ON, False, False)):
         pool = _pool(emulator_saturation=0.8, settle_time=3.0, **config)
-        assert pool.decide(1.0, 2, 4, 340.0, 2, 7, 600.0, ['vm'],
-                           squeezed=squeezed)[0] == 3
+        assert syn.pool_size(pool, 1.0, 2, 4, 340.0, 2, 7, 600.0, ['vm'],
+                             squeezed=squeezed)[0] == 3
         assert (2 in pool.kept(2.0, 600.0, 340.0)) == kept
     # Kept: the yield does not return to it. Not kept (a grow at a start,
     # into cores nobody committed): it may (the H1 trace: a start-up grow
@@ -310,7 +312,8 @@ def test_a_grow_on_a_saturated_tick_of_a_full_host_keeps_its_size():
 
 def _yields_after_grow(squeezed):
     pool = _pool(emulator_saturation=0.8, settle_time=3.0, **ON)
-    pool.decide(1.0, 2, 4, 340.0, 2, 7, 600.0, ['vm'], squeezed=squeezed)
+    syn.pool_size(pool, 1.0, 2, 4, 340.0, 2, 7, 600.0, ['vm'],
+                  squeezed=squeezed)
     return pool.may_yield(2.0, 3, 340.0, 2, 600.0)
 
 
@@ -382,8 +385,8 @@ def test_a_light_load_measurement_does_not_keep_a_busy_guests_core():
 def _hold(pool, cores, busy, guests, ticks=3, squeezed=False):
     """The pool at ``cores`` for ``ticks`` ticks (settle_time is 3)."""
     for t in range(ticks):
-        pool.decide(float(t), cores, 2 * cores, busy, 2, 7, guests,
-                    squeezed=squeezed)
+        syn.pool_size(pool, float(t), cores, 2 * cores, busy, 2, 7, guests,
+                      squeezed=squeezed)
 
 
 def test_on_by_default_off_at_zero_and_checked():
