@@ -179,8 +179,8 @@ def test_no_saturation_under_the_mark_undoes_a_yield_on_a_full_host():
     # queued on the smaller pool after a yield gave it a fourth core).
     # The trial yield to two cores reads 89-92 % there, and both guests'
     # threads saturate: the core would go back at once. With no core
-    # idle, saturation under the mark no longer takes it back (sim-results,
-    # "A yield may try a smaller pool").
+    # idle, saturation under the mark no longer takes it back (research
+    # record 2026-11-29-yield-trial).
     on, controller = _full_host(ON, _three_then(340.0), saturated_at=2,
                                 saturating='b', util=_content_on_three)
     assert on[10:] == [(2, 3, 3)] * 20
