@@ -1,0 +1,1 @@
+"""A cloud of simulated hosts scheduled by Nova's own code."""
