@@ -1,1 +1,1 @@
-"""A cloud of simulated hosts scheduled by Nova's own code."""
+"""A Nova cloud of simulated hosts: workload, Nova's scheduler, hosts."""
