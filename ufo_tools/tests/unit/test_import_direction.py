@@ -15,6 +15,9 @@ directories are exempt (the agent's unit tests use ufo_tools' fakes, its
 functional tests boot ufo_tools' test guests). A second test imports the
 agent, the scheduler plugins and the tooling with the extras' packages
 (libvirt, numpy, matplotlib) hidden: the base install must import them.
+Only Nova's and Watcher's own packages may be missing: the scheduler
+plugins run inside nova-scheduler, the Watcher strategy inside
+watcher-decision-engine, which bring them.
 """
 
 import ast
@@ -32,6 +35,8 @@ ALLOWED = {
     'ufo_tools': PACKAGES,
 }
 EXTRAS = ('libvirt', 'numpy', 'matplotlib')
+# The services that load ufo_nova's plugins, and provide these packages.
+HOSTS = ('nova', 'watcher')
 
 
 def _within(name, prefixes):
@@ -160,7 +165,7 @@ def test_base_install_imports_the_agent_plugins_and_tooling():
         '    try:',
         '        importlib.import_module(module)',
         '    except ImportError as exc:',
-        "        if (exc.name or '').split('.')[0] != 'nova':",
+        "        if (exc.name or '').split('.')[0] not in %r:" % (HOSTS,),
         "            failed.append('%s: %r' % (module, exc))",
         "print('\\n'.join(failed))",
     ])
