@@ -11,7 +11,7 @@ set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 cd "$TOP"
-ENVS=${1:-pep8,py3,sim,functional,nova-functional,ansible,genconfig,docs,releasenotes}
+ENVS=${1:-pep8,py3,sim,cluster,functional,nova-functional,ansible,genconfig,docs,releasenotes}
 TOOLS_VENV=${UFO_TOOLS_VENV:-$TOP/.venv-tools}
 
 "$TOP/tools/install-deps.sh"
@@ -27,7 +27,7 @@ reports=("$TOP/.tox")
 # tree (CI's) these run beside the others at idle CPU and I/O priority,
 # where they never take a CPU a guest wants. They run from a worktree of
 # HEAD: two tox runs must not build the package in one source tree.
-UNTIMED=sim,pep8,ansible,genconfig,docs,releasenotes
+UNTIMED=sim,cluster,pep8,ansible,genconfig,docs,releasenotes
 if [ $# -eq 0 ] && [ -z "$(git status --porcelain 2>/dev/null)" ] &&
         git rev-parse --verify -q HEAD > /dev/null; then
     side=$(mktemp -d /tmp/ufo-static.XXXXXX)

@@ -235,6 +235,20 @@ def stop_listening():
         found.stop()
 
 
+def use_cache(cache):
+    """Make ``cache`` this process's signal cache, with no listener.
+
+    For a process that feeds the cache itself: the cluster simulator,
+    whose cache runs on simulated time.
+    """
+    global _pid, _cache, _listener
+    reset()
+    with _lock:
+        _pid = os.getpid()
+        _cache = cache
+        _listener = _FAILED
+
+
 def reset():
     """Stop the listener and forget the cache (tests)."""
     global _pid, _cache, _listener

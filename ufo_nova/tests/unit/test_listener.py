@@ -90,6 +90,25 @@ def test_listener_disabled(monkeypatch):
     listener.reset()
 
 
+def test_a_cache_given_is_used_and_no_listener_starts():
+    """An embedding process (the cluster simulator) feeds its own cache."""
+    now = [0.0]
+    cache = signal_cache.SignalCache(60, clock=lambda: now[0])
+    try:
+        listener.use_cache(cache)
+        assert listener.get_cache() is cache
+        transport = object()    # would fail if a listener were built
+        assert listener.ensure_listening(transport=transport) is None
+        listener.SignalEndpoint(listener.get_cache()).receive(
+            'ufo-agent.h1', good())
+        assert cache.lookup('h1').state == hostsignal.SATURATED
+        now[0] = 61.0
+        assert cache.lookup('h1').state == 'unknown'
+    finally:
+        listener.reset()
+    assert listener.get_cache() is not cache
+
+
 class FakeServer:
     """oslo.messaging notification listener whose start() can be held."""
 

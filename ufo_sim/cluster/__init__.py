@@ -1,0 +1,1 @@
+"""A Nova cloud of simulated hosts: workload, Nova's scheduler, hosts."""
