@@ -1,7 +1,8 @@
-"""argparse ``type=`` functions shared by ``ufo-sim`` and its calibration.
+"""argparse pieces shared by ``ufo-sim`` and its calibration.
 
-Each wraps a validator of the model and turns its ValueError into
-``argparse.ArgumentTypeError``, so the usage error keeps the message.
+Each ``type=`` function wraps a validator of the model and turns its
+ValueError into ``argparse.ArgumentTypeError``, so the usage error keeps
+the message.
 """
 
 import argparse
@@ -15,3 +16,32 @@ def profile_option(text):
         return profiles.parse_option(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc))
+
+
+def workers(parser, help_processes='local Ray workers (default 2)'):
+    """``--processes`` and ``--ray-address``: where the tasks run."""
+    parser.add_argument('--processes', type=_workers, default=2,
+                        help=help_processes + '; 0 runs the tasks one '
+                        'after the other in this process, without a '
+                        'time limit')
+    parser.add_argument('--ray-address', default=None, metavar='ADDRESS',
+                        help='run the tasks on this Ray cluster (e.g. '
+                        'ray://head:10001, or auto) instead of a local '
+                        'Ray; its nodes need ufo-nova with the sim extra')
+
+
+def _workers(text):
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(
+            'a number of workers, 0 or more: %r' % text)
+    return count
+
+
+def use_workers(args):
+    """Route this command's tasks as its ``--ray-address`` asks."""
+    from ufo_sim.experiments import parallel
+    parallel.use_cluster(getattr(args, 'ray_address', None))

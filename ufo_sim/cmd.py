@@ -568,8 +568,7 @@ def parser():
     sub = p.add_subparsers(dest='command', required=True)
 
     def workers(cmd, timeout=300.0):
-        cmd.add_argument('--processes', type=int, default=2,
-                         help='worker processes (default 2)')
+        arguments.workers(cmd)
         cmd.add_argument('--task-timeout', type=float, default=timeout,
                          help='seconds one simulation task may take '
                               'before it is killed and reported')
@@ -810,6 +809,7 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
+    arguments.use_workers(args)
     try:
         return args.func(args)
     except UsageError as exc:

@@ -239,13 +239,13 @@ def main(argv=None):
     a = sub.add_parser('ablation', help='each sharing-cost mechanism '
                                         'alone, on the check rows')
     a.add_argument('--out', default=OUT)
-    a.add_argument('--processes', type=targets.positive_int, default=2)
+    arguments.workers(a)
     a.add_argument('--seeds', type=targets.positive_int, default=1)
     a.set_defaults(func=ablation)
     c = sub.add_parser('check', help="the paper's values as checks")
     _rows_and_seeds(c, 'rows to run (default: all)')
-    c.add_argument('--processes', type=targets.positive_int, default=2,
-                   help='worker processes for the Fig. 12 grids')
+    arguments.workers(c, 'local Ray workers for the Fig. 12 grids '
+                      '(default 2)')
     c.add_argument('--host-option', type=targets.parse_host_option,
                    action='append', metavar='NAME=VALUE',
                    help='override a HostSpec field (repeatable; VALUE is '
@@ -269,8 +269,7 @@ def main(argv=None):
                         '(repeatable; adds to or replaces the default '
                         'ranges)')
     _rows_and_seeds(s, 'rows to score (default: all but Fig. 12)')
-    s.add_argument('--processes', type=targets.positive_int, default=2,
-                   help='configurations measured at once')
+    arguments.workers(s, 'configurations measured at once (default 2)')
     s.add_argument('--draw-seed', type=int, default=1,
                    help='seed of the random draws')
     s.add_argument('--top', type=targets.positive_int, default=10,
@@ -280,6 +279,7 @@ def main(argv=None):
                         'JSON line each')
     s.set_defaults(func=fit)
     args = parser.parse_args(argv)
+    arguments.use_workers(args)
     return args.func(args) or 0
 
 

@@ -687,9 +687,10 @@ def parse_only(text):
 # Running and reporting.
 
 def _cpu_seconds():
-    # Worker processes count once joined, which parallel.run does.
+    # This process, its waited-for children, and the Ray workers' tasks.
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    return t.user + t.system + t.children_user + t.children_system + \
+        parallel.worker_cpu_seconds()
 
 
 @dataclasses.dataclass

@@ -1,7 +1,15 @@
+"""The task runner: local Ray workers, time limits, this process."""
+
+import json
 import os
 import time
 
+import pytest
+
+from ufo_sim import cmd
 from ufo_sim.experiments import parallel
+
+pytestmark = pytest.mark.ray
 
 
 def _work(task):
@@ -35,3 +43,42 @@ def test_timeout_error_and_death_are_reported_not_fatal():
     assert out[1] == (parallel.ERROR, 'ValueError: bad')
     assert out[2] == (parallel.ERROR, 'worker died')
     assert out[3][0] == parallel.OK
+
+
+def _burn(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return os.getpid()
+
+
+def test_the_workers_cpu_time_is_counted():
+    before = parallel.worker_cpu_seconds()
+    out = parallel.run(_burn, [0.3, 0.3], processes=2)
+    assert [s for s, _ in out] == [parallel.OK] * 2
+    assert parallel.worker_cpu_seconds() - before >= 0.5
+
+
+def test_no_processes_runs_in_this_process():
+    seen = []
+    out = parallel.run(_work, [('x', 1), ('raise', 'bad')], processes=0,
+                       on_result=lambda i, s, v: seen.append(i))
+    assert out == [(parallel.OK, (2, os.getpid())),
+                   (parallel.ERROR, 'ValueError: bad')]
+    assert seen == [0, 1]
+
+
+def test_a_grid_gives_the_same_results_on_any_number_of_workers(
+        tmp_path, capsys):
+    short = ['--no-plots', '--managers', 'dyniso,ufo,default', '--loads',
+             '0.2', '--apps', 'memcached', '--converge', '3', '--judge',
+             '2', '--warmup', '2', '--measure', '8', '--seeds', '2']
+    results = []
+    for processes in ('1', '2', '0'):
+        out = str(tmp_path / processes)
+        assert cmd.main(['grid', '--out', out, '--processes', processes] +
+                        short) == 0
+        with open(os.path.join(out, 'grid.json')) as f:
+            results.append(json.load(f)['results'])
+    capsys.readouterr()
+    assert results[0] == results[1] == results[2]
