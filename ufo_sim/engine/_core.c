@@ -108,6 +108,7 @@ struct task {			/* host thread */
 	int fresh;		/* emulator: woken, has not looked for work */
 	double debt;		/* emulator: wake-up work owed before items */
 	int idle;		/* SCHED_IDLE class (vCPU threads of a soaking VM) */
+	struct gvcpu *g;	/* vCPU: its guest state, not via its VM */
 };
 
 struct cpu {
@@ -139,6 +140,7 @@ struct gthr {
 	int lk;			/* L_FREE, L_SPIN, L_WAIT (asleep), L_HELD */
 	double cs;		/* critical section at the end of this round */
 	int hold;		/* request between round trips, -1 none */
+	int queue;		/* its connections' virtio-net queue pair */
 	int cont;		/* its next query has arrived */
 	double rem, vr;
 	tns start;
@@ -218,9 +220,8 @@ typedef struct {
 	struct params p;
 	int ncpu;
 	struct cpu cpu[MAXCPU];
-	/* Each CPU's next event, and the CPUs that have one: the scan. */
+	/* Each CPU's next event (T_INF: none), all scanned on every event. */
 	tns next_at[MAXCPU];
-	uint64_t armed;
 	uint64_t all_mask;
 	struct task *task;
 	int ntask;
@@ -291,6 +292,7 @@ static double draw(uint64_t *s, int kind, double mean, double a, double b)
 
 /* ---- small containers ---- */
 
+/* cap is a power of two: the ring indexes with a mask, not a division */
 static int fifo_init(struct fifo *f, int cap)
 {
 	f->buf = PyMem_Calloc(cap, sizeof(int));
@@ -309,13 +311,13 @@ static void fifo_push(struct fifo *f, int v)
 		if (!nb)
 			return;	/* cannot happen below max_outstanding */
 		for (i = 0; i < f->len; i++)
-			nb[i] = f->buf[(f->head + i) % f->cap];
+			nb[i] = f->buf[(f->head + i) & (f->cap - 1)];
 		PyMem_Free(f->buf);
 		f->buf = nb;
 		f->head = 0;
 		f->cap *= 2;
 	}
-	f->buf[(f->head + f->len) % f->cap] = v;
+	f->buf[(f->head + f->len) & (f->cap - 1)] = v;
 	f->len++;
 }
 
@@ -323,7 +325,7 @@ static int fifo_pop(struct fifo *f)
 {
 	int v = f->buf[f->head];
 
-	f->head = (f->head + 1) % f->cap;
+	f->head = (f->head + 1) & (f->cap - 1);
 	f->len--;
 	return v;
 }
@@ -430,7 +432,7 @@ static void sync_cpu(Host *h, int c)
 	k = &h->task[p->curr];
 	k->vr += dt;
 	m = &h->vm[k->vm];
-	if (k->kind == K_EMU ? k->item >= 0 : !m->gv[k->idx].poll_end) {
+	if (k->kind == K_EMU ? k->item >= 0 : !k->g->poll_end) {
 		/*
 		 * Polling and looking for work touch next to nothing.  A
 		 * guest evicts at full rate whatever it reuses (memcached
@@ -448,7 +450,7 @@ static void sync_cpu(Host *h, int c)
 		m->c.emu_cpu += dt;
 		k->rem -= prog;
 	} else {
-		struct gvcpu *g = &m->gv[k->idx];
+		struct gvcpu *g = k->g;
 
 		m->c.vcpu_cpu += dt;
 		if (g->poll_end)
@@ -519,7 +521,7 @@ static double smt_factor(Host *h, int k, int s)
 		return h->p.smt_slow;
 	a = &h->task[k];
 	b = &h->task[s];
-	if (b->kind == K_VCPU && h->vm[b->vm].gv[b->idx].poll_end)
+	if (b->kind == K_VCPU && b->g->poll_end)
 		return h->p.smt_poll;
 	if (a->kind != b->kind)
 		return a->kind == K_VCPU ?
@@ -554,7 +556,7 @@ static void plan_cpu_work(Host *h, int c)
 	if (k->kind == K_EMU) {
 		t = k->item >= 0 ? after(h, p, k->rem, p->rate) : h->now;
 	} else {
-		struct gvcpu *g = &h->vm[k->vm].gv[k->idx];
+		struct gvcpu *g = k->g;
 
 		if (g->poll_end) {
 			h->next_at[c] = p->nq || g->poll_end < h->now ?
@@ -591,9 +593,8 @@ static int runs_before(Host *h, int a, int b)
 }
 
 /*
- * Plan CPU c's next event, and whether the event loop scans it.  A
- * CPU running only SCHED_IDLE work is idle to the load balancer: it
- * may hold a pull at the next tick.
+ * Plan CPU c's next event.  A CPU running only SCHED_IDLE work is idle
+ * to the load balancer: it may hold a pull at the next tick.
  */
 static void plan_cpu(Host *h, int c)
 {
@@ -607,10 +608,6 @@ static void plan_cpu(Host *h, int c)
 		if (at < h->next_at[c])
 			h->next_at[c] = at;
 	}
-	if (h->next_at[c] < T_INF)
-		h->armed |= 1ULL << c;
-	else
-		h->armed &= ~(1ULL << c);
 }
 
 static void update_min_vr(Host *h, struct cpu *p)
@@ -743,8 +740,10 @@ static int select_cpu(Host *h, int k)
 	if (prev >= 0 && (allowed >> prev & 1) && is_idle(h, prev) &&
 	    (h->cpu[prev].sib < 0 || is_idle(h, h->cpu[prev].sib)))
 		return prev;
+	/* c runs over (prev + i) mod ncpu */
+	c = (prev + h->ncpu) % h->ncpu;
 	for (i = 1; i <= h->ncpu; i++) {
-		c = (prev + i + h->ncpu) % h->ncpu;
+		c = c + 1 < h->ncpu ? c + 1 : 0;
 		if (!(allowed >> c & 1) || !is_idle(h, c))
 			continue;
 		if (h->cpu[c].sib < 0 || is_idle(h, h->cpu[c].sib))
@@ -1006,8 +1005,9 @@ static int g_select(struct vm *m, int th)
 	prev = orig < m->online ? orig : 0;
 	if (g_idle(m, prev))
 		return prev;
-	for (i = 1; i < m->online; i++) {
-		v = (prev + i) % m->online;
+	/* v runs over (prev + i) mod online */
+	for (i = 1, v = prev; i < m->online; i++) {
+		v = v + 1 < m->online ? v + 1 : 0;
 		if (g_idle(m, v))
 			return v;
 	}
@@ -1374,10 +1374,16 @@ static void emu_push(Host *h, struct vm *m, int item, int q)
 	}
 }
 
+/* The vCPU that takes queue pair e's interrupts: e mod online. */
+static int queue_vcpu(struct vm *m, int e)
+{
+	return e < m->online ? e : e % m->online;
+}
+
 /* The virtio-net queue pair of request r: its connection's (RSS). */
 static int req_queue(struct vm *m, int r)
 {
-	return m->req[r].thr % m->nemu;
+	return m->gt[m->req[r].thr].queue;
 }
 
 static double svc_draw(struct vm *m, struct req *r)
@@ -1436,7 +1442,7 @@ static void lock_release(Host *h, struct vm *m)
 	int i, th = -1;
 
 	for (i = 0; i < q->len; i++) {
-		th = q->buf[(q->head + i) % q->cap];
+		th = q->buf[(q->head + i) & (q->cap - 1)];
 		if (m->gt[th].lk == L_SPIN)
 			break;
 	}
@@ -1450,9 +1456,9 @@ static void lock_release(Host *h, struct vm *m)
 		return;
 	}
 	for (; i > 0; i--)	/* close the gap, keeping the order */
-		q->buf[(q->head + i) % q->cap] =
-			q->buf[(q->head + i - 1) % q->cap];
-	q->head = (q->head + 1) % q->cap;
+		q->buf[(q->head + i) & (q->cap - 1)] =
+			q->buf[(q->head + i - 1) & (q->cap - 1)];
+	q->head = (q->head + 1) & (q->cap - 1);
 	q->len--;
 	lock_grant(h, m, th);
 }
@@ -1540,7 +1546,7 @@ static void emu_done(Host *h, struct vm *m, int item, int e)
 		/* fall through */
 	case W_IN:
 		if (m->irq_cost > 0)
-			g_irq(h, m, e % m->online, r);
+			g_irq(h, m, queue_vcpu(m, e), r);
 		else
 			deliver(h, m, r);
 		break;
@@ -1568,7 +1574,7 @@ static void emu_done(Host *h, struct vm *m, int item, int e)
  */
 static int irq_needed(Host *h, struct vm *m, int e)
 {
-	struct gvcpu *g = &m->gv[e % m->online];
+	struct gvcpu *g = &m->gv[queue_vcpu(m, e)];
 
 	return !h->p.irq_coalesce || m->irq_cost <= 0 ||
 		(!g->in_irq && !g->irq.len);
@@ -1774,8 +1780,8 @@ static void cpu_event(Host *h, int c)
 		return;
 	}
 	t = &h->task[p->curr];
-	if (t->kind == K_VCPU && h->vm[t->vm].gv[t->idx].poll_end) {
-		struct gvcpu *g = &h->vm[t->vm].gv[t->idx];
+	if (t->kind == K_VCPU && t->g->poll_end) {
+		struct gvcpu *g = t->g;
 
 		if (p->nq || h->now >= g->poll_end) {
 			g->poll_end = 0;
@@ -1845,6 +1851,14 @@ static void cpu_event(Host *h, int c)
 		cpu_resched(h, c, S_RUNNABLE);
 }
 
+/* x mod n; most profiles have a power of two of workers: no division */
+static int pick(uint64_t x, int n)
+{
+	if (n & (n - 1))
+		return (int)(x % (uint64_t)n);
+	return (int)(x & (uint64_t)(n - 1));
+}
+
 static void arrival(Host *h, struct vm *m)
 {
 	m->c.arrived++;
@@ -1857,7 +1871,7 @@ static void arrival(Host *h, struct vm *m)
 		q->arr = h->now;
 		q->round = 0;
 		q->rng = sm64(&m->rng);
-		q->thr = (int)(sm64(&q->rng) % (uint64_t)m->nthr);
+		q->thr = pick(sm64(&q->rng), m->nthr);
 		m->outstanding++;
 		emu_push(h, m, (r << 2) | W_IN, req_queue(m, r));
 	}
@@ -1925,11 +1939,10 @@ static int run_until(Host *h, tns until)
 
 	for (;;) {
 		tns t = T_INF;
-		uint64_t armed;
 		int who = -1, i;
 
-		for (armed = h->armed; armed; armed &= armed - 1) {
-			i = __builtin_ctzll(armed);
+		/* in CPU order: the lower CPU wins a tie */
+		for (i = 0; i < h->ncpu; i++) {
 			if (h->next_at[i] < t) {
 				t = h->next_at[i];
 				who = i;
@@ -2423,6 +2436,8 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	h->ntask += nvcpu + nemu;
 	h->nvm++;
 	m->gv = PyMem_Calloc(nvcpu, sizeof(*m->gv));
+	for (i = 0; m->gv && i < nvcpu; i++)
+		h->task[m->t_vcpu0 + i].g = &m->gv[i];
 	m->gt = PyMem_Calloc(nthr, sizeof(*m->gt));
 	m->tq = PyMem_Calloc(nthr, sizeof(*m->tq));
 	cap = h->p.max_outstanding + 1;
@@ -2452,6 +2467,7 @@ static PyObject *Host_add_vm(Host *h, PyObject *args)
 	}
 	for (i = 0; i < nthr; i++) {
 		m->gt[i].vcpu = i % nvcpu;
+		m->gt[i].queue = i % nemu;
 		m->gt[i].req = -1;
 		m->gt[i].hold = -1;
 		m->gt[i].state = S_SLEEP;
@@ -2661,10 +2677,6 @@ static PyObject *Host_check(Host *h, PyObject *noargs)
 	for (c = 0; c < h->ncpu; c++) {
 		struct cpu *p = &h->cpu[c];
 
-		if (!(h->armed >> c & 1) != (h->next_at[c] == T_INF)) {
-			PyMem_Free(where);
-			return broken(c, "CPU with an event not scanned");
-		}
 		for (i = -1; i < p->nq; i++) {
 			k = i < 0 ? p->curr : p->q[i];
 			if (k < 0)
