@@ -153,18 +153,22 @@ class Enforcer:
         With the CPUs that an earlier agent's calls, not known to have
         returned, may still put them on. Those are not seen: the threads
         may never have run there, so they count as guessed (the
-        pinning's first pin is a widen, onto CPUs no other pool may
-        hold, not a narrow).
+        pinning's first pin narrows within the CPUs it was read on, or
+        if it could not be read, widens onto CPUs no other pool may
+        hold).
         """
         guest = self.guests[uuid]
         vcpu = guest.restore_vcpu_cpus
         emulator = guest.restore_emulator_cpus
         exact = guessed = False
+        seen = {VCPU: frozenset(), EMULATOR: frozenset()}
         try:
             live_vcpus, live_emulator = self.driver.read_pins(uuid)
             sets = [s for s in live_vcpus if s]
             exact = len(sets) == 1 and bool(live_emulator)
-            vcpu = frozenset().union(*sets) or vcpu
+            seen = {VCPU: frozenset().union(*sets),
+                    EMULATOR: frozenset(live_emulator or ())}
+            vcpu = seen[VCPU] or vcpu
             emulator = live_emulator or emulator
         except base.DriverError as exc:
             LOG.debug('Live pins of %s unknown (%s): assuming its '
@@ -181,7 +185,8 @@ class Enforcer:
                            else frozenset())
                 self.ledger.adopt((uuid, kind), cpus | landing,
                                   exact and not landing,
-                                  guessed or bool(landing - cpus))
+                                  guessed or bool(landing - cpus),
+                                  seen[kind])
 
     def _read_guessed(self, uuids):
         """Read again the pins that could not be read when adopted.
@@ -243,18 +248,13 @@ class Enforcer:
         # Idle priority before any pin may widen over other pools.
         soaking = self._enter_idle(uuids, plan, failed)
         # Pins: narrow every pinning, then widen where the ledger allows.
-        # A guessed pinning does not narrow: its threads may never have
-        # run on the CPUs it would keep (see the ledger).
         self._read_guessed(uuids)
         wanted = self._wanted_pins(uuids, plan, soaking, deferred)
         self._expect_pins(wanted)
         pinned = 0
         for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
-            entry = self.ledger.get(key)
-            if entry.guessed:
-                continue
-            kept = entry.cpus & cpus
-            if kept and (kept != entry.cpus or not entry.exact):
+            kept = self._narrowed(self.ledger.get(key), cpus)
+            if kept:
                 pinned += self._pin(key, None, kept, failed)
         pending = {}
         for key, target in wanted.items():
@@ -303,8 +303,29 @@ class Enforcer:
             entry = self.ledger.get(key)
             if (entry.pool, entry.cpus) == (pool, cpus) and entry.exact:
                 continue
-            calls[key] = cpus
+            calls[key] = cpus | self._narrowed(entry, cpus)
         self.in_flight.expect(calls, outstanding)
+
+    def _narrowed(self, entry, cpus):
+        """The CPUs a narrow of ``entry`` towards ``cpus`` pins it on.
+
+        Empty: no narrow. A guessed pinning narrows only within the
+        CPUs it was read on (none if it was not): elsewhere its threads
+        may never have run (see the ledger). When it keeps none of its
+        target it still goes where it was seen (the managed CPUs of
+        it): an earlier agent's calls that may land hold every guessed
+        pinning over every CPU they may reach, so without that pin none
+        of them might ever widen, and its return shows that nothing
+        older can land any more (:mod:`ufo_agent.service.inflight`).
+        """
+        if entry.guessed:
+            managed = (entry.seen if self.managed_cpus is None
+                       else entry.seen & self.managed_cpus)
+            return entry.seen & cpus or managed
+        kept = entry.cpus & cpus
+        if kept and (kept != entry.cpus or not entry.exact):
+            return kept
+        return frozenset()
 
     def _wanted_pins(self, uuids, plan, soaking, deferred):
         """(uuid, kind) -> (pool, CPUs) of every pinning to write."""

@@ -23,8 +23,12 @@ hold the CPUs from every other pool but license no narrow onto them),
 until one of its own pin calls on the guest has returned: libvirt ran
 the earlier jobs on that domain before it, so nothing older can land
 any more. That first call waits behind an old call still hung; the
-guest is busy then, as any hung guest. A guest that libvirt says does
-not exist drops its entries.
+guest is busy then, as any hung guest. It keeps each pinning within
+the CPUs it was read on, so it is safe whichever call lands first (a
+record left by a stop whose releases all failed holds every guest on
+every managed CPU: a first call that had to find CPUs no other guest
+holds would never be made). A guest that libvirt says does not exist
+drops its entries.
 """
 
 import logging

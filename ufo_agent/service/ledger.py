@@ -20,7 +20,10 @@ keeps. That holds for pins seen (read, or written by the agent), not for
 a pinning whose pins could not be read: it is assumed on every managed
 CPU (*guessed*) so that nobody moves onto CPUs it may hold, but its
 threads may never have run on most of them. Its first pin is therefore
-a widen: onto CPUs no other pool may hold.
+a widen: onto CPUs no other pool may hold. A pinning read but guessed
+wider (an earlier agent's call may still move it) may narrow within
+the CPUs it was read on (*seen*): libvirt runs that call first, so the
+threads end where they were seen.
 """
 
 import dataclasses
@@ -55,9 +58,13 @@ class Entry:
 
     parts: tuple              # ((pool, frozenset of CPUs), ...)
     exact: bool = True        # False: a superset of where the threads are
-    # True: the CPUs are assumed (pins unreadable), not seen: a pin within
-    # them may move threads onto CPUs they never ran on.
+    # True: the CPUs are assumed (pins unreadable, or an earlier agent's
+    # call may still land), not seen: a pin within them may move threads
+    # onto CPUs they never ran on.
     guessed: bool = False
+    # Of a guessed pinning, the CPUs its pins were read on (empty: not
+    # read): a narrow within them keeps its threads where they ran.
+    seen: frozenset = frozenset()
 
     @functools.cached_property
     def cpus(self):
@@ -91,14 +98,16 @@ class Ledger:
             self._by_cpu.setdefault(cpu, set()).add(key)
         self._entries[key] = entry
 
-    def adopt(self, key, cpus, exact=False, guessed=False):
+    def adopt(self, key, cpus, exact=False, guessed=False,
+              seen=frozenset()):
         """A pinning found as it is (not written by us): pool unknown.
 
-        ``guessed``: its pins could not be read; ``cpus`` is where they
-        may be, not where they were seen.
+        ``guessed``: ``cpus`` is where its pins may be, not where they
+        were seen; ``seen``: where they were read, if they were.
         """
         self._set(key, Entry(((unknown(key), frozenset(cpus)),),
-                             exact and not guessed, guessed))
+                             exact and not guessed, guessed,
+                             frozenset(seen) if guessed else frozenset()))
 
     def succeeded(self, key, pool, cpus):
         self._set(key, Entry(((pool, frozenset(cpus)),)))
@@ -107,7 +116,7 @@ class Ledger:
         """The pinning is inside ``pool``'s CPUs: only its label changes."""
         entry = self._entries[key]
         self._set(key, Entry(((pool, entry.cpus),), entry.exact,
-                             entry.guessed))
+                             entry.guessed, entry.seen))
 
     def narrowed(self, key, kept):
         """A pin to a subset succeeded: same pools, fewer CPUs."""
@@ -122,7 +131,9 @@ class Ledger:
         parts[pool] = parts.get(pool, frozenset()) | frozenset(attempted)
         # Threads left where they were still are where nobody saw them.
         self._set(key, Entry(tuple(sorted(parts.items())), False,
-                             entry is not None and entry.guessed))
+                             entry is not None and entry.guessed,
+                             entry.seen if entry is not None
+                             else frozenset()))
 
     def forget_guest(self, uuid):
         for key in [k for k in self._entries if k[0] == uuid]:

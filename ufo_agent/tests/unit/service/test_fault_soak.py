@@ -222,3 +222,45 @@ def test_an_agent_restarted_often_places_a_guest_whose_shrinks_wait():
         assert vcpus <= soak.run_.plan.vms[big.uuid].cpus
     finally:
         soak.close()
+
+
+def test_guests_no_release_reached_are_placed_by_the_next_agent():
+    # The agent stops while libvirt fails every domain lookup: no guest
+    # is given back, and each one's release (its definition, every
+    # managed CPU) may still land. The next agent holds those CPUs for
+    # every guest from every other, so no pinning may widen anywhere
+    # until one of its own pins on the guest returned. A guest that
+    # gets busy must still get its cores, and a vCPU plugged back its
+    # pins.
+    soak = world.World(CALL_TIMEOUT)
+    try:
+        soak.start_agent()
+        guests = [soak.boot(soak.define(world.SHARED, vcpus))
+                  for vcpus in (3, 3, 1)]
+        for _ in range(8):
+            soak.tick()
+            soak.raise_violations()
+        soak.hv.lookup_error = world.lv.libvirtError(
+            'internal error: client socket is closed')
+        assert sorted(soak.stop_agent()) == sorted(g.uuid for g in guests)
+        soak.raise_violations()
+        soak.hv.lookup_error = None
+        soak.start_agent()
+        assert soak.run_.agent.enforcer.in_flight.inherited == \
+            {g.uuid for g in guests}
+        guests[1].demand = 3
+        assert soak.unplug(guests[0])
+        soak.tick()
+        soak.raise_violations()
+        assert soak.plug(guests[0])
+        for _ in range(world.GRACE_TICKS + 2):
+            soak.tick()
+            soak.raise_violations()
+        plan = soak.run_.plan
+        assert len(plan.vms[guests[1].uuid].cpus) == 4
+        for inc in guests:
+            for pins in inc.dom.vcpu_pins.values():
+                assert world.as_set(pins) == plan.vms[inc.uuid].cpus
+        assert not soak.run_.agent.enforcer.in_flight.inherited
+    finally:
+        soak.close()

@@ -180,3 +180,42 @@ def test_a_stop_leaves_on_record_only_the_guests_it_could_not_give_back(
     driver.release = real
     agent.stop()
     assert not os.path.exists(record.path)
+
+
+def test_a_started_agent_places_guests_whose_releases_all_failed(tmp_path):
+    # A stop while libvirt failed every call: each guest's release (its
+    # definition, every managed CPU) may still land. The next agent
+    # holds those CPUs for each guest, so no pinning may widen onto
+    # CPUs free of the others; each first narrows within where its
+    # threads were read, which is safe whatever lands first.
+    driver = fakes.FakeDriver(cores=5)
+    a, b, c = _guests(driver)
+    seen = {'a': {1, 6}, 'b': {3, 8}, 'c': {4, 9}}
+    for guest in (a, b, c):
+        guest.vcpu_pins = frozenset(seen[guest.info.uuid])
+        guest.emulator_pins = frozenset({0, 5})
+    b.util = c.util = 390.0
+    every = frozenset(range(10))
+    state.InFlightRecord(str(tmp_path)).save(
+        {uuid: {'vcpu': every, 'emulator': every} for uuid in seen})
+    agent, tick, record = _agent(tmp_path, driver)
+    pins = _write_ahead(driver, record)
+    agent.start()
+    assert agent.enforcer.in_flight.inherited == set(seen)
+    assert agent.enforcer.ledger.get(('a', 'vcpu')).guessed
+    for _ in range(3):
+        plan = tick()
+    assert pins
+    # Each guest's first vCPU pin kept its threads where they were seen.
+    for uuid, cpus in seen.items():
+        first = next(c for c in driver.calls
+                     if c[:2] == ('pin_vcpus', uuid))
+        assert first[2] <= cpus, (uuid, first)
+    assert not agent.enforcer.in_flight.inherited
+    for uuid, guest in driver.all.items():
+        assert guest.vcpu_pins == plan.vms[uuid].cpus, uuid
+        assert guest.emulator_pins == plan.emulator_cpus, uuid
+    # The release CPUs left the record once the guests' pins returned.
+    for _ in range(10):
+        tick()
+    assert not os.path.exists(record.path)
