@@ -20,6 +20,10 @@ OK = 'ok'
 ERROR = 'error'
 TIMEOUT = 'timeout'
 
+# Workers that die before their first task, in a row, before the tasks
+# left are reported as errors instead of waiting for another.
+_MAX_FAILED_STARTS = 3
+
 _address = None
 _here = False              # every run in this process (use_this_process)
 _worker_cpu = 0.0          # CPU seconds of the tasks that ended, in workers
@@ -64,13 +68,15 @@ def _width(ray, processes):
 class _Worker:
     """One Ray worker process, which runs one task at a time."""
 
-    def ready(self):
+    def prepare(self, func):
+        """Load ``func`` (and so import its module) before any task."""
+        self.func = func
         return True
 
-    def run(self, func, task):
+    def run(self, task):
         """(status, value, CPU seconds the task took)."""
         cpu = time.process_time()
-        status, value = _call(func, task)
+        status, value = _call(self.func, task)
         return status, value, time.process_time() - cpu
 
 
@@ -99,71 +105,111 @@ def run(func, tasks, processes=2, timeout=600.0, on_result=None):
     counts from its start, not from a worker's; a worker that overran or
     died is replaced.
     """
-    global _worker_cpu
     if not tasks:
         return []
     if processes <= 0 or _here:
         return _run_here(func, tasks, on_result)
-    ray = _ray(processes)
-    from ray import exceptions
-    worker_class = ray.remote(num_cpus=1, max_restarts=0,
-                              max_task_retries=0)(_Worker)
-    results = [None] * len(tasks)
-    queue = list(range(len(tasks)))
-    starting = {}               # ready() ObjectRef -> worker
-    idle = []                   # workers ready for a task
-    running = {}                # run() ObjectRef -> (index, worker, start)
+    return _RayRun(func, tasks, processes, timeout, on_result).run()
 
-    def start_worker():
-        worker = worker_class.remote()
-        starting[worker.ready.remote()] = worker
 
-    def finish(ref, status, value):
-        index, _, _ = running.pop(ref)
-        results[index] = (status, value)
-        if on_result is not None:
-            on_result(index, status, value)
+class _RayRun:
+    """One :func:`run` on Ray: its workers, queue and results."""
 
-    for _ in range(min(_width(ray, processes), len(tasks))):
-        start_worker()
-    try:
-        while queue or running:
-            while queue and idle:
-                index = queue.pop(0)
-                worker = idle.pop()
-                running[worker.run.remote(func, tasks[index])] = (
-                    index, worker, time.monotonic())
-            ready, _ = ray.wait(list(running) + list(starting),
-                                num_returns=1, timeout=0.2)
-            for ref in ready:
-                if ref in starting:
-                    worker = starting.pop(ref)
-                    try:
-                        ray.get(ref)
-                        idle.append(worker)
-                    except exceptions.RayError:
-                        start_worker()
-                    continue
-                worker = running[ref][1]
-                try:
-                    status, value, cpu = ray.get(ref)
-                    _worker_cpu += cpu
-                    idle.append(worker)
-                except exceptions.RayError:
-                    status, value = ERROR, 'worker died'
-                    start_worker()
-                finish(ref, status, value)
-            now = time.monotonic()
-            for ref, (index, worker, start) in list(running.items()):
-                if now - start > timeout:
-                    ray.kill(worker)
-                    finish(ref, TIMEOUT, 'no result after %.0f s' % timeout)
-                    start_worker()
-    finally:
-        for worker in idle + list(starting.values()) + [
-                w for _, w, _ in running.values()]:
-            ray.kill(worker)
-    return results
+    def __init__(self, func, tasks, processes, timeout, on_result):
+        self.ray = _ray(processes)
+        from ray import exceptions
+        self.errors = exceptions.RayError
+        self.worker_class = self.ray.remote(
+            num_cpus=1, max_restarts=0, max_task_retries=0)(_Worker)
+        self.func, self.tasks = func, tasks
+        self.width = min(_width(self.ray, processes), len(tasks))
+        self.timeout, self.on_result = timeout, on_result
+        self.results = [None] * len(tasks)
+        self.queue = list(range(len(tasks)))
+        self.starting = {}      # prepare() ObjectRef -> worker
+        self.idle = []          # workers ready for a task
+        self.running = {}       # run() ObjectRef -> (index, worker, start)
+        self.failed_starts = 0  # in a row
+
+    def run(self):
+        for _ in range(self.width):
+            self._start_worker()
+        try:
+            while self.queue or self.running:
+                self._give_tasks()
+                ready, _ = self.ray.wait(
+                    list(self.running) + list(self.starting),
+                    num_returns=1, timeout=0.2)
+                for ref in ready:
+                    if ref in self.starting:
+                        self._started(ref)
+                    else:
+                        self._ended(ref)
+                self._stop_overruns()
+        finally:
+            for worker in self.idle + list(self.starting.values()) + [
+                    w for _, w, _ in self.running.values()]:
+                self.ray.kill(worker)
+        return self.results
+
+    def _start_worker(self):
+        # Ready once it has imported the task's code: a task's time limit
+        # is for the task, not for a worker's start.
+        worker = self.worker_class.remote()
+        self.starting[worker.prepare.remote(self.func)] = worker
+
+    def _give_tasks(self):
+        while self.queue and self.idle:
+            index = self.queue.pop(0)
+            worker = self.idle.pop()
+            self.running[worker.run.remote(self.tasks[index])] = (
+                index, worker, time.monotonic())
+
+    def _report(self, index, status, value):
+        self.results[index] = (status, value)
+        if self.on_result is not None:
+            self.on_result(index, status, value)
+
+    def _started(self, ref):
+        worker = self.starting.pop(ref)
+        try:
+            self.ray.get(ref)
+        except self.errors as exc:
+            self.failed_starts += 1
+            if self.failed_starts < _MAX_FAILED_STARTS:
+                self._start_worker()
+            elif not (self.starting or self.idle or self.running):
+                # Nothing can run the tasks left: say so for each.
+                why = 'no worker could load the task: %s' % (
+                    str(exc).splitlines()[0],)
+                while self.queue:
+                    self._report(self.queue.pop(0), ERROR, why)
+            return
+        self.failed_starts = 0
+        self.idle.append(worker)
+
+    def _ended(self, ref):
+        global _worker_cpu
+        index, worker, _ = self.running.pop(ref)
+        try:
+            status, value, cpu = self.ray.get(ref)
+        except self.errors:
+            status, value = ERROR, 'worker died'
+            self._start_worker()
+        else:
+            _worker_cpu += cpu
+            self.idle.append(worker)
+        self._report(index, status, value)
+
+    def _stop_overruns(self):
+        now = time.monotonic()
+        for ref, (index, worker, start) in list(self.running.items()):
+            if now - start > self.timeout:
+                del self.running[ref]
+                self.ray.kill(worker)
+                self._report(index, TIMEOUT,
+                             'no result after %.0f s' % self.timeout)
+                self._start_worker()
 
 
 def _run_here(func, tasks, on_result):

@@ -6,7 +6,6 @@ import time
 
 import pytest
 
-from ufo_sim import cmd
 from ufo_sim.experiments import parallel
 
 pytestmark = pytest.mark.ray
@@ -70,6 +69,7 @@ def test_no_processes_runs_in_this_process():
 
 def test_a_grid_gives_the_same_results_on_any_number_of_workers(
         tmp_path, capsys):
+    from ufo_sim import cmd
     short = ['--no-plots', '--managers', 'dyniso,ufo,default', '--loads',
              '0.2', '--apps', 'memcached', '--converge', '3', '--judge',
              '2', '--warmup', '2', '--measure', '8', '--seeds', '2']
@@ -82,3 +82,23 @@ def test_a_grid_gives_the_same_results_on_any_number_of_workers(
             results.append(json.load(f)['results'])
     capsys.readouterr()
     assert results[0] == results[1] == results[2]
+
+
+def _cannot_load():
+    raise ImportError('the task\'s code is not installed here')
+
+
+class _Unloadable:
+    """A task function that no worker can unpickle."""
+
+    def __call__(self, task):
+        return task
+
+    def __reduce__(self):
+        return _cannot_load, ()
+
+
+def test_tasks_no_worker_can_load_are_errors():
+    out = parallel.run(_Unloadable(), [1, 2, 3], processes=2, timeout=60)
+    assert [s for s, _ in out] == [parallel.ERROR] * 3
+    assert all('no worker could load the task' in v for _, v in out)
