@@ -153,22 +153,24 @@ class Enforcer:
         With the CPUs that an earlier agent's calls, not known to have
         returned, may still put them on. Those are not seen: the threads
         may never have run there, so they count as guessed (the
-        pinning's first pin narrows within the CPUs it was read on, or
-        if it could not be read, widens onto CPUs no other pool may
-        hold).
+        pinning's first pin narrows within the CPUs all its threads were
+        read on, or if it could not be read, widens onto CPUs no other
+        pool may hold).
         """
         guest = self.guests[uuid]
         vcpu = guest.restore_vcpu_cpus
         emulator = guest.restore_emulator_cpus
         exact = guessed = False
-        seen = {VCPU: frozenset(), EMULATOR: frozenset()}
+        seen = {VCPU: None, EMULATOR: None}
         try:
             live_vcpus, live_emulator = self.driver.read_pins(uuid)
             sets = [s for s in live_vcpus if s]
             exact = len(sets) == 1 and bool(live_emulator)
-            seen = {VCPU: frozenset().union(*sets),
-                    EMULATOR: frozenset(live_emulator or ())}
-            vcpu = seen[VCPU] or vcpu
+            # Threads on different sets hold their union; a narrow keeps
+            # each where it ran only within the CPUs common to all.
+            seen = {VCPU: _common(sets),
+                    EMULATOR: frozenset(live_emulator or ()) or None}
+            vcpu = frozenset().union(*sets) or vcpu
             emulator = live_emulator or emulator
         except base.DriverError as exc:
             LOG.debug('Live pins of %s unknown (%s): assuming its '
@@ -309,20 +311,22 @@ class Enforcer:
     def _narrowed(self, entry, cpus):
         """The CPUs a narrow of ``entry`` towards ``cpus`` pins it on.
 
-        Empty: no narrow. A guessed pinning narrows only within the
-        CPUs it was read on (none if it was not): elsewhere its threads
-        may never have run (see the ledger). When it keeps none of its
-        target it still goes where it was seen (the managed CPUs of
-        it): an earlier agent's calls that may land hold every guessed
+        Empty: no narrow. A pinning narrows only within the CPUs every
+        thread of it was seen on (``Entry.room``; none for guessed pins
+        not read): elsewhere a thread may never have run, and another
+        pool may be there (see the ledger). When a guessed one keeps
+        none of its target it still goes where it was seen (the managed
+        CPUs of it): an earlier agent's calls that may land hold every guessed
         pinning over every CPU they may reach, so without that pin none
         of them might ever widen, and its return shows that nothing
         older can land any more (:mod:`ufo_agent.service.inflight`).
         """
+        room = entry.room
         if entry.guessed:
-            managed = (entry.seen if self.managed_cpus is None
-                       else entry.seen & self.managed_cpus)
-            return entry.seen & cpus or managed
-        kept = entry.cpus & cpus
+            managed = (room if self.managed_cpus is None
+                       else room & self.managed_cpus)
+            return room & cpus or managed
+        kept = room & cpus
         if kept and (kept != entry.cpus or not entry.exact):
             return kept
         return frozenset()
@@ -658,16 +662,25 @@ class Enforcer:
             if vcpus != {vcpu.cpus} or live_emulator != emulator.cpus:
                 drifted.append(uuid)
                 self.pin_repairs += 1
-                self.ledger.adopt((uuid, VCPU), frozenset().union(
-                    *[s for s in vcpus if s]) | vcpu.cpus)
+                sets = [s for s in vcpus if s]
+                # Held where the threads are and were; a narrow stays
+                # where every thread was read (as at adoption).
+                self.ledger.adopt((uuid, VCPU), frozenset().union(*sets) |
+                                  vcpu.cpus, seen=_common(sets))
+                live_emulator = frozenset(live_emulator or ())
                 self.ledger.adopt((uuid, EMULATOR),
-                                  (live_emulator or frozenset()) |
-                                  emulator.cpus)
+                                  live_emulator | emulator.cpus,
+                                  seen=live_emulator or None)
         return drifted
 
     def ack_state(self, uuid):
         st = self.acks.get(uuid)
         return st.state if st is not None else None
+
+
+def _common(sets):
+    """The CPUs in every one of ``sets`` (None if there is none)."""
+    return frozenset.intersection(*sets) if sets else None
 
 
 def _known(pool):

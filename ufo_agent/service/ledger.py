@@ -23,7 +23,12 @@ threads may never have run on most of them. Its first pin is therefore
 a widen: onto CPUs no other pool may hold. A pinning read but guessed
 wider (an earlier agent's call may still move it) may narrow within
 the CPUs it was read on (*seen*): libvirt runs that call first, so the
-threads end where they were seen.
+threads end where they were seen. The same holds for pins read as
+different sets for different threads (libvirt pins vCPUs one by one, so
+a call cut short leaves a mix): the pinning holds their union, but it
+narrows only within the CPUs common to all of them. A narrow onto the
+others could move a thread beside another pool: pins are found as
+they are, overlapping other guests' where they do.
 """
 
 import dataclasses
@@ -62,14 +67,20 @@ class Entry:
     # call may still land), not seen: a pin within them may move threads
     # onto CPUs they never ran on.
     guessed: bool = False
-    # Of a guessed pinning, the CPUs its pins were read on (empty: not
-    # read): a narrow within them keeps its threads where they ran.
-    seen: frozenset = frozenset()
+    # The CPUs every thread was seen on when fewer than ``cpus`` (None:
+    # all of them; empty: pins not read): a narrow within them keeps
+    # each thread where it ran.
+    seen: frozenset = None
 
     @functools.cached_property
     def cpus(self):
         # Asked for every pinning several times a tick: computed once.
         return frozenset().union(*[cpus for _, cpus in self.parts])
+
+    @property
+    def room(self):
+        """The CPUs a narrow may keep (see ``seen``)."""
+        return self.cpus if self.seen is None else self.seen
 
     @property
     def pool(self):
@@ -98,16 +109,23 @@ class Ledger:
             self._by_cpu.setdefault(cpu, set()).add(key)
         self._entries[key] = entry
 
-    def adopt(self, key, cpus, exact=False, guessed=False,
-              seen=frozenset()):
+    def adopt(self, key, cpus, exact=False, guessed=False, seen=None):
         """A pinning found as it is (not written by us): pool unknown.
 
         ``guessed``: ``cpus`` is where its pins may be, not where they
-        were seen; ``seen``: where they were read, if they were.
+        were seen; ``seen``: the CPUs every thread was read on (None:
+        ``cpus`` if not guessed, none if guessed: not read).
         """
-        self._set(key, Entry(((unknown(key), frozenset(cpus)),),
-                             exact and not guessed, guessed,
-                             frozenset(seen) if guessed else frozenset()))
+        cpus = frozenset(cpus)
+        if seen is not None:
+            seen = frozenset(seen) & cpus
+        if guessed and seen is None:
+            seen = frozenset()
+        elif not guessed and seen == cpus:
+            seen = None
+        self._set(key, Entry(((unknown(key), cpus),),
+                             exact and not guessed and seen is None,
+                             guessed, seen))
 
     def succeeded(self, key, pool, cpus):
         self._set(key, Entry(((pool, frozenset(cpus)),)))
@@ -133,7 +151,7 @@ class Ledger:
         self._set(key, Entry(tuple(sorted(parts.items())), False,
                              entry is not None and entry.guessed,
                              entry.seen if entry is not None
-                             else frozenset()))
+                             else None))
 
     def forget_guest(self, uuid):
         for key in [k for k in self._entries if k[0] == uuid]:

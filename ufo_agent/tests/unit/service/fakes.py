@@ -36,6 +36,9 @@ class FakeGuest:
         self.target_seq = 0
         self.acked_seq = 0
         self.vcpu_pins = None
+        # Each vCPU's pins when they differ (libvirt pins vCPUs one by
+        # one: a call cut short leaves a mix); None: all on vcpu_pins.
+        self.vcpu_sets = None
         self.emulator_pins = None
         self.util = 50.0
         self.sf = 1000.0
@@ -112,6 +115,7 @@ class FakeDriver(base.HypervisorDriver):
             raise base.DriverError('pin failed')
         if kind == 'vcpu':
             guest.vcpu_pins = frozenset(cpus)
+            guest.vcpu_sets = None
         else:
             guest.emulator_pins = frozenset(cpus)
         self.calls.append(('pin_' + ('vcpus' if kind == 'vcpu'
@@ -150,7 +154,8 @@ class FakeDriver(base.HypervisorDriver):
 
     def read_pins(self, uuid):
         guest = self._get(uuid)
-        return frozenset([guest.vcpu_pins]), guest.emulator_pins
+        return (frozenset(guest.vcpu_sets or [guest.vcpu_pins]),
+                guest.emulator_pins)
 
     def heartbeat(self):
         self.calls.append(('heartbeat',))
@@ -159,6 +164,7 @@ class FakeDriver(base.HypervisorDriver):
         guest = self._get(uuid)
         guest.online = guest.info.vcpus
         guest.vcpu_pins = guest.info.restore_vcpu_cpus
+        guest.vcpu_sets = None
         guest.emulator_pins = guest.info.restore_emulator_cpus
         self.calls.append(('release', uuid))
 

@@ -550,6 +550,74 @@ def test_drifted_pins_are_written_again():
     assert enf.check_drift() == []
 
 
+def _moves_onto(driver, uuid, other):
+    """Fail a pin that moves a thread of ``uuid`` onto ``other``'s CPUs.
+
+    Per thread: a narrow of the pinning that takes a thread onto CPUs it
+    was not on puts it beside whoever runs there.
+    """
+    real = driver.pin_vcpus
+
+    def pin(pinned, cpus):
+        if pinned == uuid:
+            guest = driver.all[uuid]
+            threads = guest.vcpu_sets or [guest.vcpu_pins]
+            onto = frozenset().union(*[cpus - t for t in threads])
+            assert not onto & driver.all[other].vcpu_pins, (
+                uuid, threads, cpus, driver.all[other].vcpu_pins)
+        return real(pinned, cpus)
+    driver.pin_vcpus = pin
+
+
+def test_threads_found_on_different_sets_narrow_where_all_of_them_ran():
+    # A pin call cut short: vCPU 0 of a on {1,5}, the others still on
+    # every CPU. The plan gives a core 2 too, where b still runs. The
+    # pinning holds the union, but a narrow within it would move vCPU 0
+    # onto b's CPUs.
+    driver = fakes.FakeDriver(cores=4)
+    enf = enforcer.Enforcer(driver, ack_wait=0.0,
+                            managed_cpus=frozenset(range(8)))
+    _found(driver, enf, {'b': {2, 6}}, {0, 4})
+    a = driver.add(fakes.FakeGuest('a', 4, channel=False))
+    every = frozenset(range(1, 8))
+    a.vcpu_sets = {frozenset({1, 5}), every}
+    a.vcpu_pins, a.emulator_pins = every, frozenset({0, 4})
+    enf.track(a.info)
+    plan = _host_plan(4, {'a': {1, 2}, 'b': {3}}, ())
+    _moves_onto(driver, 'a', 'b')
+    for _ in range(3):
+        outcome = enf.apply(plan)
+    assert outcome.deferred == {} and outcome.failed == {}
+    assert a.vcpu_pins == plan.vms['a'].cpus
+    assert driver.all['b'].vcpu_pins == plan.vms['b'].cpus
+
+
+def test_drifted_threads_narrow_where_all_of_them_ran():
+    # Someone moves vCPU 1 of a onto b's core; then the plan gives a that
+    # core. a's first pin waits until b has left it.
+    driver = fakes.FakeDriver(cores=4)
+    enf = enforcer.Enforcer(driver, ack_wait=0.0,
+                            managed_cpus=frozenset(range(8)))
+    _found(driver, enf, {'a': {1, 5}, 'b': {2, 3, 6, 7}}, {0, 4})
+    _enforce_until_done(driver, enf,
+                        _host_plan(4, {'a': {1}, 'b': {2, 3}}, ()))
+    # Isolation is someone else's to break now: only the agent's pins
+    # are checked (_moves_onto).
+    driver.before_pin[:] = []
+    driver.check_isolation = lambda: None
+    a = driver.all['a']
+    a.vcpu_sets = {frozenset({1, 5}), frozenset({2, 6})}
+    a.vcpu_pins = frozenset({1, 2, 5, 6})
+    assert enf.check_drift() == ['a']
+    plan = _host_plan(4, {'a': {1, 2}, 'b': {3}}, ())
+    _moves_onto(driver, 'a', 'b')
+    for _ in range(3):
+        outcome = enf.apply(plan)
+    assert outcome.deferred == {} and outcome.failed == {}
+    assert a.vcpu_pins == plan.vms['a'].cpus
+    assert driver.all['b'].vcpu_pins == plan.vms['b'].cpus
+
+
 def test_pin_failure_is_reported_and_retried():
     a = fakes.FakeGuest('a', 4)
     driver, controller, enf = _setup(a)
