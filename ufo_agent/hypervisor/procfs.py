@@ -206,24 +206,61 @@ class ThreadCounters:
 
         FileNotFoundError if the thread is gone.
         """
-        key = (pid, tid)
+        return parse_schedstat(self._bytes((pid, tid)))
+
+    def totals(self, keys):
+        """(cpu_ns, wait_ns, slices, gone) summed over threads ``keys``.
+
+        ``keys`` are ``(pid, tid)``; ``gone`` lists those whose thread
+        is gone (left out of the sums), or is None. Summed without a
+        :class:`SchedStat` per thread: every thread of every guest is
+        read on each tick.
+        """
+        cpu = wait = slices = 0
+        gone = None
+        fds = self._fds
+        for key in keys:
+            fd = fds.get(key)
+            try:
+                data = self._bytes(key) if fd is None else \
+                    os.pread(fd, 256, 0)
+            except ProcessLookupError:
+                self._close(key)
+                gone = (gone or []) + [key]
+                continue
+            except FileNotFoundError:
+                gone = (gone or []) + [key]
+                continue
+            fields = data.split(None, 3)
+            if len(fields) < 3:
+                raise ValueError('schedstat has %d fields' % len(fields))
+            cpu += int(fields[0])
+            wait += int(fields[1])
+            slices += int(fields[2])
+        return cpu, wait, slices, gone
+
+    def _bytes(self, key):
+        """The schedstat text of thread ``key``, its file kept open.
+
+        FileNotFoundError if the thread is gone.
+        """
         fd = self._fds.get(key)
         if fd is None:
-            fd = os.open('%s/%d/task/%d/schedstat' % (self.root, pid, tid),
+            fd = os.open('%s/%d/task/%d/schedstat' % ((self.root,) + key),
                          os.O_RDONLY | os.O_CLOEXEC)
             if ThreadCounters._kept >= _most_kept():
                 try:
-                    return parse_schedstat(os.read(fd, 256))
+                    return os.read(fd, 256)
                 finally:
                     os.close(fd)
             self._fds[key] = fd
             ThreadCounters._kept += 1
         try:
-            data = os.pread(fd, 256, 0)
+            return os.pread(fd, 256, 0)
         except ProcessLookupError:
             self._close(key)
-            raise FileNotFoundError('thread %d of %d is gone' % (tid, pid))
-        return parse_schedstat(data)
+            raise FileNotFoundError('thread %d of %d is gone'
+                                    % (key[1], key[0]))
 
     def keep(self, keys):
         """Close the descriptors of every thread not in ``keys``."""

@@ -114,10 +114,12 @@ class Guest:
         # last observed.
         self._counters = procfs.ThreadCounters(proc_root)
         self._counted = None
+        self._vcpu_keys = self._other_keys = ()
         # The CPUs the vCPUs were last pinned to (None: not yet, or each
         # to its own), and the vCPU threads last observed.
         self._vcpu_cpus = None
         self._seen_vcpus = None
+        self._seen_from = None      # the vCPU map _seen_vcpus copies
         self._vhost_denied = False
         self._iothreads_unknown = False
 
@@ -218,39 +220,26 @@ class Guest:
         report = None
         if self.channel is not None:
             report = self.channel.read_guest(read_retries)
-        counters, pid = self._counters, self.pid
+        counters = self._counters
         if threads is not self._counted:
+            pid = self.pid
             self._counted = threads
-            counters.keep({(pid, tid) for tid in threads.vcpus.values()} |
-                          {(pid, tid) for tid in threads.others} |
-                          set(threads.vhost))
-        cpu = wait = slices = emu = emu_wait = 0
-        try:
-            for tid in threads.vcpus.values():
-                stat = counters.read(pid, tid)
-                cpu += stat.cpu_ns
-                wait += stat.wait_ns
-                slices += stat.slices
-            for tid in threads.others:
-                try:
-                    stat = counters.read(pid, tid)
-                except FileNotFoundError:
-                    continue        # a worker went: the next list shows it
-                emu += stat.cpu_ns
-                emu_wait += stat.wait_ns
-            for pid, tid in threads.vhost:
-                try:
-                    stat = counters.read(pid, tid)
-                except FileNotFoundError:
-                    if pid != self.pid:
-                        self._kthreads = None   # a NIC went: scan again
-                        self._threads = None
-                    continue
-                emu += stat.cpu_ns
-                emu_wait += stat.wait_ns
-        except FileNotFoundError as exc:
+            self._vcpu_keys = tuple((pid, tid)
+                                    for tid in threads.vcpus.values())
+            # The emulator pool's: every other thread and vhost worker.
+            self._other_keys = tuple((pid, tid) for tid in threads.others) \
+                + tuple(threads.vhost)
+            counters.keep(set(self._vcpu_keys) | set(self._other_keys))
+        cpu, wait, slices, gone = counters.totals(self._vcpu_keys)
+        if gone:
             self._threads = None
-            raise base.DriverError('guest %s: %s' % (self.uuid, exc))
+            raise base.DriverError('guest %s: vCPU thread %d of %d is gone'
+                                   % (self.uuid, gone[0][1], gone[0][0]))
+        # A worker gone is left out: the next task list shows it.
+        emu, emu_wait, _, gone = counters.totals(self._other_keys)
+        if gone and any(pid != self.pid for pid, _ in gone):
+            self._kthreads = None       # a NIC went: scan again
+            self._threads = None
         return base.Observation(
             now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
             emulator_threads=len(threads.others) + len(threads.vhost),
@@ -264,6 +253,9 @@ class Guest:
         the CPUs the agent last gave the vCPUs, at once, rather than at
         the next drift check.
         """
+        if vcpus is self._seen_from:
+            return              # the same task list: nothing plugged
+        self._seen_from = vcpus
         before, self._seen_vcpus = self._seen_vcpus, dict(vcpus)
         if before is None or self._vcpu_cpus is None:
             return
