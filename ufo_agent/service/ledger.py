@@ -75,8 +75,9 @@ class Ledger:
 
     def __init__(self):
         self._entries = {}
-        # CPU -> keys whose threads may run there: holders() looks up
-        # the CPUs it is asked about instead of every pinning.
+        # CPU -> {pool: keys with a part in that pool on the CPU}:
+        # holders() looks up the CPUs it is asked about, and skips whole
+        # pools there (every guest's emulator pinning shares its CPUs).
         self._by_cpu = {}
 
     def get(self, key):
@@ -84,11 +85,17 @@ class Ledger:
 
     def _set(self, key, entry):
         old = self._entries.get(key)
+        by_cpu = self._by_cpu
         if old is not None:
-            for cpu in old.cpus - entry.cpus:
-                self._by_cpu[cpu].discard(key)
-        for cpu in entry.cpus:
-            self._by_cpu.setdefault(cpu, set()).add(key)
+            for pool, cpus in old.parts:
+                for cpu in cpus:
+                    keys = by_cpu[cpu][pool]
+                    keys.discard(key)
+                    if not keys:
+                        del by_cpu[cpu][pool]
+        for pool, cpus in entry.parts:
+            for cpu in cpus:
+                by_cpu.setdefault(cpu, {}).setdefault(pool, set()).add(key)
         self._entries[key] = entry
 
     def adopt(self, key, cpus, exact=False, guessed=False):
@@ -126,8 +133,12 @@ class Ledger:
 
     def forget_guest(self, uuid):
         for key in [k for k in self._entries if k[0] == uuid]:
-            for cpu in self._entries.pop(key).cpus:
-                self._by_cpu[cpu].discard(key)
+            for pool, cpus in self._entries.pop(key).parts:
+                for cpu in cpus:
+                    keys = self._by_cpu[cpu][pool]
+                    keys.discard(key)
+                    if not keys:
+                        del self._by_cpu[cpu][pool]
 
     def holders(self, cpus, pool, exclude, joining=None, floating=None):
         """Pinnings of another pool that may run on any of ``cpus``.
@@ -141,19 +152,21 @@ class Ledger:
         """
         if pool == SOAK or (floating is not None and pool == floating):
             return []
-        cpus = frozenset(cpus)
         joining = joining or {}
+        skip = (pool, floating, SOAK)
+        by_cpu = self._by_cpu
         near = set()
         for cpu in cpus:
-            near.update(self._by_cpu.get(cpu, ()))
+            pools = by_cpu.get(cpu)
+            if pools:
+                for part_pool, keys in pools.items():
+                    if part_pool not in skip:
+                        near.update(keys)
         entries = self._entries
         return sorted(key for key in near
                       if key != exclude and joining.get(key) != pool and
                       not self._own_unknown(key, entries[key], pool,
-                                            exclude) and
-                      any(part_pool not in (pool, floating, SOAK) and
-                          part_cpus & cpus
-                          for part_pool, part_cpus in entries[key].parts))
+                                            exclude))
 
     @staticmethod
     def _own_unknown(key, entry, pool, exclude):
