@@ -283,10 +283,11 @@ class Guest:
         dom = self._dom()
         bits = self._cpumap(cpus)
         self._vcpu_cpus = frozenset(cpus)
-        for index in self.vcpu_indexes():
-            self._call('pin vCPU %d of %s' % (index, self.uuid),
-                       dom.pinVcpuFlags, index, bits,
-                       self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
+        self.host.call_each(
+            [('pin vCPU %d of %s' % (index, self.uuid), dom.pinVcpuFlags,
+              (index, bits, live)) for index in self.vcpu_indexes()],
+            key=self.uuid)
 
     def pin_emulator(self, cpus):
         self._pin_other_threads('pin', cpus)
@@ -353,9 +354,10 @@ class Guest:
         """
         dom = self._dom()
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        vcpus = self._call('pins of %s' % self.uuid, dom.vcpuPinInfo, live)
-        emulator = self._call('emulator pin of %s' % self.uuid,
-                              dom.emulatorPinInfo, live)
+        vcpus, emulator = self.host.call_each(
+            [('pins of %s' % self.uuid, dom.vcpuPinInfo, (live,)),
+             ('emulator pin of %s' % self.uuid, dom.emulatorPinInfo,
+              (live,))], key=self.uuid)
         sets = {_as_set(m) for m in vcpus}
         try:
             tids = self.threads().vcpus.values()
@@ -438,10 +440,12 @@ class Guest:
         self._vcpu_cpus = None
         dom = self._dom()
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        for index in self.vcpu_indexes():
-            cpus = info.restore_vcpus.get(index, info.restore_vcpu_cpus)
-            self._call('restore vCPU %d of %s' % (index, self.uuid),
-                       dom.pinVcpuFlags, index, self._cpumap(cpus), live)
+        self.host.call_each(
+            [('restore vCPU %d of %s' % (index, self.uuid),
+              dom.pinVcpuFlags,
+              (index, self._cpumap(info.restore_vcpus.get(
+                  index, info.restore_vcpu_cpus)), live))
+             for index in self.vcpu_indexes()], key=self.uuid)
 
     def _restore_emulator(self):
         """Emulator, each I/O thread and vhost back to the definition."""
