@@ -134,13 +134,37 @@ class Guest:
         listing failing) is another QEMU, maybe of another policy: no
         call made for this one may reach it. The driver adopts it anew.
         """
-        dom = self.host.lookup(self.uuid)
+        return self._same_qemu(self.host.lookup(self.uuid))
+
+    def _same_qemu(self, dom):
         dom_id = dom.ID()
         if dom_id != self.dom_id:
             raise base.DriverError(
                 'domain %s runs another QEMU (ID %s, adopted as %s)'
                 % (self.uuid, dom_id, self.dom_id))
         return dom
+
+    def _on_dom(self, calls):
+        """The domain, as :meth:`_dom` finds it, and ``calls`` made on it.
+
+        ``calls`` are ``(what, virDomain method name, args)``. The lookup
+        and the calls are handed to the deadline thread at once
+        (:meth:`.Host.call_each`), each with its deadline. Returns the
+        calls' values.
+        """
+        conn = self.host.get_connection()
+        found = []
+
+        def lookup():
+            found.append(self._same_qemu(conn.lookupByUUIDString(self.uuid)))
+
+        def on_dom(name, args):
+            return getattr(found[0], name)(*args)
+
+        return self.host.call_each(
+            [('domain %s' % self.uuid, lookup, ())] +
+            [(what, on_dom, (name, args)) for what, name, args in calls],
+            key=self.uuid)[1:]
 
     def _call(self, what, func, *args):
         """A libvirt call on this domain, with its deadline."""
@@ -280,14 +304,12 @@ class Guest:
     # -- enforcement ---------------------------------------------------------
     def pin_vcpus(self, cpus):
         """Every vCPU of the definition, plugged or not, and any present."""
-        dom = self._dom()
         bits = self._cpumap(cpus)
         self._vcpu_cpus = frozenset(cpus)
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        self.host.call_each(
-            [('pin vCPU %d of %s' % (index, self.uuid), dom.pinVcpuFlags,
-              (index, bits, live)) for index in self.vcpu_indexes()],
-            key=self.uuid)
+        self._on_dom([('pin vCPU %d of %s' % (index, self.uuid),
+                       'pinVcpuFlags', (index, bits, live))
+                      for index in self.vcpu_indexes()])
 
     def pin_emulator(self, cpus):
         self._pin_other_threads('pin', cpus)
@@ -352,12 +374,11 @@ class Guest:
         other CPUs (plugged with another pin, moved by someone else)
         adds its own set.
         """
-        dom = self._dom()
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        vcpus, emulator = self.host.call_each(
-            [('pins of %s' % self.uuid, dom.vcpuPinInfo, (live,)),
-             ('emulator pin of %s' % self.uuid, dom.emulatorPinInfo,
-              (live,))], key=self.uuid)
+        vcpus, emulator = self._on_dom(
+            [('pins of %s' % self.uuid, 'vcpuPinInfo', (live,)),
+             ('emulator pin of %s' % self.uuid, 'emulatorPinInfo',
+              (live,))])
         sets = {_as_set(m) for m in vcpus}
         try:
             tids = self.threads().vcpus.values()
@@ -438,14 +459,12 @@ class Guest:
             return
         # A vCPU plugged from now on starts on its own restore pin.
         self._vcpu_cpus = None
-        dom = self._dom()
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        self.host.call_each(
-            [('restore vCPU %d of %s' % (index, self.uuid),
-              dom.pinVcpuFlags,
-              (index, self._cpumap(info.restore_vcpus.get(
-                  index, info.restore_vcpu_cpus)), live))
-             for index in self.vcpu_indexes()], key=self.uuid)
+        self._on_dom([('restore vCPU %d of %s' % (index, self.uuid),
+                       'pinVcpuFlags',
+                       (index, self._cpumap(info.restore_vcpus.get(
+                           index, info.restore_vcpu_cpus)), live))
+                      for index in self.vcpu_indexes()])
 
     def _restore_emulator(self):
         """Emulator, each I/O thread and vhost back to the definition."""
