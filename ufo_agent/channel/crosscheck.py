@@ -195,9 +195,13 @@ class HostCounters:
         first point or after the last counts as ``vcpus`` busy (and no
         wake-ups).
         """
+        return HostUsage(*self._usage(start, end, vcpus))
+
+    def _usage(self, start, end, vcpus):
+        """:meth:`usage` as a plain tuple."""
         times = self.times
         if not times:
-            return HostUsage((end - start) * vcpus, (end - start) * vcpus, 0)
+            return (end - start) * vcpus, (end - start) * vcpus, 0
         # Written out with comparisons, not min() and max(): ten spans of
         # every guest are checked on each tick.
         t0, tn = times[0], times[-1]
@@ -231,7 +235,7 @@ class HostCounters:
             most = overlap * vcpus
             runnable += d_run if d_run < most else most
             cpu += d_cpu if d_cpu < most else most
-        return HostUsage(runnable, cpu, slices)
+        return runnable, cpu, slices
 
 
 def host_usage(points, start, end, vcpus):
@@ -271,8 +275,12 @@ def check_uses(points, uses, tolerance=0.10):
     busy = switches = span = 0.0
     start = end
     vcpus = 1
-    usage = None
     used_start = used_vcpus = None
+    usage_of = counters._usage
+    # The limits written out as util_limit_s() and switch_limit() have
+    # them (the same arithmetic): up to ten spans of every guest are
+    # checked on each tick.
+    util_factor = 1.0 + tolerance
     for use_start, _, span_s, util_pct, switches_per_s, use_vcpus in \
             reversed(uses):
         busy += util_pct / 100.0 * span_s
@@ -287,20 +295,21 @@ def check_uses(points, uses, tolerance=0.10):
         if start != used_start or vcpus != used_vcpus:
             # Not again for a sample used on two ticks.
             used_start, used_vcpus = start, vcpus
-            usage = counters.usage(start, end, vcpus)
-        limit = util_limit_s(usage, vcpus, tolerance)
+            runnable_s, cpu_s, slices = usage_of(start, end, vcpus)
+            limit = runnable_s * util_factor + UTIL_SLACK_S_PER_VCPU * vcpus
+            most = (cpu_s * 1e9 / MIN_SWITCH_NS +
+                    SWITCHES_PER_SLICE * slices + SWITCH_SLACK)
         if busy > limit:
             return Verdict(False, (
                 'guest claims %.3f vCPU-s busy in the last %.1f s (%.1f%%); '
                 'its vCPU threads ran or waited %.3f s in the %.1f s that '
                 'hold its samples' % (busy, span, 100.0 * busy / span,
-                                      usage.runnable_s, end - start)))
-        most = switch_limit(usage)
+                                      runnable_s, end - start)))
         if switches > most:
             return Verdict(False, (
                 'guest claims %.0f context switches in the last %.1f s '
                 '(%.0f/s); %.3f s of CPU and %d wake-ups of its vCPU '
                 'threads in the %.1f s that hold its samples allow %.0f'
-                % (switches, span, switches / span, usage.cpu_s,
-                   usage.slices, end - start, most)))
+                % (switches, span, switches / span, cpu_s, slices,
+                   end - start, most)))
     return Verdict(True)
