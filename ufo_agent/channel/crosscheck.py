@@ -47,8 +47,9 @@ host's own measurement stands in for it.
 """
 
 import bisect
-import dataclasses
 import typing
+
+from ufo_agent import frozen
 
 # The least CPU time one guest context switch takes, in ns. Measured on
 # this project's CI machines (AMD EPYC, a KVM-based VM, Linux 6.1): two
@@ -69,7 +70,7 @@ PUBLISH_MARGIN_S = 0.25
 HISTORY = 10
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class Verdict:
     ok: bool
     reason: str = ''

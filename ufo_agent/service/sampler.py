@@ -11,13 +11,13 @@ CPU time of every other thread of every guest.
 """
 
 import collections
-import dataclasses
 import typing
 
 from ufo_agent.channel import crosscheck
 from ufo_agent.channel import report as report_mod
 from ufo_agent.controller.plan import VmSample
 from ufo_agent.driver import base
+from ufo_agent import frozen
 
 MODE_GUEST = 'guest'
 MODE_HOST_ONLY = 'host-only'
@@ -26,7 +26,7 @@ MODE_HOST_ONLY = 'host-only'
 BUSY_FORGIVEN = 1
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class GuestRates:
     """One guest over one tick."""
 
