@@ -14,6 +14,7 @@ is only a page that is not there.
 """
 
 import errno
+import functools
 import grp
 import os
 import pwd
@@ -43,6 +44,20 @@ _U32_MAX = 0xFFFFFFFF
 # Never follow a link planted at the page's (predictable) name, never
 # block on a FIFO, never leak the descriptor into a child.
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _mask(words):
+    """The online mask's words (least significant first) as one number."""
+    mask = 0
+    for i, word in enumerate(words):
+        mask |= word << (64 * i)
+    return mask
+
+
+@functools.lru_cache(maxsize=1024)
+def _online_cpus(mask, max_vcpus):
+    # Guests keep the same few masks tick after tick.
+    return tuple(c for c in range(max_vcpus) if mask >> c & 1)
 
 
 class ChannelError(Exception):
@@ -548,20 +563,17 @@ class HostChannel(object):
                     report.STATUS_ABSENT, 'no sample from the guest module '
                     'since the guest restarted')
             self._previous_boot = None
-        reason = self._validate(g)
+        mask = _mask(g.online_mask)
+        reason = self._validate(g, mask)
         if reason:
             return report.GuestReport(report.STATUS_INVALID, reason)
-        mask = 0
-        for i, word in enumerate(g.online_mask):
-            mask |= word << (64 * i)
         sample = report.GuestSample(
             flags=g.flags,
             ack_target_seq=g.ack_target_seq,
             applied_target=g.applied_target,
             online_vcpus=g.online_vcpus,
             present_vcpus=g.present_vcpus,
-            online_cpus=tuple(c for c in range(self.max_vcpus)
-                              if mask >> c & 1),
+            online_cpus=_online_cpus(mask, self.max_vcpus),
             sample_count=g.sample_count,
             timestamp_ns=g.timestamp_ns,
             interval_ns=g.interval_ns,
@@ -575,8 +587,11 @@ class HostChannel(object):
             if g.flags & layout.GUEST_FLAG_SCHED_IN else None)
         return report.GuestReport(report.STATUS_OK, '', sample)
 
-    def _validate(self, g):
-        """Returns why the guest area is invalid, or '' when it is valid."""
+    def _validate(self, g, mask):
+        """Returns why the guest area is invalid, or '' when it is valid.
+
+        ``mask`` is its online mask as one number (:func:`_mask`).
+        """
         nmax = self.max_vcpus
         if g.magic != layout.GUEST_MAGIC:
             return 'bad guest magic 0x%08x' % g.magic
@@ -594,9 +609,6 @@ class HostChannel(object):
             return 'present vCPUs %d not in 1..%d' % (present, nmax)
         if not 1 <= online <= present:
             return 'online vCPUs %d not in 1..%d' % (online, present)
-        mask = 0
-        for i, word in enumerate(g.online_mask):
-            mask |= word << (64 * i)
         if mask >> nmax:
             return 'online mask has vCPUs beyond %d' % nmax
         if not mask & 1:
