@@ -22,6 +22,7 @@ guest back (``ufo_agent.cmd.agent.run``).
 
 import collections
 import dataclasses
+import functools
 import logging
 import math
 import time
@@ -74,6 +75,12 @@ class VmStatus:
     emulator_cpu_seconds: float = None
     vcpu_run_delay_seconds: float = None
     emulator_run_delay_seconds: float = None
+
+
+@functools.lru_cache(maxsize=1024)
+def _cpu_list(cpus):
+    # The same few sets every tick (the shared CPUs: most of the host).
+    return ','.join(str(c) for c in sorted(cpus))
 
 
 class Agent:
@@ -660,7 +667,7 @@ class Agent:
                 continue
             status.mode = vm.mode.value
             status.cores = len(vm.cores)
-            status.cpus = ','.join(str(c) for c in sorted(vm.cpus))
+            status.cpus = _cpu_list(vm.cpus)
             status.target_vcpus = vm.online_vcpus
             status.wanted_cores = vm.wanted_cores
             status.note = vm.note
