@@ -43,7 +43,10 @@ def _cpumap(cpus, managed_cpus, host_cpus):
     return tuple(cpu in cpus for cpu in range(width))
 
 
+@functools.lru_cache(maxsize=1024)
 def _as_set(bits):
+    # The drift check reads a few pins that rarely change, each as wide
+    # as the host.
     return frozenset(i for i, on in enumerate(bits) if on)
 
 
