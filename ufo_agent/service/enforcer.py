@@ -188,7 +188,11 @@ class Enforcer:
         Only pinnings nothing was written to since: a pin that failed
         may still land, and reading now would not cover it.
         """
+        # Most ticks there is none: not a look at every guest's pins.
+        guessed = {uuid for uuid, _ in self.ledger.guessed()}
         for uuid in uuids:
+            if uuid not in guessed:
+                continue
             keys = {key for key in ((uuid, VCPU), (uuid, EMULATOR))
                     if self._untouched_guess(key)}
             if keys:

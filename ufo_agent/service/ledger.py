@@ -79,6 +79,7 @@ class Ledger:
         # holders() looks up the CPUs it is asked about, and skips whole
         # pools there (every guest's emulator pinning shares its CPUs).
         self._by_cpu = {}
+        self._guessed = set()       # keys of guessed pinnings
 
     def get(self, key):
         return self._entries.get(key)
@@ -97,6 +98,14 @@ class Ledger:
             for cpu in cpus:
                 by_cpu.setdefault(cpu, {}).setdefault(pool, set()).add(key)
         self._entries[key] = entry
+        if entry.guessed:
+            self._guessed.add(key)
+        else:
+            self._guessed.discard(key)
+
+    def guessed(self):
+        """The keys of the guessed pinnings (see :class:`Entry`)."""
+        return frozenset(self._guessed)
 
     def adopt(self, key, cpus, exact=False, guessed=False):
         """A pinning found as it is (not written by us): pool unknown.
@@ -133,6 +142,7 @@ class Ledger:
 
     def forget_guest(self, uuid):
         for key in [k for k in self._entries if k[0] == uuid]:
+            self._guessed.discard(key)
             for pool, cpus in self._entries.pop(key).parts:
                 for cpu in cpus:
                     keys = self._by_cpu[cpu][pool]

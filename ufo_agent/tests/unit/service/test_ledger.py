@@ -1,4 +1,4 @@
-"""The ledger's index answers as a walk over every pinning would."""
+"""The ledger's indexes answer as a walk over every pinning would."""
 
 import random
 
@@ -57,3 +57,5 @@ def test_holders_match_a_walk_over_every_pinning():
         floating = rnd.choice((None, ledger_mod.SHARED))
         assert ledger.holders(cpus, pool, exclude, joining, floating) == \
             _walk(ledger, cpus, pool, exclude, joining, floating)
+        assert ledger.guessed() == {k for k in ledger.keys()
+                                    if ledger.get(k).guessed}
