@@ -150,10 +150,10 @@ class Guest:
     def _on_dom(self, calls):
         """The domain, as :meth:`_dom` finds it, and ``calls`` made on it.
 
-        ``calls`` are ``(what, virDomain method name, args)``. The lookup
-        and the calls are handed to the deadline thread at once
-        (:meth:`.Host.call_each`), each with its deadline. Returns the
-        calls' values.
+        ``calls`` are ``(what, virDomain method name or a function of the
+        domain, args)``. The lookup and the calls are handed to the
+        deadline thread at once (:meth:`.Host.call_each`), each with its
+        deadline. Returns (the domain, the calls' values).
         """
         conn = self.host.get_connection()
         found = []
@@ -161,13 +161,16 @@ class Guest:
         def lookup():
             found.append(self._same_qemu(conn.lookupByUUIDString(self.uuid)))
 
-        def on_dom(name, args):
-            return getattr(found[0], name)(*args)
+        def on_dom(method, args):
+            if isinstance(method, str):
+                return getattr(found[0], method)(*args)
+            return method(found[0], *args)
 
-        return self.host.call_each(
+        values = self.host.call_each(
             [('domain %s' % self.uuid, lookup, ())] +
-            [(what, on_dom, (name, args)) for what, name, args in calls],
-            key=self.uuid)[1:]
+            [(what, on_dom, (method, args)) for what, method, args in calls],
+            key=self.uuid)
+        return found[0], values[1:]
 
     def _call(self, what, func, *args):
         """A libvirt call on this domain, with its deadline."""
@@ -323,16 +326,27 @@ class Guest:
         ``iothread_cpus`` maps I/O thread ids to CPUs of their own.
         """
         iothread_cpus = iothread_cpus or {}
-        dom = self._dom()
         lv = self.host.libvirt
         live = lv.VIR_DOMAIN_AFFECT_LIVE
-        self._call('%s emulator of %s' % (verb, self.uuid), dom.pinEmulator,
-                   self._cpumap(cpus), live)
-        for iothread in self._iothread_ids(dom):
-            own = iothread_cpus.get(iothread, cpus)
-            self._call('%s I/O thread %d of %s' % (verb, iothread,
-                                                   self.uuid),
-                       dom.pinIOThread, iothread, self._cpumap(own), live)
+
+        def iothread_info(dom):
+            # Not the pin's failure: the definition's are pinned then.
+            try:
+                return dom.ioThreadInfo(live)
+            except lv.libvirtError as exc:
+                return exc
+
+        dom, (_, reported) = self._on_dom([
+            ('%s emulator of %s' % (verb, self.uuid), 'pinEmulator',
+             (self._cpumap(cpus), live)),
+            ('I/O threads of %s' % self.uuid, iothread_info, ())])
+        calls = [('%s I/O thread %d of %s' % (verb, iothread, self.uuid),
+                  dom.pinIOThread,
+                  (iothread, self._cpumap(iothread_cpus.get(iothread, cpus)),
+                   live))
+                 for iothread in self._iothread_ids(reported)]
+        if calls:
+            self.host.call_each(calls, key=self.uuid)
         for _, tid in self.threads().vhost:
             try:
                 os.sched_setaffinity(tid, cpus)
@@ -346,27 +360,22 @@ class Guest:
                 LOG.warning('Cannot %s vhost thread %d of %s: %s', verb,
                             tid, self.uuid, exc)
 
-    def _iothread_ids(self, dom):
+    def _iothread_ids(self, reported):
         """The I/O threads libvirt reports, else those the definition has.
 
-        Without libvirt's answer the definition's I/O threads (every
-        one of ``<iothreads>`` and each one pinned) are pinned by id, so
-        that none keeps a pin the agent wrote; an I/O thread added at
-        run time and not reported cannot be known.
+        ``reported`` is what ``ioThreadInfo`` returned, or the libvirt
+        error it raised. Without libvirt's answer the definition's I/O
+        threads (every one of ``<iothreads>`` and each one pinned) are
+        pinned by id, so that none keeps a pin the agent wrote; an I/O
+        thread added at run time and not reported cannot be known.
         """
-        lv = self.host.libvirt
-        try:
-            reported = self.host.run(self.uuid,
-                                     'I/O threads of %s' % self.uuid,
-                                     dom.ioThreadInfo,
-                                     lv.VIR_DOMAIN_AFFECT_LIVE)
-        except lv.libvirtError as exc:
+        if isinstance(reported, self.host.libvirt.libvirtError):
             known = sorted(self.info.restore_iothreads)
             # The same on every call: said once.
             log = LOG.debug if self._iothreads_unknown else LOG.warning
             self._iothreads_unknown = True
             log('I/O threads of %s not reported (%s): pinning the %d of '
-                'its definition', self.uuid, exc, len(known))
+                'its definition', self.uuid, reported, len(known))
             return known
         return [thread[0] for thread in reported]
 
@@ -378,7 +387,7 @@ class Guest:
         adds its own set.
         """
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        vcpus, emulator = self._on_dom(
+        _, (vcpus, emulator) = self._on_dom(
             [('pins of %s' % self.uuid, 'vcpuPinInfo', (live,)),
              ('emulator pin of %s' % self.uuid, 'emulatorPinInfo',
               (live,))])
