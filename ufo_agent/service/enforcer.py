@@ -254,8 +254,8 @@ class Enforcer:
         pinned = 0
         for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
             entry = self.ledger.get(key)
-            if entry.guessed:
-                continue
+            if entry.guessed or (entry.cpus is cpus and entry.exact):
+                continue            # (the same set: nothing to narrow)
             kept = entry.cpus & cpus
             if kept and (kept != entry.cpus or not entry.exact):
                 pinned += self._pin(key, None, kept, failed)
