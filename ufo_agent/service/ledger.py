@@ -75,9 +75,12 @@ class Ledger:
 
     def __init__(self):
         self._entries = {}
-        # CPU -> {pool: keys with a part in that pool on the CPU}:
-        # holders() looks up the CPUs it is asked about, and skips whole
-        # pools there (every guest's emulator pinning shares its CPUs).
+        # CPU -> {pool: the key, or the set of keys, with a part in that
+        # pool on the CPU}: holders() looks up the CPUs it is asked about,
+        # and skips whole pools there (every guest's emulator pinning
+        # shares its CPUs). A key alone is not put in a set: most pools
+        # are one pinning's (its own unknown label), and a set for each,
+        # on each of its CPUs, took tens of MB at 500 guests.
         self._by_cpu = {}
         self._guessed = set()       # keys of guessed pinnings
 
@@ -86,22 +89,37 @@ class Ledger:
 
     def _set(self, key, entry):
         old = self._entries.get(key)
-        by_cpu = self._by_cpu
         if old is not None:
-            for pool, cpus in old.parts:
-                for cpu in cpus:
-                    keys = by_cpu[cpu][pool]
-                    keys.discard(key)
-                    if not keys:
-                        del by_cpu[cpu][pool]
+            self._unindex(key, old)
+        by_cpu = self._by_cpu
         for pool, cpus in entry.parts:
             for cpu in cpus:
-                by_cpu.setdefault(cpu, {}).setdefault(pool, set()).add(key)
+                pools = by_cpu.setdefault(cpu, {})
+                held = pools.get(pool)
+                if held is None:
+                    pools[pool] = key
+                elif type(held) is set:
+                    held.add(key)
+                elif held != key:
+                    pools[pool] = {held, key}
         self._entries[key] = entry
         if entry.guessed:
             self._guessed.add(key)
         else:
             self._guessed.discard(key)
+
+    def _unindex(self, key, entry):
+        by_cpu = self._by_cpu
+        for pool, cpus in entry.parts:
+            for cpu in cpus:
+                pools = by_cpu[cpu]
+                held = pools[pool]
+                if type(held) is not set:
+                    del pools[pool]
+                    continue
+                held.discard(key)
+                if len(held) == 1:
+                    pools[pool] = next(iter(held))
 
     def guessed(self):
         """The keys of the guessed pinnings (see :class:`Entry`)."""
@@ -143,12 +161,7 @@ class Ledger:
     def forget_guest(self, uuid):
         for key in [k for k in self._entries if k[0] == uuid]:
             self._guessed.discard(key)
-            for pool, cpus in self._entries.pop(key).parts:
-                for cpu in cpus:
-                    keys = self._by_cpu[cpu][pool]
-                    keys.discard(key)
-                    if not keys:
-                        del self._by_cpu[cpu][pool]
+            self._unindex(key, self._entries.pop(key))
 
     def holders(self, cpus, pool, exclude, joining=None, floating=None):
         """Pinnings of another pool that may run on any of ``cpus``.
@@ -169,9 +182,12 @@ class Ledger:
         for cpu in cpus:
             pools = by_cpu.get(cpu)
             if pools:
-                for part_pool, keys in pools.items():
+                for part_pool, held in pools.items():
                     if part_pool not in skip:
-                        near.update(keys)
+                        if type(held) is set:
+                            near.update(held)
+                        else:
+                            near.add(held)
         entries = self._entries
         return sorted(key for key in near
                       if key != exclude and joining.get(key) != pool and
