@@ -14,6 +14,7 @@ is only a page that is not there.
 """
 
 import errno
+import functools
 import grp
 import os
 import pwd
@@ -43,6 +44,20 @@ _U32_MAX = 0xFFFFFFFF
 # Never follow a link planted at the page's (predictable) name, never
 # block on a FIFO, never leak the descriptor into a child.
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _mask(words):
+    """The online mask's words (least significant first) as one number."""
+    mask = 0
+    for i, word in enumerate(words):
+        mask |= word << (64 * i)
+    return mask
+
+
+@functools.lru_cache(maxsize=1024)
+def _online_cpus(mask, max_vcpus):
+    # Guests keep the same few masks tick after tick.
+    return tuple(c for c in range(max_vcpus) if mask >> c & 1)
 
 
 class ChannelError(Exception):
@@ -358,8 +373,7 @@ class HostChannel(object):
         try:
             host = self._read_area(layout.HOST_OFFSET, layout.HOST_STRUCT,
                                    layout.HOST_FIELDS)
-            guest = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
-                                    layout.GUEST_FIELDS)
+            guest = self._read_guest_area()
         except TruncatedPage:
             self._restore_size()
             host = guest = None
@@ -367,9 +381,9 @@ class HostChannel(object):
                 host['abi_version'] == layout.ABI_VERSION):
             self._host_seq = host['seq'] & ~1
             self._target_seq = host['target_seq']
-            if guest is not None and guest['magic'] == layout.GUEST_MAGIC:
+            if guest is not None and guest.magic == layout.GUEST_MAGIC:
                 self._target_seq = max(self._target_seq,
-                                       guest['ack_target_seq'])
+                                       guest.ack_target_seq)
             if self._target_seq:
                 self._target = self.max_vcpus
                 self._target_seq = (self._target_seq + 1) & _U32_MAX or 1
@@ -459,21 +473,36 @@ class HostChannel(object):
 
     def _read_area(self, base, st, fields, retries=READ_RETRIES,
                    budget_ns=READ_BUDGET_NS):
-        """One consistent copy of an area, or None when it stays torn.
+        """One consistent copy of an area as a dict, or None (torn)."""
+        data = self._read_consistent(base, st.size, retries, budget_ns)
+        return None if data is None else layout.unpack(fields, st, data)
 
-        The writer holds ``seq`` odd for a few stores; a guest that holds
-        it odd longer (preempted mid-write, or on purpose) costs at most
-        ``retries`` spins and ``budget_ns`` of the agent's time, never a
-        sleep.
+    def _read_guest_area(self, retries=READ_RETRIES):
+        """The guest area as a :class:`layout.GuestArea`, or None (torn)."""
+        data = self._read_consistent(layout.GUEST_OFFSET, layout.GUEST_SIZE,
+                                     retries, READ_BUDGET_NS)
+        return None if data is None else layout.unpack_guest(data)
+
+    def _read_consistent(self, base, size, retries, budget_ns):
+        """One consistent copy of an area's bytes, or None when it stays torn.
+
+        Two reads in a row that are equal and hold an even ``seq`` are a
+        state the area had: a write between or during them would have
+        left ``seq`` odd or changed it in the later read (the writer
+        makes it odd before it writes and even, one higher, after). The
+        writer holds ``seq`` odd for a few stores; a guest that holds it
+        odd longer, or keeps changing the area (preempted mid-write, or
+        on purpose), costs at most ``retries`` reads more and
+        ``budget_ns`` of the agent's time, never a sleep.
         """
-        seq_off = base + 8
         deadline = time.monotonic_ns() + budget_ns
+        data = self._read(base, size)
         for _ in range(max(1, retries)):
-            seq = _U32.unpack(self._read(seq_off, 4))[0]
-            if not seq & 1:
-                data = self._read(base, st.size)
-                if _U32.unpack(self._read(seq_off, 4))[0] == seq:
-                    return layout.unpack(fields, st, data)
+            again = self._read(base, size)
+            # seq is at offset 8 of either area, little-endian.
+            if again == data and not again[8] & 1:
+                return again
+            data = again
             if time.monotonic_ns() >= deadline:
                 break
         return None
@@ -492,12 +521,11 @@ class HostChannel(object):
         """
         self.reset_history()
         try:
-            g = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
-                                layout.GUEST_FIELDS, READ_RETRIES)
+            g = self._read_guest_area(READ_RETRIES)
         except (TruncatedPage, OSError):
             g = None
-        self._previous_boot = None if g is None or g['magic'] == 0 else \
-            (g['sample_count'], g['timestamp_ns'])
+        self._previous_boot = None if g is None or g.magic == 0 else \
+            (g.sample_count, g.timestamp_ns)
 
     def guest_stopped(self):
         """The guest's QEMU exited: nothing writes its area any more.
@@ -512,8 +540,7 @@ class HostChannel(object):
     def read_guest(self, retries=READ_RETRIES):
         """Read and validate the guest area: a :class:`report.GuestReport`."""
         try:
-            g = self._read_area(layout.GUEST_OFFSET, layout.GUEST_STRUCT,
-                                layout.GUEST_FIELDS, retries)
+            g = self._read_guest_area(retries)
         except TruncatedPage as exc:
             self.reset_history()
             self._restore_size()
@@ -526,102 +553,99 @@ class HostChannel(object):
             return report.GuestReport(
                 report.STATUS_BUSY, 'guest area sequence odd or changing on '
                 'every read for %d us' % (READ_BUDGET_NS // 1000))
-        if g['magic'] == 0:
+        if g.magic == 0:
             self.reset_history()
             return report.GuestReport(report.STATUS_ABSENT,
                                       'no guest module bound')
         if self._previous_boot is not None:
-            if (g['sample_count'], g['timestamp_ns']) == self._previous_boot:
+            if (g.sample_count, g.timestamp_ns) == self._previous_boot:
                 return report.GuestReport(
                     report.STATUS_ABSENT, 'no sample from the guest module '
                     'since the guest restarted')
             self._previous_boot = None
-        reason = self._validate(g)
+        mask = _mask(g.online_mask)
+        reason = self._validate(g, mask)
         if reason:
             return report.GuestReport(report.STATUS_INVALID, reason)
-        mask = 0
-        for i, word in enumerate(g['online_mask']):
-            mask |= word << (64 * i)
         sample = report.GuestSample(
-            flags=g['flags'],
-            ack_target_seq=g['ack_target_seq'],
-            applied_target=g['applied_target'],
-            online_vcpus=g['online_vcpus'],
-            present_vcpus=g['present_vcpus'],
-            online_cpus=tuple(c for c in range(self.max_vcpus)
-                              if mask >> c & 1),
-            sample_count=g['sample_count'],
-            timestamp_ns=g['timestamp_ns'],
-            interval_ns=g['interval_ns'],
-            util=g['util'] / 100.0,
-            steal=g['steal'] / 100.0,
-            ctxsw_per_sec=g['ctxsw_per_sec'],
-            own_ctxsw_per_sec=g['own_ctxsw_per_sec'],
-            host_errors=g['host_errors'],
-            watchdog_fires=g['watchdog_fires'],
-            sched_in_per_sec=g['sched_in_per_sec']
-            if g['flags'] & layout.GUEST_FLAG_SCHED_IN else None)
+            flags=g.flags,
+            ack_target_seq=g.ack_target_seq,
+            applied_target=g.applied_target,
+            online_vcpus=g.online_vcpus,
+            present_vcpus=g.present_vcpus,
+            online_cpus=_online_cpus(mask, self.max_vcpus),
+            sample_count=g.sample_count,
+            timestamp_ns=g.timestamp_ns,
+            interval_ns=g.interval_ns,
+            util=g.util / 100.0,
+            steal=g.steal / 100.0,
+            ctxsw_per_sec=g.ctxsw_per_sec,
+            own_ctxsw_per_sec=g.own_ctxsw_per_sec,
+            host_errors=g.host_errors,
+            watchdog_fires=g.watchdog_fires,
+            sched_in_per_sec=g.sched_in_per_sec
+            if g.flags & layout.GUEST_FLAG_SCHED_IN else None)
         return report.GuestReport(report.STATUS_OK, '', sample)
 
-    def _validate(self, g):
-        """Returns why the guest area is invalid, or '' when it is valid."""
+    def _validate(self, g, mask):
+        """Returns why the guest area is invalid, or '' when it is valid.
+
+        ``mask`` is its online mask as one number (:func:`_mask`).
+        """
         nmax = self.max_vcpus
-        if g['magic'] != layout.GUEST_MAGIC:
-            return 'bad guest magic 0x%08x' % g['magic']
-        if g['abi_version'] != layout.ABI_VERSION:
-            return 'unsupported guest ABI version %d' % g['abi_version']
+        if g.magic != layout.GUEST_MAGIC:
+            return 'bad guest magic 0x%08x' % g.magic
+        if g.abi_version != layout.ABI_VERSION:
+            return 'unsupported guest ABI version %d' % g.abi_version
         known = (layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_WATCHDOG |
                  layout.GUEST_FLAG_APPLYING | layout.GUEST_FLAG_SCHED_IN)
-        if g['flags'] & ~known:
-            return 'unknown guest flags 0x%x' % g['flags']
-        if not g['flags'] & layout.GUEST_FLAG_SCHED_IN and \
-                g['sched_in_per_sec']:
+        if g.flags & ~known:
+            return 'unknown guest flags 0x%x' % g.flags
+        if not g.flags & layout.GUEST_FLAG_SCHED_IN and \
+                g.sched_in_per_sec:
             return 'switch-in rate without its flag'
-        online, present = g['online_vcpus'], g['present_vcpus']
+        online, present = g.online_vcpus, g.present_vcpus
         if not 1 <= present <= nmax:
             return 'present vCPUs %d not in 1..%d' % (present, nmax)
         if not 1 <= online <= present:
             return 'online vCPUs %d not in 1..%d' % (online, present)
-        mask = 0
-        for i, word in enumerate(g['online_mask']):
-            mask |= word << (64 * i)
         if mask >> nmax:
             return 'online mask has vCPUs beyond %d' % nmax
         if not mask & 1:
             return 'online mask lacks vCPU 0'
         if bin(mask).count('1') != online:
             return 'online mask disagrees with online count %d' % online
-        if g['ack_target_seq'] > self._target_seq:
+        if g.ack_target_seq > self._target_seq:
             return 'ack seq %d ahead of target seq %d' % (
-                g['ack_target_seq'], self._target_seq)
-        if g['ack_target_seq'] and not 1 <= g['applied_target'] <= nmax:
+                g.ack_target_seq, self._target_seq)
+        if g.ack_target_seq and not 1 <= g.applied_target <= nmax:
             return 'applied target %d not in 1..%d' % (
-                g['applied_target'], nmax)
+                g.applied_target, nmax)
         return self._validate_stats(g, online)
 
     def _validate_stats(self, g, online):
-        if g['util'] > 10000 * online:
-            return 'utilization %d above 100%% x %d vCPUs' % (g['util'],
+        if g.util > 10000 * online:
+            return 'utilization %d above 100%% x %d vCPUs' % (g.util,
                                                               online)
-        if g['steal'] > 10000 * online:
-            return 'steal %d above 100%% x %d vCPUs' % (g['steal'], online)
-        if g['ctxsw_per_sec'] > MAX_CTXSW_PER_SEC:
+        if g.steal > 10000 * online:
+            return 'steal %d above 100%% x %d vCPUs' % (g.steal, online)
+        if g.ctxsw_per_sec > MAX_CTXSW_PER_SEC:
             return 'context switch rate %d is implausible' % (
-                g['ctxsw_per_sec'])
-        if g['own_ctxsw_per_sec'] > MAX_CTXSW_PER_SEC:
+                g.ctxsw_per_sec)
+        if g.own_ctxsw_per_sec > MAX_CTXSW_PER_SEC:
             return 'own context switch rate %d is implausible' % (
-                g['own_ctxsw_per_sec'])
+                g.own_ctxsw_per_sec)
         # Each switch into a thread is one of the context switches.
-        if g['sched_in_per_sec'] > g['ctxsw_per_sec']:
+        if g.sched_in_per_sec > g.ctxsw_per_sec:
             return 'switch-in rate %d above the context switch rate %d' % (
-                g['sched_in_per_sec'], g['ctxsw_per_sec'])
-        if g['sample_count'] and not 0 < g['interval_ns'] <= MAX_INTERVAL_NS:
-            return 'sample interval %d ns out of range' % g['interval_ns']
+                g.sched_in_per_sec, g.ctxsw_per_sec)
+        if g.sample_count and not 0 < g.interval_ns <= MAX_INTERVAL_NS:
+            return 'sample interval %d ns out of range' % g.interval_ns
         return self._validate_history(g)
 
     def _validate_history(self, g):
         """Sample counter and timestamp must not run backwards."""
-        count, ts = g['sample_count'], g['timestamp_ns']
+        count, ts = g.sample_count, g.timestamp_ns
         last_count, last_ts = self._last_count, self._last_ts
         # Re-base on the new values, so one bad jump is reported once.
         self._last_count, self._last_ts = count, ts

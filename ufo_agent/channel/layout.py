@@ -149,6 +149,23 @@ def unpack(fields, st, data):
     return out
 
 
+GuestArea = collections.namedtuple(
+    'GuestArea', [f.name for f in GUEST_FIELDS])
+_MASK_FIRST = [f.name for f in GUEST_FIELDS].index('online_mask')
+_MASK_END = _MASK_FIRST + MASK_WORDS
+
+
+def unpack_guest(data):
+    """Decode the guest area into a :class:`GuestArea` (see :func:`unpack`).
+
+    A tuple, not a dict: the host reads every guest's area on each tick.
+    """
+    values = GUEST_STRUCT.unpack(data)
+    return GuestArea._make(values[:_MASK_FIRST] +
+                           (values[_MASK_FIRST:_MASK_END],) +
+                           values[_MASK_END:])
+
+
 def pack(fields, st, values):
     """Encode a dict (missing fields are zero) into one area."""
     flat = []

@@ -4,9 +4,8 @@
 the service loop and the simulator consume them without touching I/O.
 """
 
-import dataclasses
-
 from ufo_agent.channel import layout
+from ufo_agent import frozen
 
 STATUS_OK = 'ok'
 STATUS_ABSENT = 'absent'        # no guest module bound (magic is zero)
@@ -14,7 +13,7 @@ STATUS_INVALID = 'invalid'      # the guest area breaks the ABI
 STATUS_BUSY = 'busy'            # torn reads until the retries ran out
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class GuestSample:
     """A validated copy of the guest area."""
 
@@ -64,7 +63,7 @@ class GuestSample:
         return bool(self.flags & layout.GUEST_FLAG_HOST_VALID)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class GuestReport:
     status: str
     reason: str = ''

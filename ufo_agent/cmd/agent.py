@@ -416,8 +416,8 @@ def run(agent, interval, max_ticks=0, server=None, notifier=None,
                           'exiting with status 1', agent.failed_ticks)
                 gave_up = True
                 break
-            if server is not None:
-                server.snapshot = agent.snapshot
+            if server is not None and server.wanted():
+                server.publish(agent.snapshot)
             if max_ticks and agent.ticks >= max_ticks:
                 break
             next_tick += interval
@@ -490,16 +490,18 @@ def main(argv=None):
         except (base.DriverError, OSError) as exc:
             LOG.warning('Could not look for stale channel pages: %s', exc)
         server = None
+        interval = CONF.controller.tick_interval
         if CONF.agent.metrics_port:
             try:
+                # A request waits for the snapshot after the next tick.
                 server = metrics.MetricsServer(CONF.agent.metrics_host,
-                                               CONF.agent.metrics_port)
+                                               CONF.agent.metrics_port,
+                                               wait=2 * interval)
             except OSError as exc:
                 print('ufo-agent: [agent] metrics_port %d: %s'
                       % (CONF.agent.metrics_port, exc), file=sys.stderr)
                 return EXIT_FAILURE
             server.start()
-        interval = CONF.controller.tick_interval
         notifier = sdnotify.Notifier()
         _check_watchdog(notifier, interval, agent.settings)
         heartbeat = heartbeat_mod.Heartbeat(

@@ -3,6 +3,8 @@
 import dataclasses
 import enum
 
+from ufo_agent import frozen
+
 
 class VmClass(str, enum.Enum):
     """Service class of a VM: latency-critical or best-effort."""
@@ -70,7 +72,7 @@ class VmSpec:
         object.__setattr__(self, 'vm_class', VmClass(self.vm_class))
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class VmSample:
     """One second of a guest, as validated by the agent.
 
@@ -125,7 +127,7 @@ class Decision:
             self.reason)
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class VmPlan:
     """The allocation of one VM after a tick.
 

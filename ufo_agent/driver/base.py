@@ -17,6 +17,7 @@ import enum
 import typing
 
 from ufo_agent.channel import report
+from ufo_agent import frozen
 
 
 class DriverError(Exception):
@@ -89,7 +90,7 @@ class NicCounters(typing.NamedTuple):
     bytes_out: int
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class Observation:
     """Cumulative counters of one guest, read at ``time`` (seconds).
 

@@ -196,7 +196,11 @@ class Enforcer:
         Only pinnings nothing was written to since: a pin that failed
         may still land, and reading now would not cover it.
         """
+        # Most ticks there is none: not a look at every guest's pins.
+        guessed = {uuid for uuid, _ in self.ledger.guessed()}
         for uuid in uuids:
+            if uuid not in guessed:
+                continue
             keys = {key for key in ((uuid, VCPU), (uuid, EMULATOR))
                     if self._untouched_guess(key)}
             if keys:
@@ -255,7 +259,10 @@ class Enforcer:
         self._expect_pins(wanted)
         pinned = 0
         for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
-            kept = self._narrowed(self.ledger.get(key), cpus)
+            entry = self.ledger.get(key)
+            if entry.cpus is cpus and entry.exact and not entry.guessed:
+                continue            # pinned on this very set: no narrow
+            kept = self._narrowed(entry, cpus)
             if kept:
                 pinned += self._pin(key, None, kept, failed)
         pending = {}

@@ -93,9 +93,14 @@ class Ledger:
 
     def __init__(self):
         self._entries = {}
-        # CPU -> keys whose threads may run there: holders() looks up
-        # the CPUs it is asked about instead of every pinning.
+        # CPU -> {pool: the key, or the set of keys, with a part in that
+        # pool on the CPU}: holders() looks up the CPUs it is asked about,
+        # and skips whole pools there (every guest's emulator pinning
+        # shares its CPUs). A key alone is not put in a set: most pools
+        # are one pinning's (its own unknown label), and a set for each,
+        # on each of its CPUs, took tens of MB at 500 guests.
         self._by_cpu = {}
+        self._guessed = set()       # keys of guessed pinnings
 
     def get(self, key):
         return self._entries.get(key)
@@ -103,11 +108,40 @@ class Ledger:
     def _set(self, key, entry):
         old = self._entries.get(key)
         if old is not None:
-            for cpu in old.cpus - entry.cpus:
-                self._by_cpu[cpu].discard(key)
-        for cpu in entry.cpus:
-            self._by_cpu.setdefault(cpu, set()).add(key)
+            self._unindex(key, old)
+        by_cpu = self._by_cpu
+        for pool, cpus in entry.parts:
+            for cpu in cpus:
+                pools = by_cpu.setdefault(cpu, {})
+                held = pools.get(pool)
+                if held is None:
+                    pools[pool] = key
+                elif type(held) is set:
+                    held.add(key)
+                elif held != key:
+                    pools[pool] = {held, key}
         self._entries[key] = entry
+        if entry.guessed:
+            self._guessed.add(key)
+        else:
+            self._guessed.discard(key)
+
+    def _unindex(self, key, entry):
+        by_cpu = self._by_cpu
+        for pool, cpus in entry.parts:
+            for cpu in cpus:
+                pools = by_cpu[cpu]
+                held = pools[pool]
+                if type(held) is not set:
+                    del pools[pool]
+                    continue
+                held.discard(key)
+                if len(held) == 1:
+                    pools[pool] = next(iter(held))
+
+    def guessed(self):
+        """The keys of the guessed pinnings (see :class:`Entry`)."""
+        return frozenset(self._guessed)
 
     def adopt(self, key, cpus, exact=False, guessed=False, seen=None):
         """A pinning found as it is (not written by us): pool unknown.
@@ -155,8 +189,8 @@ class Ledger:
 
     def forget_guest(self, uuid):
         for key in [k for k in self._entries if k[0] == uuid]:
-            for cpu in self._entries.pop(key).cpus:
-                self._by_cpu[cpu].discard(key)
+            self._guessed.discard(key)
+            self._unindex(key, self._entries.pop(key))
 
     def holders(self, cpus, pool, exclude, joining=None, floating=None):
         """Pinnings of another pool that may run on any of ``cpus``.
@@ -170,19 +204,24 @@ class Ledger:
         """
         if pool == SOAK or (floating is not None and pool == floating):
             return []
-        cpus = frozenset(cpus)
         joining = joining or {}
+        skip = (pool, floating, SOAK)
+        by_cpu = self._by_cpu
         near = set()
         for cpu in cpus:
-            near.update(self._by_cpu.get(cpu, ()))
+            pools = by_cpu.get(cpu)
+            if pools:
+                for part_pool, held in pools.items():
+                    if part_pool not in skip:
+                        if type(held) is set:
+                            near.update(held)
+                        else:
+                            near.add(held)
         entries = self._entries
         return sorted(key for key in near
                       if key != exclude and joining.get(key) != pool and
                       not self._own_unknown(key, entries[key], pool,
-                                            exclude) and
-                      any(part_pool not in (pool, floating, SOAK) and
-                          part_cpus & cpus
-                          for part_pool, part_cpus in entries[key].parts))
+                                            exclude))
 
     @staticmethod
     def _own_unknown(key, entry, pool, exclude):

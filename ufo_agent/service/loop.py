@@ -22,6 +22,7 @@ guest back (``ufo_agent.cmd.agent.run``).
 
 import collections
 import dataclasses
+import functools
 import logging
 import math
 import time
@@ -74,6 +75,12 @@ class VmStatus:
     emulator_cpu_seconds: float = None
     vcpu_run_delay_seconds: float = None
     emulator_run_delay_seconds: float = None
+
+
+@functools.lru_cache(maxsize=1024)
+def _cpu_list(cpus):
+    # The same few sets every tick (the shared CPUs: most of the host).
+    return ','.join(str(c) for c in sorted(cpus))
 
 
 class Agent:
@@ -130,7 +137,9 @@ class Agent:
         self.publishers = publishers
         self.wallclock = wallclock
         self.signal = None
-        self.snapshot = {}
+        # Built when asked for after a tick, not on every tick.
+        self._snapshot = {}
+        self._snapshot_at = None    # the tick it is to picture, if unbuilt
 
     # -- lifecycle ---------------------------------------------------------
     def start(self):
@@ -434,7 +443,21 @@ class Agent:
         if self.store is not None and \
                 now - self._last_save >= self.settings.state_save_interval:
             self.save_learned()
-        self.snapshot = snapshot_mod.build(self, now)
+        self._snapshot_at = now
+
+    @property
+    def snapshot(self):
+        """The picture of the agent after its last tick (:mod:`.snapshot`).
+
+        Built on the first ask after a tick: the endpoint wants one now and
+        then, and a picture of every guest on every tick cost more than
+        some steps of the tick. Ask from the loop's thread only, between
+        ticks: it reads the live agent.
+        """
+        if self._snapshot_at is not None:
+            self._snapshot = snapshot_mod.build(self, self._snapshot_at)
+            self._snapshot_at = None
+        return self._snapshot
 
     def _handle_events(self):
         try:
@@ -644,7 +667,7 @@ class Agent:
                 continue
             status.mode = vm.mode.value
             status.cores = len(vm.cores)
-            status.cpus = ','.join(str(c) for c in sorted(vm.cpus))
+            status.cpus = _cpu_list(vm.cpus)
             status.target_vcpus = vm.online_vcpus
             status.wanted_cores = vm.wanted_cores
             status.note = vm.note

@@ -252,11 +252,22 @@ def make_registry(source):
 
 
 class MetricsServer:
-    """Serves the latest snapshot from a daemon thread."""
+    """Serves the latest snapshot from a daemon thread.
 
-    def __init__(self, host, port):
+    The loop builds a snapshot only when one is wanted (:meth:`wanted`)
+    and hands it over (:meth:`publish`): a request waits up to ``wait``
+    seconds for the one the loop builds after its next tick, then is
+    served the last one handed over (a stuck loop must not stall
+    the endpoint).
+    """
+
+    def __init__(self, host, port, wait=0.0):
         self.snapshot = {}
-        self.registry = make_registry(lambda: self.snapshot)
+        self.wait = wait
+        self._published = 0
+        self._wanted = False
+        self._cond = threading.Condition()
+        self.registry = make_registry(self.latest)
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -267,7 +278,7 @@ class MetricsServer:
                         self.headers.get('Accept'))
                     body = encoder(server.registry)
                 elif path == '/status':
-                    body = json.dumps(server.snapshot,
+                    body = json.dumps(server.latest(),
                                       sort_keys=True).encode()
                     ctype = 'application/json'
                 else:
@@ -287,6 +298,28 @@ class MetricsServer:
         self.address = self.httpd.server_address
         self._thread = threading.Thread(target=self.httpd.serve_forever,
                                         name='ufo-metrics', daemon=True)
+
+    def latest(self):
+        """A snapshot of after the next tick, or the last one at ``wait``."""
+        with self._cond:
+            self._wanted = True
+            if self.wait > 0:
+                published = self._published
+                self._cond.wait_for(lambda: self._published != published,
+                                    self.wait)
+            return self.snapshot
+
+    def wanted(self):
+        """Whether a request waits for a snapshot (asked from the loop)."""
+        return self._wanted
+
+    def publish(self, snapshot):
+        """The loop's snapshot after a tick, for the requests waiting."""
+        with self._cond:
+            self.snapshot = snapshot
+            self._published += 1
+            self._wanted = False
+            self._cond.notify_all()
 
     def start(self):
         self._thread.start()

@@ -11,13 +11,13 @@ CPU time of every other thread of every guest.
 """
 
 import collections
-import dataclasses
 import typing
 
 from ufo_agent.channel import crosscheck
 from ufo_agent.channel import report as report_mod
 from ufo_agent.controller.plan import VmSample
 from ufo_agent.driver import base
+from ufo_agent import frozen
 
 MODE_GUEST = 'guest'
 MODE_HOST_ONLY = 'host-only'
@@ -26,7 +26,7 @@ MODE_HOST_ONLY = 'host-only'
 BUSY_FORGIVEN = 1
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class GuestRates:
     """One guest over one tick."""
 
@@ -76,8 +76,7 @@ class _History:
 
     def __init__(self):
         self.last = None                  # the previous Observation
-        self.points = collections.deque(maxlen=crosscheck.HISTORY + 6)
-        # The same points, as the cross-check reads them.
+        # The host's recent points, as the cross-check reads them.
         self.counters = crosscheck.HostCounters(
             maxlen=crosscheck.HISTORY + 6)
         # What the controller was told, every tick; kept when the page
@@ -119,7 +118,6 @@ class Sampler:
             last = None
         point = crosscheck.HostPoint(
             obs.time, obs.vcpu_cpu_ns, obs.vcpu_wait_ns, obs.vcpu_slices)
-        hist.points.append(point)
         hist.counters.append(point)
         report = obs.guest
         self._note_sighting(hist, obs.time, report)
@@ -211,7 +209,7 @@ class Sampler:
         # A window that may begin before the host's first counters is
         # not checkable, but for the publishing lag, which the start
         # allows for and a sample seldom takes.
-        first = hist.points[0].time
+        first = hist.counters.times[0]
         if seen.start < first - crosscheck.PUBLISH_MARGIN_S:
             return ('the host has not measured the vCPU threads over the '
                     'window of guest sample %d' % seen.count), None, False

@@ -1,7 +1,9 @@
 """An immutable picture of the agent after a tick, for the endpoint.
 
-The loop builds one after every tick and swaps it in with one reference
-assignment, so the HTTP thread never sees a half-updated agent.
+The loop builds one between ticks when the endpoint wants one
+(:class:`~ufo_agent.service.metrics.MetricsServer`) and hands it over
+with one reference assignment, so the HTTP thread never sees a
+half-updated agent.
 """
 
 import copy

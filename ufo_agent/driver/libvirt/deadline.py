@@ -44,6 +44,15 @@ class OperationSkipped(CallSkipped, base.GuestBusy):
     """An operation of several calls was skipped before its first."""
 
 
+class ItemFailed(Exception):
+    """A call of :meth:`Deadlines.run_each` raised ``error``."""
+
+    def __init__(self, what, error):
+        super().__init__('%s: %s' % (what, error))
+        self.what = what
+        self.error = error
+
+
 class _Call:
     __slots__ = ('key', 'what', 'started', 'value', 'error', 'finished',
                  'abandoned', 'done')
@@ -102,11 +111,7 @@ class Deadlines:
         if self.timeout is None or self.timeout <= 0:
             return func(*args)
         call = _Call(key, what, self.clock())
-        with self._lock:
-            worker = self._idle.pop() if self._idle else None
-        if worker is None:
-            worker = _Worker(self._work)
-        worker.calls.put((worker, call, func, args, discard))
+        self._hand_over(call, func, args, discard)
         if not call.done.acquire(timeout=self.timeout):
             with self._lock:
                 if not call.finished:
@@ -123,6 +128,76 @@ class Deadlines:
         if call.error is not None:
             raise call.error
         return call.value
+
+    def run_each(self, key, calls):
+        """Each ``(what, func, args)`` of ``calls`` in turn; their values.
+
+        The calls :meth:`run` would make one after the other, with the
+        same deadlines, handed to a worker thread once for them all (a
+        guest's vCPUs are pinned with a call each): each call has
+        ``timeout`` from its own start; one that misses it is abandoned
+        and marks ``key`` busy, and no later one is made; the first that
+        raises ends the run. Raises :class:`CallSkipped` while ``key`` is
+        busy, :class:`CallTimedOut`, or :class:`ItemFailed` with what the
+        call that raised was and its exception.
+        """
+        calls = list(calls)
+        if not calls:
+            return []
+        held = self.busy(key)
+        if held is not None:
+            raise CallSkipped('%s: skipped while an earlier call has not '
+                              'returned (%s)' % (calls[0][0], held))
+        values = []
+        call = _Call(key, calls[0][0], self.clock())
+
+        def each():
+            for what, func, args in calls:
+                with self._lock:
+                    if call.abandoned:
+                        break       # its key is busy: no call is made
+                    call.what, call.started = what, self.clock()
+                try:
+                    values.append(func(*args))
+                except Exception as exc:
+                    raise ItemFailed(what, exc)
+            return values
+
+        if self.timeout is None or self.timeout <= 0:
+            return each()
+        self._hand_over(call, each, (), None)
+        wait = self.timeout
+        while not call.done.acquire(timeout=wait):
+            with self._lock:
+                if call.finished:
+                    wait = None
+                else:
+                    # The deadline of the call under way.
+                    wait = call.started + self.timeout - self.clock()
+                    if wait <= 0:
+                        call.abandoned = True
+                        self._outstanding[key] = call
+                        self.timeouts += 1
+            if call.abandoned:
+                LOG.error('libvirt call %s timed out after %.1f s: calls on '
+                          '%s are skipped until it returns', call.what,
+                          self.timeout, key)
+                raise CallTimedOut('%s timed out after %.1f s'
+                                   % (call.what, self.timeout))
+            if wait is None:
+                call.done.acquire()
+                break
+        if call.error is not None:
+            raise call.error
+        return call.value
+
+    def _hand_over(self, call, func, args, discard):
+        """``func(*args)`` for ``call`` to an idle worker, or a new one."""
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = _Worker(self._work)
+        worker.calls.put((worker, call, func, args, discard))
 
     def _work(self, worker, call, func, args, discard):
         try:

@@ -43,7 +43,10 @@ def _cpumap(cpus, managed_cpus, host_cpus):
     return tuple(cpu in cpus for cpu in range(width))
 
 
+@functools.lru_cache(maxsize=1024)
 def _as_set(bits):
+    # The drift check reads a few pins that rarely change, each as wide
+    # as the host.
     return frozenset(i for i, on in enumerate(bits) if on)
 
 
@@ -114,10 +117,12 @@ class Guest:
         # last observed.
         self._counters = procfs.ThreadCounters(proc_root)
         self._counted = None
+        self._vcpu_keys = self._other_keys = ()
         # The CPUs the vCPUs were last pinned to (None: not yet, or each
         # to its own), and the vCPU threads last observed.
         self._vcpu_cpus = None
         self._seen_vcpus = None
+        self._seen_from = None      # the vCPU map _seen_vcpus copies
         self._vhost_denied = False
         self._iothreads_unknown = False
 
@@ -132,13 +137,40 @@ class Guest:
         listing failing) is another QEMU, maybe of another policy: no
         call made for this one may reach it. The driver adopts it anew.
         """
-        dom = self.host.lookup(self.uuid)
+        return self._same_qemu(self.host.lookup(self.uuid))
+
+    def _same_qemu(self, dom):
         dom_id = dom.ID()
         if dom_id != self.dom_id:
             raise base.DriverError(
                 'domain %s runs another QEMU (ID %s, adopted as %s)'
                 % (self.uuid, dom_id, self.dom_id))
         return dom
+
+    def _on_dom(self, calls):
+        """The domain, as :meth:`_dom` finds it, and ``calls`` made on it.
+
+        ``calls`` are ``(what, virDomain method name or a function of the
+        domain, args)``. The lookup and the calls are handed to the
+        deadline thread at once (:meth:`.Host.call_each`), each with its
+        deadline. Returns (the domain, the calls' values).
+        """
+        conn = self.host.get_connection()
+        found = []
+
+        def lookup():
+            found.append(self._same_qemu(conn.lookupByUUIDString(self.uuid)))
+
+        def on_dom(method, args):
+            if isinstance(method, str):
+                return getattr(found[0], method)(*args)
+            return method(found[0], *args)
+
+        values = self.host.call_each(
+            [('domain %s' % self.uuid, lookup, ())] +
+            [(what, on_dom, (method, args)) for what, method, args in calls],
+            key=self.uuid)
+        return found[0], values[1:]
 
     def _call(self, what, func, *args):
         """A libvirt call on this domain, with its deadline."""
@@ -218,39 +250,26 @@ class Guest:
         report = None
         if self.channel is not None:
             report = self.channel.read_guest(read_retries)
-        counters, pid = self._counters, self.pid
+        counters = self._counters
         if threads is not self._counted:
+            pid = self.pid
             self._counted = threads
-            counters.keep({(pid, tid) for tid in threads.vcpus.values()} |
-                          {(pid, tid) for tid in threads.others} |
-                          set(threads.vhost))
-        cpu = wait = slices = emu = emu_wait = 0
-        try:
-            for tid in threads.vcpus.values():
-                stat = counters.read(pid, tid)
-                cpu += stat.cpu_ns
-                wait += stat.wait_ns
-                slices += stat.slices
-            for tid in threads.others:
-                try:
-                    stat = counters.read(pid, tid)
-                except FileNotFoundError:
-                    continue        # a worker went: the next list shows it
-                emu += stat.cpu_ns
-                emu_wait += stat.wait_ns
-            for pid, tid in threads.vhost:
-                try:
-                    stat = counters.read(pid, tid)
-                except FileNotFoundError:
-                    if pid != self.pid:
-                        self._kthreads = None   # a NIC went: scan again
-                        self._threads = None
-                    continue
-                emu += stat.cpu_ns
-                emu_wait += stat.wait_ns
-        except FileNotFoundError as exc:
+            self._vcpu_keys = tuple((pid, tid)
+                                    for tid in threads.vcpus.values())
+            # The emulator pool's: every other thread and vhost worker.
+            self._other_keys = tuple((pid, tid) for tid in threads.others) \
+                + tuple(threads.vhost)
+            counters.keep(set(self._vcpu_keys) | set(self._other_keys))
+        cpu, wait, slices, gone = counters.totals(self._vcpu_keys)
+        if gone:
             self._threads = None
-            raise base.DriverError('guest %s: %s' % (self.uuid, exc))
+            raise base.DriverError('guest %s: vCPU thread %d of %d is gone'
+                                   % (self.uuid, gone[0][1], gone[0][0]))
+        # A worker gone is left out: the next task list shows it.
+        emu, emu_wait, _, gone = counters.totals(self._other_keys)
+        if gone and any(pid != self.pid for pid, _ in gone):
+            self._kthreads = None       # a NIC went: scan again
+            self._threads = None
         return base.Observation(
             now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
             emulator_threads=len(threads.others) + len(threads.vhost),
@@ -264,6 +283,9 @@ class Guest:
         the CPUs the agent last gave the vCPUs, at once, rather than at
         the next drift check.
         """
+        if vcpus is self._seen_from:
+            return              # the same task list: nothing plugged
+        self._seen_from = vcpus
         before, self._seen_vcpus = self._seen_vcpus, dict(vcpus)
         if before is None or self._vcpu_cpus is None:
             return
@@ -288,13 +310,12 @@ class Guest:
     # -- enforcement ---------------------------------------------------------
     def pin_vcpus(self, cpus):
         """Every vCPU of the definition, plugged or not, and any present."""
-        dom = self._dom()
         bits = self._cpumap(cpus)
         self._vcpu_cpus = frozenset(cpus)
-        for index in self.vcpu_indexes():
-            self._call('pin vCPU %d of %s' % (index, self.uuid),
-                       dom.pinVcpuFlags, index, bits,
-                       self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
+        self._on_dom([('pin vCPU %d of %s' % (index, self.uuid),
+                       'pinVcpuFlags', (index, bits, live))
+                      for index in self.vcpu_indexes()])
 
     def pin_emulator(self, cpus):
         self._pin_other_threads('pin', cpus)
@@ -305,16 +326,27 @@ class Guest:
         ``iothread_cpus`` maps I/O thread ids to CPUs of their own.
         """
         iothread_cpus = iothread_cpus or {}
-        dom = self._dom()
         lv = self.host.libvirt
         live = lv.VIR_DOMAIN_AFFECT_LIVE
-        self._call('%s emulator of %s' % (verb, self.uuid), dom.pinEmulator,
-                   self._cpumap(cpus), live)
-        for iothread in self._iothread_ids(dom):
-            own = iothread_cpus.get(iothread, cpus)
-            self._call('%s I/O thread %d of %s' % (verb, iothread,
-                                                   self.uuid),
-                       dom.pinIOThread, iothread, self._cpumap(own), live)
+
+        def iothread_info(dom):
+            # Not the pin's failure: the definition's are pinned then.
+            try:
+                return dom.ioThreadInfo(live)
+            except lv.libvirtError as exc:
+                return exc
+
+        dom, (_, reported) = self._on_dom([
+            ('%s emulator of %s' % (verb, self.uuid), 'pinEmulator',
+             (self._cpumap(cpus), live)),
+            ('I/O threads of %s' % self.uuid, iothread_info, ())])
+        calls = [('%s I/O thread %d of %s' % (verb, iothread, self.uuid),
+                  dom.pinIOThread,
+                  (iothread, self._cpumap(iothread_cpus.get(iothread, cpus)),
+                   live))
+                 for iothread in self._iothread_ids(reported)]
+        if calls:
+            self.host.call_each(calls, key=self.uuid)
         for _, tid in self.threads().vhost:
             try:
                 os.sched_setaffinity(tid, cpus)
@@ -328,27 +360,22 @@ class Guest:
                 LOG.warning('Cannot %s vhost thread %d of %s: %s', verb,
                             tid, self.uuid, exc)
 
-    def _iothread_ids(self, dom):
+    def _iothread_ids(self, reported):
         """The I/O threads libvirt reports, else those the definition has.
 
-        Without libvirt's answer the definition's I/O threads (every
-        one of ``<iothreads>`` and each one pinned) are pinned by id, so
-        that none keeps a pin the agent wrote; an I/O thread added at
-        run time and not reported cannot be known.
+        ``reported`` is what ``ioThreadInfo`` returned, or the libvirt
+        error it raised. Without libvirt's answer the definition's I/O
+        threads (every one of ``<iothreads>`` and each one pinned) are
+        pinned by id, so that none keeps a pin the agent wrote; an I/O
+        thread added at run time and not reported cannot be known.
         """
-        lv = self.host.libvirt
-        try:
-            reported = self.host.run(self.uuid,
-                                     'I/O threads of %s' % self.uuid,
-                                     dom.ioThreadInfo,
-                                     lv.VIR_DOMAIN_AFFECT_LIVE)
-        except lv.libvirtError as exc:
+        if isinstance(reported, self.host.libvirt.libvirtError):
             known = sorted(self.info.restore_iothreads)
             # The same on every call: said once.
             log = LOG.debug if self._iothreads_unknown else LOG.warning
             self._iothreads_unknown = True
             log('I/O threads of %s not reported (%s): pinning the %d of '
-                'its definition', self.uuid, exc, len(known))
+                'its definition', self.uuid, reported, len(known))
             return known
         return [thread[0] for thread in reported]
 
@@ -359,11 +386,11 @@ class Guest:
         other CPUs (plugged with another pin, moved by someone else)
         adds its own set.
         """
-        dom = self._dom()
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        vcpus = self._call('pins of %s' % self.uuid, dom.vcpuPinInfo, live)
-        emulator = self._call('emulator pin of %s' % self.uuid,
-                              dom.emulatorPinInfo, live)
+        _, (vcpus, emulator) = self._on_dom(
+            [('pins of %s' % self.uuid, 'vcpuPinInfo', (live,)),
+             ('emulator pin of %s' % self.uuid, 'emulatorPinInfo',
+              (live,))])
         sets = {_as_set(m) for m in vcpus}
         try:
             tids = self.threads().vcpus.values()
@@ -444,12 +471,12 @@ class Guest:
             return
         # A vCPU plugged from now on starts on its own restore pin.
         self._vcpu_cpus = None
-        dom = self._dom()
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        for index in self.vcpu_indexes():
-            cpus = info.restore_vcpus.get(index, info.restore_vcpu_cpus)
-            self._call('restore vCPU %d of %s' % (index, self.uuid),
-                       dom.pinVcpuFlags, index, self._cpumap(cpus), live)
+        self._on_dom([('restore vCPU %d of %s' % (index, self.uuid),
+                       'pinVcpuFlags',
+                       (index, self._cpumap(info.restore_vcpus.get(
+                           index, info.restore_vcpu_cpus)), live))
+                      for index in self.vcpu_indexes()])
 
     def _restore_emulator(self):
         """Emulator, each I/O thread and vhost back to the definition."""

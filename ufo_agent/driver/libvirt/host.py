@@ -184,6 +184,31 @@ class Host:
                 self._conn = None
             raise base.DriverError('%s: %s' % (what, exc))
 
+    def call_each(self, calls, key=deadline.CONNECTION):
+        """Each ``(what, func, args)`` in turn, as :meth:`call` each.
+
+        One hand-off to a worker thread for them all, with the deadlines
+        of one :meth:`call` each (:meth:`.Deadlines.run_each`); the
+        first that fails ends them. Returns their values.
+        """
+        conn = self._conn
+        try:
+            return self.deadlines.run_each(key, calls)
+        except deadline.CallTimedOut:
+            self._retire(conn, key)
+            raise
+        except deadline.ItemFailed as failed:
+            what, exc = failed.what, failed.error
+        if not isinstance(exc, self.libvirt.libvirtError):
+            raise exc
+        try:
+            alive = self._conn is not None and self._conn.isAlive()
+        except self.libvirt.libvirtError:
+            alive = False
+        if not alive:
+            self._conn = None
+        raise base.DriverError('%s: %s' % (what, exc))
+
     # -- domains -----------------------------------------------------------
     def running_domains(self):
         conn = self.get_connection()

@@ -212,3 +212,46 @@ def test_counters_kept_up_to_date_answer_as_counters_built_anew():
                            rnd.uniform(0, 5e5), 2)]
             assert cc.check_uses(kept, uses) == cc.check_uses(points[-6:],
                                                               uses)
+
+
+def _check_every_suffix(points, uses, tolerance):
+    """check_uses's rule, each suffix on its own span: the reference."""
+    end = uses[-1].end
+    for k in range(1, len(uses) + 1):
+        suffix = uses[-k:]
+        span = sum(u.span_s for u in suffix)
+        if span <= 0:
+            continue
+        vcpus = max([1] + [u.vcpus for u in suffix])
+        start = min([end] + [u.start for u in suffix])
+        usage = cc.host_usage(points, start, end, vcpus)
+        if sum(u.busy_s for u in suffix) > cc.util_limit_s(
+                usage, vcpus, tolerance) or \
+                sum(u.switches for u in suffix) > cc.switch_limit(usage):
+            return False
+    return True
+
+
+@hypothesis.settings(max_examples=300)
+@hypothesis.given(
+    busy=st.floats(0.0, 8.0), claims=st.lists(
+        st.tuples(st.floats(0.0, 1.5), st.floats(0.0, 1.5),
+                  st.floats(0.0, 1e6), st.integers(1, 8),
+                  st.floats(0.0, 0.6)), min_size=1, max_size=12),
+    tolerance=st.sampled_from([0.0, 0.1]))
+def test_every_suffix_is_checked_on_its_own_span(busy, claims, tolerance):
+    # Claims near what the host saw: the verdict hangs on single spans.
+    rows, t = [cc.HostPoint(100.0, 0, 0, 0)], 100.0
+    for i in range(16):
+        t += 1.0
+        rows.append(cc.HostPoint(t, int(busy * (t - 100) * 1e9),
+                                 int(busy * (t - 100) * 1e8), 300 * i))
+    times = [row.time for row in rows]
+    uses = []
+    for j, (factor, span, switches, vcpus, early) in enumerate(claims):
+        end = times[len(times) - len(claims) + j]
+        uses.append(cc.Use(end - 1.0 - early, end, span,
+                           100.0 * busy * factor / max(span, 1e-9),
+                           switches, vcpus))
+    assert cc.check_uses(rows, uses, tolerance).ok == \
+        _check_every_suffix(rows, uses, tolerance)

@@ -228,3 +228,51 @@ def test_a_tick_with_a_hung_guest_waits_one_deadline_and_the_others_go_on(
     cpus = {cpu for cpu, on in enumerate(pins.pop()) if on}
     assert cpus and cpus <= agent.last_plan.vms[U2].cpus
     assert 'earlier call has not returned' in agent.status[U1].reason
+
+
+def test_calls_run_together_keep_a_deadline_each(gates):
+    deadlines = deadline.Deadlines(TIMEOUT)
+    made = []
+
+    def slow(name):
+        time.sleep(0.6 * TIMEOUT)
+        made.append(name)
+        return name
+
+    # Longer than one deadline together, none alone.
+    assert deadlines.run_each('k', [(n, slow, (n,)) for n in 'abc']) == \
+        ['a', 'b', 'c']
+    assert made == ['a', 'b', 'c'] and deadlines.timeouts == 0
+
+    gate = gates()
+    del made[:]
+    calls = [('a', made.append, ('a',)), ('b', gate.wait, ()),
+             ('c', made.append, ('c',))]
+    start = time.monotonic()
+    with pytest.raises(deadline.CallTimedOut, match='^b timed out'):
+        deadlines.run_each('k', calls)
+    assert time.monotonic() - start < 3 * TIMEOUT
+    assert deadlines.busy('k') == 'b'
+    with pytest.raises(deadline.CallSkipped):
+        deadlines.run_each('k', [('d', made.append, ('d',))])
+    gate.set()
+    _wait_until(lambda: deadlines.busy('k') is None)
+    # Abandoned, the run made no call after the hung one.
+    assert made == ['a']
+
+
+def test_the_first_call_that_fails_ends_the_run():
+    made = []
+
+    def fail():
+        raise ValueError('no')
+
+    for timeout in (TIMEOUT, 0):
+        del made[:]
+        with pytest.raises(deadline.ItemFailed) as caught:
+            deadline.Deadlines(timeout).run_each(
+                'k', [('a', made.append, ('a',)), ('b', fail, ()),
+                      ('c', made.append, ('c',))])
+        assert caught.value.what == 'b'
+        assert isinstance(caught.value.error, ValueError)
+        assert made == ['a']

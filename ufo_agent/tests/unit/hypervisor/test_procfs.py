@@ -172,3 +172,18 @@ def test_past_the_descriptor_budget_files_are_read_and_closed(monkeypatch):
     fds = _open_fds()
     assert counters.read(os.getpid(), os.getpid()).cpu_ns > 0
     assert _open_fds() == fds
+
+
+def test_totals_sum_the_threads_and_name_those_gone():
+    pid = os.getpid()
+    counters = procfs.ThreadCounters()
+    try:
+        gone = (pid, 2 ** 22 + 7)
+        cpu, wait, slices, missing = counters.totals([(pid, pid), gone])
+        after = counters.read(pid, pid)
+        assert 0 < cpu <= after.cpu_ns and 0 <= wait <= after.wait_ns
+        assert 0 < slices <= after.slices
+        assert missing == [gone]
+        assert counters.totals([(pid, pid)])[3] is None
+    finally:
+        counters.close()

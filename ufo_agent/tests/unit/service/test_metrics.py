@@ -8,6 +8,8 @@ the in-memory driver, where the events happen.
 import dataclasses
 import json
 import logging
+import threading
+import time
 import urllib.request
 
 from prometheus_client import parser
@@ -15,6 +17,7 @@ import pytest
 
 from ufo_agent import hostsignal
 from ufo_agent.service import metrics
+from ufo_agent.service import snapshot as snapshot_mod
 from ufo_agent.tests.unit.service import fakes
 from ufo_agent.tests.unit.service import test_loop
 
@@ -205,3 +208,47 @@ def test_invariant_violations_and_decisions_are_counted(caplog):
     families = _families(metrics.render(agent.snapshot))
     assert _value(families, 'ufo_invariant_violations_total') == 2
     assert _value(families, 'ufo_tick_errors_total') == 0
+
+
+def test_a_request_is_served_the_snapshot_after_the_next_tick():
+    server = metrics.MetricsServer('127.0.0.1', 0, wait=30.0)
+    server.publish({'ticks': 1})
+    server.start()
+    got = []
+
+    def get():
+        url = 'http://127.0.0.1:%d/status' % server.address[1]
+        with urllib.request.urlopen(url, timeout=30) as response:
+            got.append(json.loads(response.read()))
+
+    try:
+        assert not server.wanted()
+        request = threading.Thread(target=get)
+        request.start()
+        deadline = time.monotonic() + 30
+        while not server.wanted() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.wanted() and not got
+        server.publish({'ticks': 2})
+        request.join(30)
+        assert got == [{'ticks': 2}]
+        assert not server.wanted()
+    finally:
+        server.stop()
+
+
+def test_a_snapshot_is_built_only_when_asked_for(monkeypatch):
+    agent, _, tick = _running_agent()
+    built = []
+    real_build = snapshot_mod.build
+    monkeypatch.setattr(snapshot_mod, 'build',
+                        lambda *args: built.append(args) or real_build(*args))
+    tick()
+    tick()
+    assert built == []
+    assert agent.snapshot is agent.snapshot
+    assert agent.snapshot['ticks'] == agent.ticks
+    assert len(built) == 1
+    tick()
+    assert agent.snapshot['ticks'] == agent.ticks
+    assert len(built) == 2
