@@ -176,13 +176,7 @@ class Host:
         try:
             return self.run(key, what, func, *args)
         except self.libvirt.libvirtError as exc:
-            try:
-                alive = self._conn is not None and self._conn.isAlive()
-            except self.libvirt.libvirtError:
-                alive = False
-            if not alive:
-                self._conn = None
-            raise base.DriverError('%s: %s' % (what, exc))
+            raise self._failed(what, exc)
 
     def call_each(self, calls, key=deadline.CONNECTION):
         """Each ``(what, func, args)`` in turn, as :meth:`call` each.
@@ -201,13 +195,17 @@ class Host:
             what, exc = failed.what, failed.error
         if not isinstance(exc, self.libvirt.libvirtError):
             raise exc
+        raise self._failed(what, exc)
+
+    def _failed(self, what, exc):
+        """The DriverError of a failed call; a dead connection is dropped."""
         try:
             alive = self._conn is not None and self._conn.isAlive()
         except self.libvirt.libvirtError:
             alive = False
         if not alive:
             self._conn = None
-        raise base.DriverError('%s: %s' % (what, exc))
+        return base.DriverError('%s: %s' % (what, exc))
 
     # -- domains -----------------------------------------------------------
     def running_domains(self):
