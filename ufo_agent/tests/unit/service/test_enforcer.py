@@ -583,6 +583,12 @@ def test_threads_found_on_different_sets_narrow_where_all_of_them_ran():
     a.vcpu_sets = {frozenset({1, 5}), every}
     a.vcpu_pins, a.emulator_pins = every, frozenset({0, 4})
     enf.track(a.info)
+    _give_a_b_s_core(driver, enf)
+
+
+def _give_a_b_s_core(driver, enf):
+    """Plan b's core 2 for a: a takes it, no thread of a onto b's CPUs."""
+    a = driver.all['a']
     plan = _host_plan(4, {'a': {1, 2}, 'b': {3}}, ())
     _moves_onto(driver, 'a', 'b')
     for _ in range(3):
@@ -609,13 +615,7 @@ def test_drifted_threads_narrow_where_all_of_them_ran():
     a.vcpu_sets = {frozenset({1, 5}), frozenset({2, 6})}
     a.vcpu_pins = frozenset({1, 2, 5, 6})
     assert enf.check_drift() == ['a']
-    plan = _host_plan(4, {'a': {1, 2}, 'b': {3}}, ())
-    _moves_onto(driver, 'a', 'b')
-    for _ in range(3):
-        outcome = enf.apply(plan)
-    assert outcome.deferred == {} and outcome.failed == {}
-    assert a.vcpu_pins == plan.vms['a'].cpus
-    assert driver.all['b'].vcpu_pins == plan.vms['b'].cpus
+    _give_a_b_s_core(driver, enf)
 
 
 def test_pin_failure_is_reported_and_retried():
