@@ -16,6 +16,7 @@ import random
 import re
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -239,22 +240,32 @@ def test_garbage_page_means_host_only_and_the_agent_carries_on(
         agent.wait(lambda s: (vm_status(s, uuid) or {}).get(
             'signal') == 'guest', what='guest signal')
         path = '/dev/shm/ufo-' + uuid
-        rnd = random.Random(7)
+        stop = threading.Event()
+
+        def scribble():
+            # Over the guest's cache lines, as a broken or hostile guest
+            # could, faster than the guest rewrites them each second: a
+            # /status request waits for the next tick, so the test cannot
+            # scribble between requests only.
+            rnd = random.Random(7)
+            with open(path, 'r+b') as page:
+                while not stop.wait(0.02):
+                    page.seek(128)
+                    page.write(bytes(rnd.getrandbits(8) for _ in range(128)))
+                    page.flush()
+
+        scribbler = threading.Thread(target=scribble, daemon=True)
+        scribbler.start()
         seen = None
         deadline = time.monotonic() + 30
-        with open(path, 'r+b') as page:
-            while time.monotonic() < deadline:
-                # Scribble over the guest's cache lines, as a broken or
-                # hostile guest could.
-                page.seek(128)
-                page.write(bytes(rnd.getrandbits(8) for _ in range(128)))
-                page.flush()
-                status = agent.status()
-                vm = vm_status(status, uuid)
+        try:
+            while seen is None and time.monotonic() < deadline:
+                vm = vm_status(agent.status(), uuid)
                 if vm and vm['signal'] == 'host-only':
                     seen = vm
-                    break
-                time.sleep(0.05)
+        finally:
+            stop.set()
+            scribbler.join()
         assert seen is not None, 'never fell back to host-only'
         assert seen['reason']
         ticks = agent.status()['ticks']
