@@ -12,8 +12,12 @@ shared-policy instances on the host's shared CPUs (its managed CPUs: all
 but the first core of each node).
 
 Each guest has a load: a demand, in vCPUs, that drifts around its own
-level (idle, moderate or busy). :meth:`FakeHypervisor.advance` turns the
-time since its last call into CPU time on the guest's vCPU threads,
+level (idle, moderate or busy), a function of the seed and of the host's
+own clock (:meth:`FakeHypervisor.clock`), which moves only when
+:meth:`FakeHypervisor.advance` and :meth:`FakeHypervisor.sleep` move it:
+an agent given that clock sees the same loads, counters and answers on
+every run of one seed, however busy the machine. :meth:`advance` turns
+the time since its last call into CPU time on the guest's vCPU threads,
 bounded by its online vCPUs and by the CPUs its vCPUs are pinned to,
 which the guests pinned alike share; what a guest could not run is run
 delay. Guests that run the ufo_guest module publish on their page a
@@ -70,7 +74,7 @@ class HungDomain(fakelibvirt.FakeDomain):
     As a QEMU whose monitor does not answer: each libvirt call on it
     returns only after ``hang`` seconds, but for bulk stats asked for
     without waiting (``VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT``).
-    Pins are noted in ``pin_log``.
+    Pins are noted in ``pin_log``: (when, uuid, (method, args...)).
     """
 
     def __init__(self, *args, pin_log=None, **kwargs):
@@ -96,7 +100,7 @@ class HungDomain(fakelibvirt.FakeDomain):
         # Not into FakeLibvirt.calls: it would grow with every tick.
         self.pinned_at = time.monotonic()
         if self.pin_log is not None:
-            self.pin_log.append((self.pinned_at, self.uuid, call[0]))
+            self.pin_log.append((self.pinned_at, self.uuid, call))
 
 
 class _Page:
@@ -249,7 +253,8 @@ class LoadedGuest:
             flags=layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_SCHED_IN,
             ack_target_seq=self.acked[0], applied_target=self.acked[1],
             online_vcpus=self.online, present_vcpus=self.vcpus,
-            sample_count=self.samples, timestamp_ns=time.monotonic_ns(),
+            sample_count=self.samples,
+            timestamp_ns=int(self.host.now * 1e9),
             online_mask=_mask(self.online)))
 
     # -- what libvirt shows ------------------------------------------------
@@ -314,7 +319,9 @@ class FakeHypervisor:
             guest.level = min(guest.level * scale, 0.95 * guest.vcpus)
             self._boot(guest)
         self.guest_seconds = 0.0        # CPU time the fakes took
-        self._last = time.monotonic()
+        # The host's clock, s: the guests' loads and answers follow it,
+        # not the machine's (see the module).
+        self.now = self._last = 1000.0
 
     # -- building the trees ----------------------------------------------
     def _write_sysfs(self):
@@ -392,10 +399,18 @@ class FakeHypervisor:
                 i for i, on in enumerate(bits) if on)
         return cpus
 
-    def advance(self):
-        """Run the guests from the last call until now (see the module)."""
+    def clock(self):
+        """The host's time, s (a monotonic clock for the agent)."""
+        return self.now
+
+    def advance(self, until):
+        """Move the clock to ``until`` and run the guests up to it.
+
+        The guests run from the last call on (see the module); the clock
+        does not go back.
+        """
         started = time.thread_time()
-        now = time.monotonic()
+        now = self.now = max(self.now, until)
         dt = now - self._last
         if dt > 0:
             self._last = now
@@ -414,10 +429,13 @@ class FakeHypervisor:
         self.guest_seconds += time.thread_time() - started
 
     def sleep(self, seconds):
-        """Sleep as the agent does while its guests answer targets."""
+        """Sleep as the agent does while its guests answer targets.
+
+        The host's clock moves by ``seconds``, and so does the machine's.
+        """
         started = time.thread_time()
         until = time.monotonic() + seconds
-        now = time.monotonic()
+        now = self.now = self.now + seconds
         for guest in self.guests:
             guest.module_step(now, publish=False)
         self.guest_seconds += time.thread_time() - started
