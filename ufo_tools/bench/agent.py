@@ -66,6 +66,10 @@ def add_arguments(parser):
     fake.add_argument('--load', type=float, default=0.6,
                       help='the guests\' mean demand as a share of the '
                            'managed CPUs (default 0.6)')
+    fake.add_argument('--wave', type=float, default=0.5,
+                      help='how far each guest\'s demand swings around '
+                           'its level, as a share of it (default 0.5; '
+                           '0: a steady load)')
     fake.add_argument('--seed', type=int, default=1)
     fake.add_argument('--call-timeout', type=float, default=None,
                       help='libvirt call deadline, s (default: the '
@@ -179,6 +183,7 @@ def _fake_options(args, count):
     options = ['--fake', '--ticks', str(args.ticks), '--repeats',
                str(args.repeats), '--interval', repr(args.interval),
                '--warmup', str(args.warmup), '--load', repr(args.load),
+               '--wave', repr(args.wave),
                '--seed', str(args.seed), '--hang-ticks',
                str(args.hang_ticks)]
     if args.call_timeout is not None:
@@ -390,7 +395,7 @@ def measure(args, count, out=print):
         root = stack.enter_context(tempfile.TemporaryDirectory(
             prefix='ufo-bench-agent-', dir=_memory_dir()))
         host = hypervisor.FakeHypervisor(root, count, seed=args.seed,
-                                         load=args.load)
+                                         load=args.load, wave=args.wave)
         stack.callback(host.close)
         log_counts = stack.enter_context(_agent_log(
             args.log or os.path.join(root, 'agent.log')))

@@ -167,8 +167,8 @@ class LoadedGuest:
     # -- the load ----------------------------------------------------------
     def demand(self, now):
         """vCPUs' worth of work the guest has at ``now``."""
-        wave = 1.0 + 0.5 * math.sin(2 * math.pi * now / self.period +
-                                    self.phase)
+        wave = 1.0 + self.host.wave * math.sin(
+            2 * math.pi * now / self.period + self.phase)
         return min(float(self.vcpus), self.level * wave)
 
     def run(self, dt, want, got):
@@ -287,10 +287,11 @@ class FakeHypervisor:
     """``guests`` Nova guests on a host of ``cores`` cores (SMT 2).
 
     ``load`` scales the guests' demands so that on average they ask for
-    that share of the managed CPUs.
+    that share of the managed CPUs; ``wave`` is how far each guest's
+    demand swings around its level, as a share of it (0: steady).
     """
 
-    def __init__(self, root, guests, cores=64, seed=1, load=0.6):
+    def __init__(self, root, guests, cores=64, seed=1, load=0.6, wave=0.5):
         self.root = str(root)
         self.proc = os.path.join(self.root, 'proc')
         self.run_dir = os.path.join(self.root, 'run')
@@ -301,6 +302,7 @@ class FakeHypervisor:
         for path in (self.proc, self.run_dir, self.shm, self.cgroup):
             os.makedirs(path)
         self.cores = cores
+        self.wave = wave
         half = cores // 2
         self.numa = {cpu: (cpu % cores) // half for cpu in range(2 * cores)}
         # The first core of each node is the host's (Nova's reserved).
