@@ -26,6 +26,7 @@ from ufo_agent.controller import emulator as emulator_pool
 from ufo_agent.controller import hostonly
 from ufo_agent.controller import plan as plans
 from ufo_agent.controller import predictor as core_predictor
+from ufo_agent.controller import reason
 from ufo_agent.controller import sfmodel
 
 Action = plans.Action
@@ -43,6 +44,43 @@ _MOVES = frozenset([Action.START, Action.GROW, Action.SHRINK, Action.PROBE,
                     Action.REVERT, Action.WAKE, Action.LATENCY_CRITICAL])
 _NOTED = frozenset([Action.ACCEPT, Action.REVERT, Action.WAKE,
                     Action.LATENCY_CRITICAL])
+
+# The controller's own rules: a VM's lifecycle, the guards that hold a
+# move back, confirmation, drain cores and the allocator's outcome.
+START = reason.rule('start', 'new VM starts at its flavor size')
+RESET = reason.rule('reset', 'its update failed (%(error)s); it starts '
+                    'afresh at its flavor size')
+BE_CLASS = reason.rule('be-class',
+                       'SF per util%% %(sf_per_util).1f < %(limit).1f')
+LC_CLASS = reason.rule('lc-class', 'SF per util% back above threshold')
+IDLE = reason.rule('idle', 'util below %(util).1f%% for %(seconds).0f s')
+PAUSED = reason.rule('paused', 'paused')
+WAKE = reason.rule('wake', 'util %(util).1f%% after idle')
+TRAFFIC = reason.rule('traffic', 'util %(util).0f%% answers %(share).0f%% '
+                      'of its traffic')
+CONFIRM = reason.rule('confirm', '%(action)s to %(cores)d cores on '
+                      '%(agreed)d of %(needed)d samples: %(reason)s')
+CONFIRM_EMULATOR_GROW = reason.rule(
+    'confirm-emulator-grow', '%(action)s to %(cores)d cores on %(agreed)d '
+    'of %(needed)d samples (the emulator pool grows): %(reason)s')
+SHRINK_UNDONE = reason.rule('shrink-undone', 'shrink to %(cores)d cores '
+                            'waits: the last one at this load was grown '
+                            'back')
+DRAINING = reason.rule('draining', '%(action)s to %(cores)d cores waits: '
+                       'the VM is draining a backlog')
+DENIED_AGAIN = reason.rule('denied-again', 'probe to %(cores)d cores waits '
+                           'for an idle core: %(reason)s')
+DRAIN_CORES = reason.rule('drain-cores', '%(extra)d more for one tick to '
+                          'work off the backlog (%(need).0f%% to run)')
+DRAINED = reason.rule('drained', 'the backlog had one tick on its drain '
+                      'cores')
+IDLE_POOL_SUPPLIED = reason.rule('idle-pool-supplied', 'idle pool supplied '
+                                 '%(got)d of %(wanted)d')
+OVERLOADED = reason.rule('overloaded', 'host overloaded: wanted '
+                         '%(committed)d committed cores')
+NO_IDLE_CORE = reason.rule('no-idle-core', 'no idle core for a probe to '
+                           '%(cores)d cores')
+PROBE_DENIED = reason.rule('probe-denied', 'probe denied')
 
 
 class ControllerError(ValueError):
@@ -84,7 +122,7 @@ class VmState:
         # section 6.2), with one core guaranteed.
         self.committed = 1
         self.want = self.max_cores
-        self.last_action = (Action.START, 'new VM starts at its flavor size')
+        self.last_action = (Action.START, reason.of(START))
         self.cores_before_idle = 0
         self.last_sample = None
         self.denied = None      # the last probe the host had no core for
@@ -220,8 +258,10 @@ class Controller:
         if state is not None:
             self.idle_cores |= state.cores
 
-    def park(self, uuid, now, reason):
+    def park(self, uuid, now, why=None):
         """Park an active VM at once (it was paused): no cores, idle pool.
+
+        ``why`` is a :class:`~.reason.Reason`, by default ``paused``.
 
         The next plan moves it to the shared CPUs and frees its cores; it
         wakes like any parked VM, with the cores it had, once its samples
@@ -234,7 +274,8 @@ class Controller:
         state.cores_before_idle = max(1, len(state.cores))
         state.trial = None
         self._pending.append(Decision(now, uuid, Action.PARK,
-                                      len(state.cores), 0, reason))
+                                      len(state.cores), 0,
+                                      why or reason.of(PAUSED)))
 
     # -- one tick --------------------------------------------------------
     def tick(self, now, samples, emulator_busy_pct, held_cores=None):
@@ -349,8 +390,7 @@ class Controller:
         if old.mode == VmMode.ACTIVE and state.mode == VmMode.ACTIVE:
             state.committed = max(1, min(old.committed, state.max_cores))
         text = '%s: %s' % (type(exc).__name__, exc)
-        why = 'its update failed (%s); it starts afresh at its flavor ' \
-            'size' % text
+        why = reason.of(RESET, error=text)
         state.last_action = (Action.RESET, why)
         state.reset_by = text
         self.vms[uuid] = state
@@ -408,15 +448,15 @@ class Controller:
             state.trial = None
             decisions.append(Decision(
                 now, uuid, Action.BEST_EFFORT, len(state.cores), 0,
-                'SF per util%% %.1f < %.1f' % (
-                    sample.sf / max(sample.util, _EPS),
-                    self.config.be_sf_per_util)))
+                reason.of(BE_CLASS,
+                          sf_per_util=sample.sf / max(sample.util, _EPS),
+                          limit=self.config.be_sf_per_util)))
             return
         if vm_class == VmClass.LC and state.mode == VmMode.BEST_EFFORT:
             state.mode = VmMode.ACTIVE
             state.committed, state.want = 1, state.max_cores
             state.last_action = (Action.LATENCY_CRITICAL,
-                                 'SF per util% back above threshold')
+                                 reason.of(LC_CLASS))
             return
         idle = state.idle.update(sample.util, now)
         if state.mode == VmMode.ACTIVE and idle:
@@ -425,16 +465,16 @@ class Controller:
             state.trial = None
             decisions.append(Decision(
                 now, uuid, Action.PARK, len(state.cores), 0,
-                'util below %.1f%% for %.0f s' % (
-                    self.config.idle_util, self.config.idle_after)))
+                reason.of(IDLE, util=self.config.idle_util,
+                          seconds=self.config.idle_after)))
             # Its vCPUs go offline now: that work is not a wake-up.
             state.changed_at = now
         elif state.mode == VmMode.IDLE and state.idle.woke() \
                 and state.settled(now, self.config.settle_time):
             state.mode = VmMode.ACTIVE
             state.committed = state.want = state.cores_before_idle
-            state.last_action = (Action.WAKE, 'util %.1f%% after idle'
-                                 % sample.util)
+            state.last_action = (Action.WAKE,
+                                 reason.of(WAKE, util=sample.util))
 
     def _predict(self, state, sample, now):
         cfg = self.config
@@ -508,8 +548,7 @@ class Controller:
         demand = min(100.0 * state.spec.vcpus,
                      sample.util / max(share, _EPS))
         state.drain_need = demand + unanswered
-        why = 'util %.0f%% answers %.0f%% of its traffic' % (
-            sample.util, 100.0 * share)
+        why = reason.of(TRAFFIC, util=sample.util, share=100.0 * share)
         return draining, demand, why
 
     def _count_sample(self, state, sample, now):
@@ -538,25 +577,24 @@ class Controller:
             return
         pending = state.confirm.agree_not_last((pred.cores > count, count),
                                                now)
-        state.last_action = (Action.STAY, '%s to %d cores on %d of %d '
-                             'samples (the emulator pool grows): %s' % (
-                                 pred.action, pred.cores, pending,
-                                 self.config.confirm_samples, pred.reason))
+        state.last_action = (Action.STAY, reason.of(
+            CONFIRM_EMULATOR_GROW, action=pred.action, cores=pred.cores,
+            agreed=pending, needed=self.config.confirm_samples,
+            reason=pred.reason))
 
     def _guarded(self, state, pred, count, util, now, fresh, draining):
         """If a guard holds ``pred`` back: the VM waits, and True."""
         if fresh and pred.cores < count and \
                 self._shrink_undone(state, count, util, now):
-            self._wait(state, 'shrink to %d cores waits: the last one at '
-                       'this load was grown back' % pred.cores)
+            self._wait(state, reason.of(SHRINK_UNDONE, cores=pred.cores))
             return True
         if draining and fresh and pred.cores > count:
-            self._wait(state, '%s to %d cores waits: the VM is draining a '
-                       'backlog' % (pred.action, pred.cores))
+            self._wait(state, reason.of(DRAINING, action=pred.action,
+                                        cores=pred.cores))
             return True
         if self._denied_again(state, pred, count, util, now):
-            self._wait(state, 'probe to %d cores waits for an idle core: %s'
-                       % (pred.cores, pred.reason))
+            self._wait(state, reason.of(DENIED_AGAIN, cores=pred.cores,
+                                        reason=pred.reason))
             return True
         return False
 
@@ -570,11 +608,10 @@ class Controller:
         elif not state.confirm.agree((pred.cores > count, count), now):
             # A new move waits for the next sample to call for it too.
             state.hold()
-            state.last_action = (Action.STAY, '%s to %d cores on %d of %d '
-                                 'samples: %s' % (
-                                     pred.action, pred.cores,
-                                     state.confirm.pending,
-                                     cfg.confirm_samples, pred.reason))
+            state.last_action = (Action.STAY, reason.of(
+                CONFIRM, action=pred.action, cores=pred.cores,
+                agreed=state.confirm.pending, needed=cfg.confirm_samples,
+                reason=pred.reason))
             return
         state.last_action = (pred.action, pred.reason)
         state.trial = pred.trial
@@ -610,17 +647,15 @@ class Controller:
         if drain > pred.cores:
             state.want = drain
             state.drain_back = pred.cores
-            state.last_action = (pred.action, '%s; %d more for one tick to '
-                                 'work off the backlog (%.0f%% to run)' % (
-                                     pred.reason, drain - pred.cores,
-                                     state.drain_need))
+            state.last_action = (pred.action, pred.reason.after_all(
+                reason.of(DRAIN_CORES, extra=drain - pred.cores,
+                          need=state.drain_need)))
 
     def _end_drain(self, state):
         """Give a grow's drain cores back: a core change like any other."""
         back, state.drain_back = state.drain_back, None
         state.want = max(back, state.committed)
-        state.last_action = (Action.DRAINED, 'the backlog had one tick on '
-                             'its drain cores')
+        state.last_action = (Action.DRAINED, reason.of(DRAINED))
 
     def _shrink_undone(self, state, count, util, now):
         """True if a shrink from ``count`` was grown back at this load.
@@ -798,8 +833,9 @@ class Controller:
             decisions[0] = Decision(
                 now, 'emulator', decisions[0].action,
                 len(self.emulator_cores), counts.emulator,
-                decisions[0].reason + '; idle pool supplied %d of %d'
-                % (counts.emulator, emu_want))
+                decisions[0].reason.after_all(reason.of(
+                    IDLE_POOL_SUPPLIED, got=counts.emulator,
+                    wanted=emu_want)))
         self.emulator_cores = emu_cores
         self.idle_cores = idle
         idle_cpus = self.topology.cpus_of(idle)
@@ -853,14 +889,13 @@ class Controller:
 
     def _record_change(self, state, old, new, now, decisions):
         uuid = state.spec.uuid
-        action, reason = state.last_action
+        action, why = state.last_action
         if new < state.committed:
             state.trial = None
             if new != old:
                 decisions.append(Decision(
                     now, uuid, Action.SQUEEZE, old, new,
-                    'host overloaded: wanted %d committed cores'
-                    % state.committed))
+                    reason.of(OVERLOADED, committed=state.committed)))
         elif new < state.want and action == Action.PROBE and new == old:
             state.trial = None
             state.denied = DeniedProbe(
@@ -869,22 +904,21 @@ class Controller:
                 len(self.idle_cores))
             decisions.append(Decision(
                 now, uuid, Action.PROBE_DENIED, old, new,
-                'no idle core for a probe to %d cores' % state.want))
-            reason = 'probe denied'
+                reason.of(NO_IDLE_CORE, cores=state.want)))
+            why = reason.of(PROBE_DENIED)
         elif action == Action.DRAINED:
             if new != old:
-                decisions.append(Decision(now, uuid, action, old, new,
-                                          reason))
+                decisions.append(Decision(now, uuid, action, old, new, why))
         elif new != old:
             if action not in _MOVES:
                 # Cores it asked for earlier came free.
                 action = Action.RESTORE if new > old else Action.SQUEEZE
-            decisions.append(Decision(now, uuid, action, old, new, reason))
+            decisions.append(Decision(now, uuid, action, old, new, why))
         elif action in _NOTED:
-            decisions.append(Decision(now, uuid, action, old, new, reason))
+            decisions.append(Decision(now, uuid, action, old, new, why))
         if new != old:
             state.changed_at = now
-        state.last_action = (Action.STAY, reason)
+        state.last_action = (Action.STAY, why)
 
     def _vm_plan(self, state, shared_cpus, shared_pcpus):
         vcpus = state.spec.vcpus
@@ -959,4 +993,4 @@ def _because(why, pred):
     """``pred`` with ``why`` put before its reason, if there is one."""
     if not why:
         return pred
-    return dataclasses.replace(pred, reason='%s; %s' % (why, pred.reason))
+    return dataclasses.replace(pred, reason=pred.reason.before_all(why))
