@@ -24,10 +24,12 @@ from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import confirm
 from ufo_agent.controller import emulator as emulator_pool
 from ufo_agent.controller import hostonly
+from ufo_agent.controller import memory
 from ufo_agent.controller import plan as plans
 from ufo_agent.controller import predictor as core_predictor
 from ufo_agent.controller import reason
 from ufo_agent.controller import sfmodel
+from ufo_agent import frozen
 
 Action = plans.Action
 ControllerConfig = controller_config.ControllerConfig
@@ -87,15 +89,39 @@ class ControllerError(ValueError):
     """The controller cannot work with what it was given."""
 
 
-@dataclasses.dataclass(frozen=True)
-class DeniedProbe:
-    """A probe up from ``cores`` to ``target`` the host had no core for."""
+DeniedProbe = memory.DeniedProbe
+Shrink = memory.Shrink
+Step = memory.Step
 
-    cores: int
-    target: int
-    util: float
-    time: float
-    idle: int       # idle cores left after the allocation that denied it
+
+@frozen.value
+class Traffic:
+    """A sample read with its traffic (:meth:`Controller._traffic`).
+
+    ``need``: demand plus the work left unanswered, for drain cores
+    (None unless the demand was read from traffic).
+    """
+
+    draining: bool
+    demand: float
+    why: object = None
+    need: float = None
+
+
+@frozen.value
+class PlanInputs:
+    """What a VM's :class:`VmPlan` is made of: equal inputs, same plan."""
+
+    mode: VmMode
+    cores: frozenset
+    cpus: frozenset
+    online: int
+    wanted: int
+    probing: bool
+    note: object
+    r2: float
+    fitted: int
+    sched_idle: bool
 
 
 class VmState:
@@ -122,15 +148,15 @@ class VmState:
         # section 6.2), with one core guaranteed.
         self.committed = 1
         self.want = self.max_cores
-        self.last_action = (Action.START, reason.of(START))
+        self.last_action = Step(Action.START, reason.of(START))
         self.cores_before_idle = 0
         self.last_sample = None
         self.denied = None      # the last probe the host had no core for
         self.backlog = backlog.BacklogDetector(config)
-        self.last_shrink = None     # (from cores, util there, time)
-        self.shrink_undone = None   # (cores, util, time): grown back to
-        self.plan = None        # (fields, VmPlan) of the last tick
-        self.drain_need = None  # demand plus this tick's unanswered work
+        self.last_shrink = None     # Shrink: the last one
+        self.shrink_undone = None   # Shrink: one grown back at its load
+        self.plan_inputs = None     # PlanInputs of the last tick's plan
+        self.plan = None            # and the VmPlan made of them
         self.drain_back = None  # cores to go back to after a drain tick
         self.reset_by = None    # the error its last update raised, if any
         self.forget_sf(config, pcpus_per_core)
@@ -391,7 +417,7 @@ class Controller:
             state.committed = max(1, min(old.committed, state.max_cores))
         text = '%s: %s' % (type(exc).__name__, exc)
         why = reason.of(RESET, error=text)
-        state.last_action = (Action.RESET, why)
+        state.last_action = Step(Action.RESET, why)
         state.reset_by = text
         self.vms[uuid] = state
         self.vm_errors[uuid] = exc
@@ -455,8 +481,8 @@ class Controller:
         if vm_class == VmClass.LC and state.mode == VmMode.BEST_EFFORT:
             state.mode = VmMode.ACTIVE
             state.committed, state.want = 1, state.max_cores
-            state.last_action = (Action.LATENCY_CRITICAL,
-                                 reason.of(LC_CLASS))
+            state.last_action = Step(Action.LATENCY_CRITICAL,
+                                     reason.of(LC_CLASS))
             return
         idle = state.idle.update(sample.util, now)
         if state.mode == VmMode.ACTIVE and idle:
@@ -473,15 +499,15 @@ class Controller:
                 and state.settled(now, self.config.settle_time):
             state.mode = VmMode.ACTIVE
             state.committed = state.want = state.cores_before_idle
-            state.last_action = (Action.WAKE,
-                                 reason.of(WAKE, util=sample.util))
+            state.last_action = Step(Action.WAKE,
+                                     reason.of(WAKE, util=sample.util))
 
     def _predict(self, state, sample, now):
         cfg = self.config
         count = len(state.cores)
         if count == 0:
             return      # not placed yet: keep asking for what it asked
-        draining, demand, why = self._traffic(state, sample, count, now)
+        traffic = self._traffic(state, sample, count, now)
         if sample.host_only != state.judged_host_only:
             # A trial of one rule means nothing to the other.
             state.judged_host_only = sample.host_only
@@ -495,7 +521,7 @@ class Controller:
                 count, sample.util, sample.steal, now, state.trial,
                 state.failed_shrink, state.isolated_steal)
             self._adopt(state, pred, count, sample.util, now,
-                        fresh=state.trial is None, draining=draining)
+                        state.trial is None, traffic)
             return
         state.model.update(count, sample.util, sample.sf, now)
         horizon = now - cfg.sample_max_age
@@ -521,12 +547,12 @@ class Controller:
             return hit.sf
 
         fresh = state.trial is None
-        pred = _because(why, state.predictor.predict(
-            state.model, count, demand, now, state.trial, probe_sf))
-        self._adopt(state, pred, count, sample.util, now, fresh, draining)
+        pred = _because(traffic.why, state.predictor.predict(
+            state.model, count, traffic.demand, now, state.trial, probe_sf))
+        self._adopt(state, pred, count, sample.util, now, fresh, traffic)
 
     def _traffic(self, state, sample, count, now):
-        """(draining, demand, why): the sample read with its traffic.
+        """The sample read with its traffic, as :class:`Traffic`.
 
         Draining: it works off a backlog (:mod:`.backlog`). Demand: its
         utilization, or for a busy VM that answers only a share of its
@@ -537,19 +563,17 @@ class Controller:
         """
         busy = state.predictor.pcu(sample.util, count) > self.config.pcu_high
         draining = state.backlog.update(sample, busy, now)
-        state.drain_need = None
         share = None
         if busy and self.config.grow_to_traffic_demand and \
                 not sample.host_only:
             share = state.backlog.served(sample)
         unanswered = state.backlog.left_unanswered(sample, share, now)
         if share is None:
-            return draining, sample.util, None
+            return Traffic(draining, sample.util)
         demand = min(100.0 * state.spec.vcpus,
                      sample.util / max(share, _EPS))
-        state.drain_need = demand + unanswered
         why = reason.of(TRAFFIC, util=sample.util, share=100.0 * share)
-        return draining, demand, why
+        return Traffic(draining, demand, why, demand + unanswered)
 
     def _count_sample(self, state, sample, now):
         """On an emulator-grow tick: count the sample toward a move.
@@ -562,22 +586,22 @@ class Controller:
         if count == 0 or state.trial is not None or \
                 sample.host_only != state.judged_host_only:
             return
-        draining, demand, why = self._traffic(state, sample, count, now)
+        traffic = self._traffic(state, sample, count, now)
         if sample.host_only:
             pred, _ = state.host_only.predict(
                 count, sample.util, sample.steal, now, None,
                 state.failed_shrink, state.isolated_steal)
         else:
-            pred = _because(why, state.predictor.predict(
-                state.model, count, demand, now))
+            pred = _because(traffic.why, state.predictor.predict(
+                state.model, count, traffic.demand, now))
         if pred.cores == count or \
                 self._guarded(state, pred, count, sample.util, now, True,
-                              draining):
+                              traffic.draining):
             state.confirm.reset()
             return
         pending = state.confirm.agree_not_last((pred.cores > count, count),
                                                now)
-        state.last_action = (Action.STAY, reason.of(
+        state.last_action = Step(Action.STAY, reason.of(
             CONFIRM_EMULATOR_GROW, action=pred.action, cores=pred.cores,
             agreed=pending, needed=self.config.confirm_samples,
             reason=pred.reason))
@@ -598,39 +622,42 @@ class Controller:
             return True
         return False
 
-    def _adopt(self, state, pred, count, util, now, fresh, draining=False):
+    def _adopt(self, state, pred, count, util, now, fresh, traffic):
         """Make ``pred`` the VM's wish, once confirmed or inside a trial."""
         cfg = self.config
-        if self._guarded(state, pred, count, util, now, fresh, draining):
+        if self._guarded(state, pred, count, util, now, fresh,
+                         traffic.draining):
             return
         if not fresh or pred.cores == count:
             state.confirm.reset()
         elif not state.confirm.agree((pred.cores > count, count), now):
             # A new move waits for the next sample to call for it too.
             state.hold()
-            state.last_action = (Action.STAY, reason.of(
+            state.last_action = Step(Action.STAY, reason.of(
                 CONFIRM, action=pred.action, cores=pred.cores,
                 agreed=state.confirm.pending, needed=cfg.confirm_samples,
                 reason=pred.reason))
             return
-        state.last_action = (pred.action, pred.reason)
+        state.last_action = Step(pred.action, pred.reason)
         state.trial = pred.trial
         state.want = pred.cores
         state.committed = pred.committed
         if fresh and pred.cores > count:
-            self._add_drain_cores(state, pred)
+            self._add_drain_cores(state, pred, traffic.need)
         if fresh and pred.cores < count:
-            state.last_shrink = (count, util, now)
+            state.last_shrink = Shrink(count, util, now)
         elif pred.cores > count and state.last_shrink is not None:
-            origin, then, at = state.last_shrink
+            last = state.last_shrink
             # Grown back by a load the shrink never saw (a burst): that
             # says nothing about the shrink (_shrink_undone).
-            same_load = util - then <= state.model.tolerance(then)
-            if origin == pred.cores and same_load and now - at <= 2 * (
-                    cfg.settle_time + cfg.confirm_samples * cfg.tick_interval):
-                state.shrink_undone = (origin, then, now)
+            same_load = util - last.util <= state.model.tolerance(last.util)
+            if last.cores == pred.cores and same_load and \
+                    now - last.time <= 2 * (
+                        cfg.settle_time +
+                        cfg.confirm_samples * cfg.tick_interval):
+                state.shrink_undone = Shrink(last.cores, last.util, now)
 
-    def _add_drain_cores(self, state, pred):
+    def _add_drain_cores(self, state, pred, need):
         """Idle cores for one tick, to work off what the step left queued.
 
         A grow sized by unanswered traffic serves the demand from the
@@ -640,22 +667,22 @@ class Controller:
         work within one tick are added to the grow, from idle cores only
         (they are not committed), and go back on the next tick.
         """
-        if not self.config.drain_on_grow or state.drain_need is None:
+        if not self.config.drain_on_grow or need is None:
             return
         drain = min(state.max_cores,
-                    math.ceil(state.drain_need / (100.0 * self.ppc) - _EPS))
+                    math.ceil(need / (100.0 * self.ppc) - _EPS))
         if drain > pred.cores:
             state.want = drain
             state.drain_back = pred.cores
-            state.last_action = (pred.action, pred.reason.after_all(
+            state.last_action = Step(pred.action, pred.reason.after_all(
                 reason.of(DRAIN_CORES, extra=drain - pred.cores,
-                          need=state.drain_need)))
+                          need=need)))
 
     def _end_drain(self, state):
         """Give a grow's drain cores back: a core change like any other."""
         back, state.drain_back = state.drain_back, None
         state.want = max(back, state.committed)
-        state.last_action = (Action.DRAINED, reason.of(DRAINED))
+        state.last_action = Step(Action.DRAINED, reason.of(DRAINED))
 
     def _shrink_undone(self, state, count, util, now):
         """True if a shrink from ``count`` was grown back at this load.
@@ -671,20 +698,19 @@ class Controller:
         undone = state.shrink_undone
         if undone is None:
             return False
-        cores, then, at = undone
         cfg = self.config
-        if now - at > cfg.sample_max_age or \
-                util < then * (1.0 - cfg.sf_match_tolerance):
+        if now - undone.time > cfg.sample_max_age or \
+                util < undone.util * (1.0 - cfg.sf_match_tolerance):
             state.shrink_undone = None
             return False
-        return cores == count
+        return undone.cores == count
 
     @staticmethod
     def _wait(state, why):
         """Keep the VM's cores; a move starts again from its first sample."""
         state.confirm.reset()
         state.hold()
-        state.last_action = (Action.STAY, why)
+        state.last_action = Step(Action.STAY, why)
 
     def _denied_again(self, state, pred, count, util, now):
         """True if ``pred`` asks again for a probe the host just denied.
@@ -889,7 +915,7 @@ class Controller:
 
     def _record_change(self, state, old, new, now, decisions):
         uuid = state.spec.uuid
-        action, why = state.last_action
+        action, why = state.last_action.action, state.last_action.reason
         if new < state.committed:
             state.trial = None
             if new != old:
@@ -918,7 +944,7 @@ class Controller:
             decisions.append(Decision(now, uuid, action, old, new, why))
         if new != old:
             state.changed_at = now
-        state.last_action = (Action.STAY, why)
+        state.last_action = Step(Action.STAY, why)
 
     def _vm_plan(self, state, shared_cpus, shared_pcpus):
         vcpus = state.spec.vcpus
@@ -942,22 +968,24 @@ class Controller:
         else:
             cpus, online = shared_cpus, max(1, min(vcpus, shared_pcpus))
         model = state.model.models.get(len(state.cores))
-        fields = (state.mode, state.cores, cpus, online,
-                  min(state.want, state.max_cores)
-                  if state.mode == VmMode.ACTIVE else 0,
-                  state.trial is not None, state.last_action[1],
-                  model.r2 if model is not None else None,
-                  len(state.model.models), soak)
+        inputs = PlanInputs(
+            state.mode, state.cores, cpus, online,
+            min(state.want, state.max_cores)
+            if state.mode == VmMode.ACTIVE else 0,
+            state.trial is not None, state.last_action.reason,
+            model.r2 if model is not None else None,
+            len(state.model.models), soak)
         # Most VMs' plans repeat tick after tick: reuse the frozen one.
-        if state.plan is None or state.plan[0] != fields:
-            mode, cores, cpus, online, wanted, probing, note, r2, fitted, \
-                soak = fields
-            state.plan = (fields, VmPlan(
-                uuid=state.spec.uuid, mode=mode, cores=cores, cpus=cpus,
-                online_vcpus=online, wanted_cores=wanted, probing=probing,
-                note=note, max_cores=state.max_cores, model_r2=r2,
-                fitted_models=fitted, sched_idle=soak))
-        return state.plan[1]
+        if state.plan is None or state.plan_inputs != inputs:
+            state.plan_inputs = inputs
+            state.plan = VmPlan(
+                uuid=state.spec.uuid, mode=inputs.mode, cores=inputs.cores,
+                cpus=inputs.cpus, online_vcpus=inputs.online,
+                wanted_cores=inputs.wanted, probing=inputs.probing,
+                note=inputs.note, max_cores=state.max_cores,
+                model_r2=inputs.r2, fitted_models=inputs.fitted,
+                sched_idle=inputs.sched_idle)
+        return state.plan
 
 
 _SAMPLE_NUMBERS = ('util', 'sf', 'steal', 'emulator', 'emulator_wait',

@@ -319,6 +319,15 @@ class _FailedYield:
     busy_pct: float     # the emulator threads' busy time at the yield
 
 
+@dataclasses.dataclass(frozen=True)
+class _ProbeYield:
+    """A core yielded to ``vm``'s probe up from ``cores``, to ``size``."""
+
+    vm: str
+    cores: int
+    size: int
+
+
 @dataclasses.dataclass
 class _Grow:
     per_guest_before: float     # emulator busy per guest busy
@@ -387,14 +396,12 @@ class EmulatorPool:
         squeezed nobody after the pool had held that size for
         ``settle_time``, within ``sample_max_age``) for today's guests'
         busy time. The measured ratio is of another mix of guests' loads,
-        so it may only hold the pool back: on the simulator a yield on a
-        ratio measured lower than the linear projection cost a light
-        guest its QoS while a busy one took the core. Against today's
-        ratio it is crowding, and bounded like learned crowding: threads
-        busy by their fixed work (timers, polling) at a light load read
-        as a high ratio, which a busy guest's load does not scale (the
-        functional test's two-core host: 8 % beside a guest's 7 %
-        projected 114 % of a core at its 100 %, while the pool ran 17 %).
+        so it may only hold the pool back (doc/source/research/
+        2026-11-29-overload-yield.rst). Against today's ratio it is
+        crowding, and bounded like learned crowding: threads busy by
+        their fixed work (timers, polling) at a light load read as a
+        high ratio, which a busy guest's load does not scale
+        (doc/source/research/2026-11-28-light-guest-fixes.rst).
         """
         busy = max(0.0, float(busy_pct))
         factor = self.crowding(now).get(cores, 1.0)
@@ -696,7 +703,8 @@ class EmulatorPool:
             return None, ()
         best = min(view.probes, key=lambda p: (-p.pcu, p.uuid))
         self.yielded(view.now, view.cores - 1, view.busy_pct, ())
-        self._probe_yield = (best.uuid, best.cores, view.cores - 1)
+        self._probe_yield = _ProbeYield(best.uuid, best.cores,
+                                        view.cores - 1)
         return best.uuid, (reason.of(DENIED_PROBE, vm=best.uuid,
                                      target=best.target,
                                      pcu=100.0 * best.pcu),)
@@ -710,8 +718,9 @@ class EmulatorPool:
         """
         if self._probe_yield is None:
             return want
-        uuid, count, size = self._probe_yield
-        state = view.active.get(uuid)
+        given = self._probe_yield
+        count, size = given.cores, given.size
+        state = view.active.get(given.vm)
         live = size == view.cores and state is not None
         if live and state[1]:
             return want         # still probing

@@ -120,7 +120,7 @@ def test_a_vm_saturated_by_a_backlog_does_not_grow():
     # Saturated, answering twice what arrives: a burst's queue.
     controller, cores = _run(lambda t: (3000.0, 6000.0), 4, 20, controller)
     assert cores == [1, 1, 1, 1]
-    assert controller.vms['web'].last_action[1].rule == ctl.DRAINING
+    assert controller.vms['web'].last_action.reason.rule == ctl.DRAINING
 
 
 def test_a_vm_saturated_by_a_step_grows():
