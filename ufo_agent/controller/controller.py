@@ -667,7 +667,7 @@ class Controller:
         work within one tick are added to the grow, from idle cores only
         (they are not committed), and go back on the next tick.
         """
-        if not self.config.drain_on_grow or need is None:
+        if need is None:
             return
         drain = min(state.max_cores,
                     math.ceil(need / (100.0 * self.ppc) - _EPS))
