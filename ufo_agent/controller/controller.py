@@ -786,7 +786,8 @@ class Controller:
             if state.mode != VmMode.ACTIVE:
                 continue
             count = len(state.cores)
-            active[uuid] = (count, state.trial is not None)
+            active[uuid] = emulator_pool.ActiveGuest(
+                count, state.trial is not None)
             sample, denied = state.last_sample, state.denied
             if denied is None or sample is None or \
                     denied.cores != count or \

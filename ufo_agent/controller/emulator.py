@@ -163,6 +163,14 @@ class ProbeCandidate:
 
 
 @dataclasses.dataclass(frozen=True)
+class ActiveGuest:
+    """An active guest's cores held, and whether it is probing now."""
+
+    cores: int
+    probing: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class PoolView:
     """What the pool's policy sees of one tick.
 
@@ -173,8 +181,8 @@ class PoolView:
     :class:`ShortGuest`; ``room`` the idle cores a guest could grow
     into (:meth:`Controller._idle_room`); ``deficit`` the active guests
     at ``pcu_high`` or more with room to grow; ``probes`` the
-    :class:`ProbeCandidate`; ``active`` maps each active guest to (cores
-    held, probing now); ``takes_guest_cores(size)`` says whether a pool
+    :class:`ProbeCandidate`; ``active`` maps each active guest to its
+    :class:`ActiveGuest`; ``takes_guest_cores(size)`` says whether a pool
     of ``size`` cores would take some guest's committed cores.
     """
 
@@ -720,12 +728,12 @@ class EmulatorPool:
             return want
         given = self._probe_yield
         count, size = given.cores, given.size
-        state = view.active.get(given.vm)
-        live = size == view.cores and state is not None
-        if live and state[1]:
+        guest = view.active.get(given.vm)
+        live = size == view.cores and guest is not None
+        if live and guest.probing:
             return want         # still probing
         self._probe_yield = None
-        if live and state[0] > count:
+        if live and guest.cores > count:
             return want         # kept
         if size == view.cores and view.room > 0:
             return view.cores + 1   # not more: that would take guests' cores
