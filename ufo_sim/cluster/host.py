@@ -39,13 +39,17 @@ from ufo_agent.controller import config as controller_config
 from ufo_agent.hostsignal import tracker as signal_tracker
 from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
+from ufo_sim.cluster import surrogate
 from ufo_sim import driver as sim_driver
 from ufo_sim import engine
 from ufo_sim.managers import parties
 from ufo_sim import profiles
 
 POLICIES = ('default', 'dyniso', 'ufo')
-FIDELITIES = ('engine',)
+FIDELITIES = ('engine', 'surrogate')
+# Quasi-static stepping on the surrogate (see ClusterHost.step).
+STABLE_TICKS = 3
+MIN_TICKS = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,21 +121,26 @@ def offered_rps(profile, vcpus, load):
 
 
 def violated(profile, latencies, offered):
-    """Did this second of an LC VM miss QoS?
+    """Did this second of an LC VM miss QoS? See :func:`missed`."""
+    p99 = float(np.percentile(latencies, 99)) if len(latencies) else None
+    return missed(profile, p99, len(latencies), offered)
 
-    Its p99 is over the target, or it completed clearly fewer requests
-    than were offered (a growing queue whose finished requests hide it:
-    Poisson arrivals, 4 standard deviations plus 3 % allowed, as the
-    grids judge).
+
+def missed(profile, p99, done, offered):
+    """Did an LC VM miss QoS, serving ``done`` of ``offered`` requests?
+
+    Its p99 (None: nothing completed) is over the target, or it
+    completed clearly fewer requests than were offered (a growing queue
+    whose finished requests hide it: Poisson arrivals, 4 standard
+    deviations plus 3 % allowed, as the grids judge).
     """
-    if offered <= 0 and len(latencies) == 0:
+    if offered <= 0 and done == 0:
         return False
-    enough = len(latencies) >= offered - 4 * math.sqrt(offered) - \
+    enough = done >= offered - 4 * math.sqrt(max(offered, 0.0)) - \
         0.03 * offered
-    if len(latencies) == 0:
+    if p99 is None:
         return not enough
-    return bool(not enough or
-                np.percentile(latencies, 99) > profile.qos_p99_us)
+    return bool(not enough or p99 > profile.qos_p99_us)
 
 
 @dataclasses.dataclass
@@ -146,7 +155,7 @@ class ClusterHost:
     """A host of the cloud under one policy; see the module docstring."""
 
     def __init__(self, name, cores, smt, policy, seed, fidelity='engine',
-                 config=None):
+                 config=None, quasi_static=True):
         if policy not in POLICIES:
             raise ValueError('policy %r: expected one of %s'
                              % (policy, ', '.join(POLICIES)))
@@ -158,8 +167,14 @@ class ClusterHost:
         self.fidelity = fidelity
         self.smt = int(smt)
         self.tick = engine.TIME_SCALE
-        self.host = engine.SimHost(engine.HostSpec(cores=cores, smt=smt),
-                                   seed=seed)
+        spec = engine.HostSpec(cores=cores, smt=smt)
+        if fidelity == 'surrogate':
+            self.host = surrogate.SurrogateHost(spec, seed=seed)
+        else:
+            self.host = engine.SimHost(spec, seed=seed)
+        self.quasi_static = bool(quasi_static) and fidelity == 'surrogate'
+        self._stable = 0            # seconds the layout has held
+        self._since_change = 0      # seconds since a boot, delete, load
         self.cores = tuple(tuple(g) for g in self.host.siblings)
         self.all_cpus = sorted(c for g in self.cores for c in g)
         self.vms = {}
@@ -193,6 +208,7 @@ class ClusterHost:
             self.host.add_vm(request.vm_id, request.vcpus, profile)
         self.vms[request.vm_id] = _Vm(request, profile,
                                       online=request.vcpus)
+        self._since_change = self._stable = 0
         self.host.pin_vcpus(request.vm_id, self.all_cpus)
         self.host.pin_emulator(request.vm_id, self.all_cpus)
         if self.policy == 'ufo':
@@ -211,6 +227,7 @@ class ClusterHost:
         if vm_id not in self.vms:
             raise KeyError('no VM %s on host %s' % (vm_id, self.name))
         del self.vms[vm_id]
+        self._since_change = self._stable = 0
         if self.policy == 'ufo':
             self.driver.remove(vm_id)
         else:
@@ -224,6 +241,13 @@ class ClusterHost:
 
         ``loads`` maps a VM id to its offered load, a fraction of its
         max (VMs not named offer none). Returns a :class:`HostStep`.
+
+        On the engine every second is simulated and judged. On the
+        surrogate with ``quasi_static`` the policy acts each second
+        until the host's layout has held for ``STABLE_TICKS`` seconds
+        (at least ``MIN_TICKS`` after a boot, delete or load change);
+        the rest of the step then runs at once with that layout, each of
+        its seconds judged as the layout's.
         """
         seconds = int(seconds)
         for vm_id, vm in self.vms.items():
@@ -233,32 +257,40 @@ class ClusterHost:
                 if rps != vm.rps:
                     self.host.set_rps(vm_id, rps)
                     vm.rps = rps
+                    self._since_change = 0
         start = self.now
         per_vm = {vm_id: ([], 0, 0) for vm_id in self.vms}
         held = []
-        for _ in range(seconds):
-            self.host.advance(self.tick)
-            self.now += 1.0
+        done = 0
+        while done < seconds:
+            span = 1
+            if self.quasi_static and self._stable >= STABLE_TICKS and \
+                    self._since_change >= MIN_TICKS:
+                span = seconds - done
+            self.host.advance(self.tick * span)
+            self.now += span
+            done += span
             p99s = {}
             for vm_id, vm in self.vms.items():
-                lat = self.host.take_latencies(vm_id)
                 series, bad, changes = per_vm[vm_id]
                 online = self.host.online(vm_id)
                 changes += abs(online - vm.online)
                 vm.online = online
-                if vm.request.lc:
-                    p99 = float(np.percentile(lat, 99)) if len(lat) \
-                        else math.nan
-                    series.append(p99)
-                    bad += violated(vm.profile, lat, vm.rps * self.tick)
-                    p99s[vm_id] = p99 if len(lat) else \
-                        (math.inf if vm.rps > 0 else 0.0)
-                else:
-                    series.append(math.nan)
+                p99, miss = self._judge(vm_id, vm, span)
+                series.extend([p99] * span)
+                bad += int(miss) * span
+                p99s[vm_id] = p99 if not math.isnan(p99) else \
+                    (math.inf if vm.rps > 0 else 0.0)
+                if not vm.request.lc:
                     p99s[vm_id] = 0.0
                 per_vm[vm_id] = (series, bad, changes)
-            held.append(self.held_cpus())
-            self._control(p99s)
+            held.extend([self.held_cpus()] * span)
+            if span == 1:
+                before = self._layout()
+                self._control(p99s)
+                same = self._layout() == before
+                self._stable = self._stable + 1 if same else 0
+                self._since_change += 1
         vms = {}
         for vm_id, (series, bad, changes) in per_vm.items():
             vm = self.vms[vm_id]
@@ -266,6 +298,30 @@ class ClusterHost:
                                 seconds, int(bad), tuple(series),
                                 int(changes))
         return HostStep(self.name, start, seconds, vms, tuple(held))
+
+    def _judge(self, vm_id, vm, span):
+        """(p99, in violation) of ``vm`` over the last ``span`` seconds."""
+        if self.fidelity == 'surrogate':
+            p99, miss = self.host.take_p99(vm_id)
+            return (p99, miss) if vm.request.lc else (math.nan, False)
+        lat = self.host.take_latencies(vm_id)
+        if not vm.request.lc:
+            return math.nan, False
+        p99 = float(np.percentile(lat, 99)) if len(lat) else math.nan
+        return p99, violated(vm.profile, lat, vm.rps * self.tick * span)
+
+    def _layout(self):
+        """What the policy set: pins, online vCPUs, idle class, per VM."""
+        if self.policy == 'ufo':
+            plan = self.agent.last_plan
+            if plan is None:
+                return None
+            return (plan.emulator_cpus, tuple(sorted(
+                (uuid, vm.cpus, vm.online_vcpus)
+                for uuid, vm in plan.vms.items())))
+        if self.policy == 'dyniso':
+            return tuple(sorted(self.parties.cores().items()))
+        return None
 
     def signal(self):
         """The agent's latest host signal (a ``HostSignal``), or None.
