@@ -24,17 +24,16 @@ def _state(name, vcpus, emu, demand=1.0, lc=True, online=4):
                                  frozenset(emu), demand, 0.1)
 
 
-def test_overlapping_pins_form_one_pool_and_smt_counts_less():
-    # a's emulator threads share CPU 2 with b: one pool; a's vCPUs have
-    # CPUs 0-1 to themselves, c CPU 6.
-    a = _state('a', {0, 1}, {2})
-    b = _state('b', {2, 3}, {2, 3})
-    c = _state('c', {6}, {6})
-    pools = host_features.pools([a, b, c])
-    assert sorted(sorted(p) for p in pools) == [[0, 1], [2, 3], [6]]
-    d = _state('d', {1, 2}, {1, 2})
-    pools = host_features.pools([a, b, c, d])
-    assert sorted(sorted(p) for p in pools) == [[0, 1, 2, 3], [6]]
+def test_a_widely_pinned_neighbour_counts_for_its_share():
+    # a has core 0 (CPUs 0-1) to itself but for f, which floats over all
+    # 8 CPUs: a meets a quarter of f's demand.
+    a = _state('a', {0, 1}, {0, 1}, demand=1.0)
+    f = _state('f', set(range(8)), set(range(8)), demand=2.0)
+    alone = host_features.features([a], SIBLINGS, 1.5)['a']
+    both = host_features.features([a, f], SIBLINGS, 1.5)['a']
+    cap = 2 / 1.5
+    assert alone['rho_v'] == pytest.approx((1.0 + 0.1) / cap)
+    assert both['rho_v'] == pytest.approx((1.0 + 0.1 + 2.1 / 4) / cap)
     assert host_features.capacity({0, 1, 2}, SIBLINGS, 1.5) == \
         pytest.approx(2 / 1.5 + 1)
 
@@ -148,3 +147,14 @@ def test_the_stored_parameters_are_the_fit_of_the_stored_data():
         model = stored['knn'][name]
         assert len(model['verdict']['y']) >= 100
         assert all(math.isfinite(y) for y in model['p99']['y'])
+
+
+def test_held_out_engine_cells_are_met_within_the_stated_error():
+    # The error the research record states (2026-12-02 cluster hosts):
+    # verdicts agree on 96.8 % of the held-out LC VMs, the p99 of those
+    # the engine found meeting QoS is off by 9.5 % at the median.
+    train, held = surrogate_fit.load_data()
+    result = surrogate_fit.validate(held, surrogate.load_params())
+    assert result['vms'] == 633
+    assert result['verdict_agreement'] >= 0.95
+    assert result['p99_median_error'] <= 0.15
