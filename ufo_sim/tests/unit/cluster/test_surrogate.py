@@ -15,6 +15,7 @@ from ufo_sim.cluster import surrogate_fit
 from ufo_sim import driver as sim_driver
 from ufo_sim import engine
 from ufo_sim import profiles
+from ufo_sim.tests.unit.cluster import requests
 
 SIBLINGS = ((0, 1), (2, 3), (4, 5), (6, 7))
 
@@ -109,7 +110,7 @@ def test_cluster_host_on_the_surrogate(policy):
     h = host_mod.ClusterHost('h0', 4, 2, policy, seed=1,
                              fidelity='surrogate')
     for i in range(3):
-        h.boot(_request('v%d' % i, seed=i))
+        h.boot(requests.steady('v%d' % i, seed=i))
     step = h.step(300, {'v0': 0.3, 'v1': 0.3, 'v2': 0.3})
     assert step.seconds == 300 and len(step.held_cpus) == 300
     assert all(len(v.p99_us) == 300 for v in step.vms.values())
@@ -125,17 +126,9 @@ def test_cluster_host_on_the_surrogate(policy):
 def test_every_second_when_not_quasi_static():
     h = host_mod.ClusterHost('h0', 4, 2, 'ufo', seed=1,
                              fidelity='surrogate', quasi_static=False)
-    h.boot(_request('v0'))
+    h.boot(requests.steady('v0'))
     h.step(30, {'v0': 0.3})
     assert h.agent.ticks == 30
-
-
-def _request(vm_id, seed=0):
-    from ufo_sim.cluster import workload
-    return workload.VmRequest(
-        vm_id=vm_id, arrive_s=0.0, lifetime_s=1e6, vcpus=4,
-        memory_mb=16384, lc=True, pattern='steady', mean_load=0.3,
-        peak_load=0.3, phase_s=0.0, seed=seed)
 
 
 def test_the_stored_parameters_are_the_fit_of_the_stored_data():
