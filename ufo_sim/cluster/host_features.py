@@ -36,6 +36,11 @@ class VmState:
     emu_demand: float
 
 
+def emulator_demand(cost, rps):
+    """An LC VM's emulator CPUs at ``rps`` (``cost``: its profile's)."""
+    return cost['emu_a'] * rps ** cost['emu_b'] if rps > 0 else 0.0
+
+
 def capacity(cpus, siblings, smt_slowdown):
     """CPUs' worth of work a pool can run (see the module docstring)."""
     total = 0.0

@@ -220,7 +220,8 @@ class SurrogateHost:
             return 0.0, 0.0
         cost = self.params['cost'][p.name]
         if p.is_lc:
-            return v.rps * cost['vcpu_s'], v.rps * cost['emu_s']
+            return v.rps * cost['vcpu_s'], \
+                host_features.emulator_demand(cost, v.rps)
         busy = min(p.threads, v.online)
         return float(busy), busy * cost['emu_per_thread']
 
