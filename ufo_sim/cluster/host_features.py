@@ -1,0 +1,92 @@
+"""What a host's state says about each VM, for the surrogate host model.
+
+Pure functions of a host's layout and loads: which CPUs each VM's vCPU
+and emulator threads may use, how many vCPUs are online, what each VM
+offers. The same features are computed on the engine's cells when the
+surrogate is fitted (:mod:`ufo_sim.cluster.surrogate_fit`) and on the
+surrogate's own state when it runs (:mod:`ufo_sim.cluster.surrogate`).
+
+The load a VM's threads meet is that on the CPUs they may use. The
+capacity of a CPU set counts a core with both siblings in it as
+``2 / smt_slowdown`` CPUs (both busy run each at 1/slowdown of a lone
+thread's pace), one with a single CPU as 1.
+"""
+
+import dataclasses
+import math
+
+NAMES = ('u', 'rho_v', 'rho_e', 'be', 'emu_home', 'log_n')
+
+
+@dataclasses.dataclass(frozen=True)
+class VmState:
+    """One VM as the features see it.
+
+    ``vcpu_demand`` and ``emu_demand``: CPUs' worth of work its vCPU and
+    emulator threads want (a BE VM: its busy threads, capped at its
+    online vCPUs).
+    """
+
+    name: str
+    lc: bool
+    online: int
+    vcpu_cpus: frozenset
+    emu_cpus: frozenset
+    vcpu_demand: float
+    emu_demand: float
+
+
+def emulator_demand(cost, rps):
+    """An LC VM's emulator CPUs at ``rps`` (``cost``: its profile's)."""
+    return cost['emu_a'] * rps ** cost['emu_b'] if rps > 0 else 0.0
+
+
+def capacity(cpus, siblings, smt_slowdown):
+    """CPUs' worth of work a pool can run (see the module docstring)."""
+    total = 0.0
+    for group in siblings:
+        inside = sum(1 for c in group if c in cpus)
+        if inside == 1:
+            total += 1.0
+        elif inside > 1:
+            total += inside / smt_slowdown
+    return total
+
+
+def features(vms, siblings, smt_slowdown):
+    """Per VM name: a dict of the :data:`NAMES` features.
+
+    ``u``: its vCPU demand per usable vCPU (online vCPUs, at most its
+    CPUs); ``rho_v`` and ``rho_e``: the load on the CPUs its vCPU and
+    its emulator threads may use over their capacity, where a thread
+    group pinned more widely is counted on each of its CPUs for its
+    demand's share (spread evenly: the host balances it); ``be``: the
+    same load of the other VMs' BE vCPU threads (always runnable) on its
+    vCPUs' CPUs; ``emu_home``: 1 when its emulator threads may run on
+    its vCPUs' CPUs; ``log_n``: log of its usable vCPUs.
+    """
+    groups = []         # (CPUs, demand, batch)
+    for vm in vms:
+        groups.append((vm.vcpu_cpus, vm.vcpu_demand, not vm.lc, vm.name))
+        groups.append((vm.emu_cpus, vm.emu_demand, False, vm.name))
+
+    def load_on(cpus, me):
+        total = batch = 0.0
+        for where, demand, be, name in groups:
+            share = demand * len(where & cpus) / len(where)
+            total += share
+            if be and name != me:
+                batch += share
+        cap = max(1e-9, capacity(cpus, siblings, smt_slowdown))
+        return total / cap, batch / cap
+
+    out = {}
+    for vm in vms:
+        n = max(1, min(vm.online, len(vm.vcpu_cpus)))
+        rho_v, be = load_on(vm.vcpu_cpus, vm.name)
+        rho_e, _ = load_on(vm.emu_cpus, vm.name)
+        out[vm.name] = {
+            'u': vm.vcpu_demand / n, 'rho_v': rho_v, 'rho_e': rho_e,
+            'be': be, 'emu_home': 1.0 if vm.emu_cpus & vm.vcpu_cpus else 0.0,
+            'log_n': math.log(n)}
+    return out
