@@ -341,7 +341,9 @@ class _Lag:
     A guest falls behind at the start of the first tick after which
     libvirt does not show the vCPU and emulator pins the plan gives it,
     and catches up when libvirt last pinned it before it shows them.
-    A guest waiting for its acknowledgement trails by a tick or so.
+    A guest waiting for its acknowledgement trails by a tick or so. A
+    guest pinned to its plan within a tick trails from the tick's start
+    (pins that wait behind a hung call in the same tick count).
     """
 
     def __init__(self, host, skip=()):
@@ -361,8 +363,12 @@ class _Lag:
                 continue
             if actual.get(uuid) == (vm.cpus, plan.emulator_cpus):
                 since = self.behind.pop(uuid, None)
+                pinned_at = doms[uuid].pinned_at
+                if since is None and pinned_at is not None and \
+                        pinned_at >= start:
+                    since = start
                 if since is not None:
-                    self.lags.append(max(0.0, doms[uuid].pinned_at - since))
+                    self.lags.append(max(0.0, pinned_at - since))
             else:
                 self.behind.setdefault(uuid, start)
 
