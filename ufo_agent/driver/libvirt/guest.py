@@ -396,13 +396,14 @@ class Guest:
 
         libvirt reports what it set; a vCPU thread the kernel has on
         other CPUs (plugged with another pin, moved by someone else)
-        adds its own set.
+        adds its own set. Read guest after guest (the drift check): a
+        read left in flight after the pin wait makes the guest busy.
         """
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
         _, (vcpus, emulator) = self._on_dom(
             [('pins of %s' % self.uuid, 'vcpuPinInfo', (live,)),
              ('emulator pin of %s' % self.uuid, 'emulatorPinInfo',
-              (live,))])
+              (live,))], self.host.pin_wait)
         sets = {_as_set(m) for m in vcpus}
         try:
             tids = self.threads().vcpus.values()

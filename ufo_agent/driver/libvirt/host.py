@@ -34,11 +34,12 @@ _event_loop_started = False
 _event_loop_lock = threading.Lock()
 
 
-# Seconds a pin call is waited for before it is left in flight: the
-# enforcer pins the guests one after the other, and a hung one would hold
-# every pin after it for the whole deadline. A pin returns within a few
-# milliseconds even from a busy libvirtd; one left in flight early only
-# keeps its guest's CPUs held until it returns (as a timed-out one).
+# Seconds a pin call, or a read of pins, is waited for before it is left
+# in flight: the agent pins (and checks the pins of) the guests one after
+# the other, and a hung one would hold every guest after it for the whole
+# deadline. These calls return within milliseconds even from a busy
+# libvirtd; one left in flight early only keeps its guest's CPUs held
+# until it returns (as a timed-out one).
 PIN_WAIT = 0.5
 
 
@@ -64,7 +65,7 @@ class Host:
 
     ``libvirt`` is the libvirt-python module; ``call_timeout`` the
     deadline of each call in seconds (0: none); ``pin_wait`` how long a
-    pin call is waited for before it is left in flight (see
+    pin call or pin read is waited for before it is left in flight (see
     :mod:`.deadline`; at most the deadline).
     """
 

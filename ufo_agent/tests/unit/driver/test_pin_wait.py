@@ -92,12 +92,7 @@ def test_a_restore_waits_the_whole_deadline(two_guests):
     assert not driver.busy_guests()
 
 
-def test_a_tick_pins_the_others_while_one_guest_pin_hangs(two_guests):
-    # Someone re-pinned both guests: the drift check finds it and the
-    # same tick pins both to the plan, the hung one (first in the enforcer's
-    # order) and then the other, which is not held up by it.
-    driver, doms = two_guests
-    hung, other = sorted(doms)
+def _settled_agent(driver):
     now = [1000.0]
     agent = loop.Agent(driver, frozenset(range(8)), ControllerConfig(),
                        settings_mod.AgentSettings(),
@@ -106,8 +101,22 @@ def test_a_tick_pins_the_others_while_one_guest_pin_hangs(two_guests):
     for _ in range(3):
         now[0] += 1.0
         agent.tick()
+    return agent, now
+
+
+def _moved_by_someone(doms):
     for dom in doms.values():
         dom.vcpu_pins = {i: (True,) + (False,) * 7 for i in range(2)}
+
+
+def test_a_tick_pins_the_others_while_one_guest_pin_hangs(two_guests):
+    # Someone re-pinned both guests: the drift check finds it and the
+    # same tick pins them to the plan, the hung one first (the
+    # enforcer's order), then the other, not held up by it.
+    driver, doms = two_guests
+    hung, other = sorted(doms)
+    agent, now = _settled_agent(driver)
+    _moved_by_someone(doms)
     gate = doms[hung].block['pinVcpuFlags'] = threading.Event()
     now[0] += agent.settings.drift_check_interval + 1.0
     started = time.monotonic()
@@ -122,7 +131,26 @@ def test_a_tick_pins_the_others_while_one_guest_pin_hangs(two_guests):
     assert driver.busy_guests() == frozenset({hung})
     gate.set()
     _wait_returned(driver)
-    now[0] += 1.0
+    now[0] += agent.settings.drift_check_interval + 1.0
     agent.tick()
     assert doms[hung].vcpu_pins == _pins(agent.last_plan.vms[hung].cpus)
+    agent.stop()
+
+
+def test_a_hung_read_of_pins_holds_up_no_other_guest_read(two_guests):
+    # The drift check reads the guests' pins one after the other.
+    driver, doms = two_guests
+    hung, other = sorted(doms)
+    agent, _ = _settled_agent(driver)
+    _moved_by_someone(doms)
+    gate = doms[hung].block['vcpuPinInfo'] = threading.Event()
+    started = time.monotonic()
+    drifted = agent.enforcer.check_drift()
+    took = time.monotonic() - started
+    assert (hung, 'vcpuPinInfo') in doms[hung].hv.blocked
+    assert took < DEADLINE / 2, took
+    assert drifted == [other]
+    assert driver.busy_guests() == frozenset({hung})
+    gate.set()
+    _wait_returned(driver)
     agent.stop()
