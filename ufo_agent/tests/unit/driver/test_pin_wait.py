@@ -104,9 +104,31 @@ def _settled_agent(driver):
     return agent, now
 
 
-def _moved_by_someone(doms):
+def _one_hangs(two_guests, method, act):
+    """``act(agent, now)`` after someone re-pinned both guests.
+
+    The first guest's ``method`` hangs. Returns (agent, now, the hung
+    guest, the other, the hung call's gate, what ``act`` returned),
+    once ``act`` took well within the deadline.
+    """
+    driver, doms = two_guests
+    hung, other = sorted(doms)
+    agent, now = _settled_agent(driver)
     for dom in doms.values():
         dom.vcpu_pins = {i: (True,) + (False,) * 7 for i in range(2)}
+    gate = doms[hung].block[method] = threading.Event()
+    started = time.monotonic()
+    value = act(agent, now)
+    took = time.monotonic() - started
+    assert (hung, method) in doms[hung].hv.blocked
+    assert took < DEADLINE / 2, took
+    assert driver.busy_guests() == frozenset({hung})
+    return agent, now, hung, other, gate, value
+
+
+def _drift_tick(agent, now):
+    now[0] += agent.settings.drift_check_interval + 1.0
+    agent.tick()
 
 
 def test_a_tick_pins_the_others_while_one_guest_pin_hangs(two_guests):
@@ -114,43 +136,25 @@ def test_a_tick_pins_the_others_while_one_guest_pin_hangs(two_guests):
     # same tick pins them to the plan, the hung one first (the
     # enforcer's order), then the other, not held up by it.
     driver, doms = two_guests
-    hung, other = sorted(doms)
-    agent, now = _settled_agent(driver)
-    _moved_by_someone(doms)
-    gate = doms[hung].block['pinVcpuFlags'] = threading.Event()
-    now[0] += agent.settings.drift_check_interval + 1.0
-    started = time.monotonic()
-    agent.tick()
-    took = time.monotonic() - started
-    assert (hung, 'pinVcpuFlags') in doms[hung].hv.blocked
-    assert took < DEADLINE / 2, took
+    agent, now, hung, other, gate, _ = _one_hangs(
+        two_guests, 'pinVcpuFlags', _drift_tick)
     plan = agent.last_plan
     assert plan.vms[other].cpus != {0}
     assert doms[other].vcpu_pins == _pins(plan.vms[other].cpus)
     assert doms[other].emulator_pin == _bits(plan.emulator_cpus)
-    assert driver.busy_guests() == frozenset({hung})
     gate.set()
     _wait_returned(driver)
-    now[0] += agent.settings.drift_check_interval + 1.0
-    agent.tick()
+    _drift_tick(agent, now)
     assert doms[hung].vcpu_pins == _pins(agent.last_plan.vms[hung].cpus)
     agent.stop()
 
 
 def test_a_hung_read_of_pins_holds_up_no_other_guest_read(two_guests):
     # The drift check reads the guests' pins one after the other.
-    driver, doms = two_guests
-    hung, other = sorted(doms)
-    agent, _ = _settled_agent(driver)
-    _moved_by_someone(doms)
-    gate = doms[hung].block['vcpuPinInfo'] = threading.Event()
-    started = time.monotonic()
-    drifted = agent.enforcer.check_drift()
-    took = time.monotonic() - started
-    assert (hung, 'vcpuPinInfo') in doms[hung].hv.blocked
-    assert took < DEADLINE / 2, took
+    agent, _, _, other, gate, drifted = _one_hangs(
+        two_guests, 'vcpuPinInfo',
+        lambda agent, now: agent.enforcer.check_drift())
     assert drifted == [other]
-    assert driver.busy_guests() == frozenset({hung})
     gate.set()
-    _wait_returned(driver)
+    _wait_returned(two_guests[0])
     agent.stop()
