@@ -77,6 +77,14 @@ def add_arguments(parser):
     fake.add_argument('--hang-ticks', type=int, default=12,
                       help='ticks with one guest whose libvirt calls hang '
                            '(default 12; 0: none)')
+    fake.add_argument('--hang-calls', choices=('all', 'pins'),
+                      default='all',
+                      help='which libvirt calls hang: all of the guest '
+                           'with the most cores (its QEMU monitor does not '
+                           'answer; the first call to meet it may be a '
+                           'read), or only the pins of the guest pinned '
+                           'most often (the hang meets the enforcer, with '
+                           'other guests\' pins after it in the tick)')
     fake.add_argument('--profile', metavar='FILE',
                       help='write cProfile statistics of the timed ticks '
                            '(FILE.<guests> for a list of counts)')
@@ -185,7 +193,7 @@ def _fake_options(args, count):
                '--warmup', str(args.warmup), '--load', repr(args.load),
                '--wave', repr(args.wave),
                '--seed', str(args.seed), '--hang-ticks',
-               str(args.hang_ticks)]
+               str(args.hang_ticks), '--hang-calls', args.hang_calls]
     if args.call_timeout is not None:
         options += ['--call-timeout', repr(args.call_timeout)]
     if args.profile:
@@ -341,7 +349,9 @@ class _Lag:
     A guest falls behind at the start of the first tick after which
     libvirt does not show the vCPU and emulator pins the plan gives it,
     and catches up when libvirt last pinned it before it shows them.
-    A guest waiting for its acknowledgement trails by a tick or so.
+    A guest waiting for its acknowledgement trails by a tick or so. A
+    guest pinned to its plan within a tick trails from the tick's start
+    (pins that wait behind a hung call in the same tick count).
     """
 
     def __init__(self, host, skip=()):
@@ -361,8 +371,12 @@ class _Lag:
                 continue
             if actual.get(uuid) == (vm.cpus, plan.emulator_cpus):
                 since = self.behind.pop(uuid, None)
+                pinned_at = doms[uuid].pinned_at
+                if since is None and pinned_at is not None and \
+                        pinned_at >= start:
+                    since = start
                 if since is not None:
-                    self.lags.append(max(0.0, doms[uuid].pinned_at - since))
+                    self.lags.append(max(0.0, pinned_at - since))
             else:
                 self.behind.setdefault(uuid, start)
 
@@ -497,7 +511,7 @@ def measure(args, count, out=print):
         hung = {}
         if args.hang_ticks > 0:
             hung = _hung_guest(ticker, host, agent, args.hang_ticks,
-                               deadline, out, count)
+                               deadline, out, count, args.hang_calls)
         # No more ticks: the heartbeat thread would report the loop stuck.
         beat.stop()
         if hung:
@@ -515,20 +529,48 @@ def measure(args, count, out=print):
                        dict(log_counts))
 
 
-def _hung_guest(ticker, host, agent, ticks, deadline, out, count):
+def _hang(host, guest, seconds, calls):
+    """``guest``'s libvirt calls (``calls``: all or pins) sleep."""
+    if calls == 'all':
+        host.hang(guest, seconds)
+        return
+    dom = guest.domain
+    if not seconds:
+        dom.__dict__.pop('_maybe_fail', None)
+        return
+    maybe_fail = type(dom)._maybe_fail
+
+    def pins_hang(method):
+        if method.startswith('pin'):
+            time.sleep(seconds)
+        maybe_fail(dom, method)
+
+    dom._maybe_fail = pins_hang
+
+
+def _hung_guest(ticker, host, agent, ticks, deadline, out, count,
+                calls='all'):
     """Ticks with one guest whose libvirt calls sleep past the deadline.
 
     The guest with the most cores of its own hangs (its QEMU monitor
-    stops answering): every call on it sleeps twice the deadline. Returns
-    the figures, and prints them.
+    stops answering): every call on it sleeps twice the deadline. With
+    ``calls`` 'pins', only the pin calls of the guest pinned most often
+    in the last repeat. Returns the figures, and prints
+    them.
     """
     plan = agent.last_plan
-    victim = min(host.guests, key=lambda g: (
-        -len(plan.vms[g.uuid].cores) if plan and g.uuid in plan.vms
-        else 0, g.index))
+    if calls == 'pins':
+        # Pins hang only if there are pins to make: the guest pinned
+        # most often in the last repeat.
+        pins = collections.Counter(uuid for _, uuid, _ in host.pin_log)
+        victim = min(host.guests, key=lambda g: (-pins[g.uuid], g.index))
+    else:
+        victim = min(host.guests, key=lambda g: (
+            -len(plan.vms[g.uuid].cores) if plan and g.uuid in plan.vms
+            else 0, g.index))
     del host.pin_log[:]
     lag = _Lag(host, skip={victim.uuid})
-    host.hang(victim, 2 * deadline)
+    _hang(host, victim, 2 * deadline, calls)
     walls = []
     try:
         for _ in range(ticks):
@@ -536,7 +578,7 @@ def _hung_guest(ticker, host, agent, ticks, deadline, out, count):
             lag.after_tick(agent, start)
             walls.append(1000.0 * wall)
     finally:
-        host.hang(victim, 0)
+        _hang(host, victim, 0, calls)
     figures = {
         'call_deadline_ms': 1000.0 * deadline,
         'hung_tick_wall_ms_median': statistics.median(walls),
@@ -549,10 +591,11 @@ def _hung_guest(ticker, host, agent, ticks, deadline, out, count):
     out('hung guest %s (%d vCPUs): %d ticks, walls %s ms'
         % (victim.uuid, victim.vcpus, ticks,
            ' '.join('%.0f' % w for w in walls)))
-    out('RESULT agent_fake_guests=%d hung_guests=1 call_deadline_ms=%.0f '
+    out('RESULT agent_fake_guests=%d hung_guests=1 hang_calls=%s '
+        'call_deadline_ms=%.0f '
         'hung_tick_wall_ms_median=%.1f hung_tick_wall_ms_max=%.1f '
         'other_enforce_lag_ms_max=%.0f others_behind=%d other_pins=%d'
-        % (count, figures['call_deadline_ms'],
+        % (count, calls, figures['call_deadline_ms'],
            figures['hung_tick_wall_ms_median'],
            figures['hung_tick_wall_ms_max'],
            figures['other_enforce_lag_ms_max'], figures['others_behind'],

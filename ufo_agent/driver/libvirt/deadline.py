@@ -16,6 +16,13 @@ connection itself. Until the abandoned call returns, every call on a busy
 key fails at once, without reaching libvirt, and a busy connection makes
 every call fail at once. So a hung domain costs the agent one deadline,
 not one per call, and the other domains carry on.
+
+A caller that makes calls on many domains one after the other (the
+enforcer's pins) may wait less than the deadline for each: after
+``wait`` seconds its call is left *in flight*, handled as one that missed
+its deadline (its key busy until it returns, :class:`CallInFlight`), so
+that a hung domain delays the calls on the others by ``wait``, not by a
+whole deadline.
 """
 
 import logging
@@ -34,6 +41,10 @@ IDLE_WORKERS = 4
 
 class CallTimedOut(base.DriverError):
     """A call missed its deadline and was abandoned."""
+
+
+class CallInFlight(CallTimedOut):
+    """The caller stopped waiting before the deadline: as if it passed."""
 
 
 class CallSkipped(base.DriverError):
@@ -129,7 +140,7 @@ class Deadlines:
             raise call.error
         return call.value
 
-    def run_each(self, key, calls):
+    def run_each(self, key, calls, wait=None):
         """Each ``(what, func, args)`` of ``calls`` in turn; their values.
 
         The calls :meth:`run` would make one after the other, with the
@@ -140,6 +151,10 @@ class Deadlines:
         raises ends the run. Raises :class:`CallSkipped` while ``key`` is
         busy, :class:`CallTimedOut`, or :class:`ItemFailed` with what the
         call that raised was and its exception.
+
+        ``wait`` (less than ``timeout``): the caller waits at most that
+        for each call; one still under way then is abandoned all the
+        same, and :class:`CallInFlight` raised.
         """
         calls = list(calls)
         if not calls:
@@ -166,19 +181,28 @@ class Deadlines:
         if self.timeout is None or self.timeout <= 0:
             return each()
         self._hand_over(call, each, (), None)
-        wait = self.timeout
+        limit = self.timeout
+        if wait is not None and 0 < wait < limit:
+            limit = wait
+        wait = limit
         while not call.done.acquire(timeout=wait):
             with self._lock:
                 if call.finished:
                     wait = None
                 else:
                     # The deadline of the call under way.
-                    wait = call.started + self.timeout - self.clock()
+                    wait = call.started + limit - self.clock()
                     if wait <= 0:
                         call.abandoned = True
                         self._outstanding[key] = call
                         self.timeouts += 1
             if call.abandoned:
+                if limit < self.timeout:
+                    LOG.warning('libvirt call %s left in flight after %.2f '
+                                's: calls on %s are skipped until it '
+                                'returns', call.what, limit, key)
+                    raise CallInFlight('%s not returned after %.2f s'
+                                       % (call.what, limit))
                 LOG.error('libvirt call %s timed out after %.1f s: calls on '
                           '%s are skipped until it returns', call.what,
                           self.timeout, key)

@@ -47,7 +47,7 @@ class LibvirtDriver(base.HypervisorDriver):
                  call_timeout=5.0, use_attached_channels=False,
                  qemu_user=host_channel.DEFAULT_QEMU_USER,
                  qemu_group=host_channel.DEFAULT_QEMU_GROUP,
-                 clock=None):
+                 clock=None, pin_wait=libvirt_host.PIN_WAIT):
         import libvirt
         self.libvirt = libvirt
         self.uri = uri
@@ -76,7 +76,8 @@ class LibvirtDriver(base.HypervisorDriver):
         self._polls = 0               # guests() calls so far
         self._vhost_scan = None       # (poll, vhost kernel threads)
         self._skipped = {}            # uuid -> reason (logged once)
-        self._host = libvirt_host.Host(libvirt, uri, call_timeout)
+        self._host = libvirt_host.Host(libvirt, uri, call_timeout,
+                                       pin_wait)
         self._nics = nicstats.NicStats(self._host, lambda: self._guests)
         # Paused domains not to adopt yet: not running any guest code.
         self._not_ready = frozenset([

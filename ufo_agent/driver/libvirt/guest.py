@@ -150,13 +150,14 @@ class Guest:
                 % (self.uuid, dom_id, self.dom_id))
         return dom
 
-    def _on_dom(self, calls):
+    def _on_dom(self, calls, wait=None):
         """The domain, as :meth:`_dom` finds it, and ``calls`` made on it.
 
         ``calls`` are ``(what, virDomain method name or a function of the
         domain, args)``. The lookup and the calls are handed to the
         deadline thread at once (:meth:`.Host.call_each`), each with its
-        deadline. Returns (the domain, the calls' values).
+        deadline (``wait``: see :meth:`.Host.call_each`). Returns (the
+        domain, the calls' values).
         """
         conn = self.host.get_connection()
         found = []
@@ -172,7 +173,7 @@ class Guest:
         values = self.host.call_each(
             [('domain %s' % self.uuid, lookup, ())] +
             [(what, on_dom, (method, args)) for what, method, args in calls],
-            key=self.uuid)
+            key=self.uuid, wait=wait)
         return found[0], values[1:]
 
     def _call(self, what, func, *args):
@@ -311,14 +312,20 @@ class Guest:
                         self.uuid, exc)
 
     # -- enforcement ---------------------------------------------------------
-    def pin_vcpus(self, cpus):
-        """Every vCPU of the definition, plugged or not, and any present."""
+    def pin_vcpus(self, cpus, wait=True):
+        """Every vCPU of the definition, plugged or not, and any present.
+
+        ``wait``: as :meth:`.Host.call_each`'s; True, the pin wait (a
+        restore waits the whole deadline: nothing else waits for it).
+        """
+        if wait is True:
+            wait = self.host.pin_wait
         bits = self._cpumap(cpus)
         self._vcpu_cpus = frozenset(cpus)
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
         self._on_dom([('pin vCPU %d of %s' % (index, self.uuid),
                        'pinVcpuFlags', (index, bits, live))
-                      for index in self.vcpu_indexes()])
+                      for index in self.vcpu_indexes()], wait)
 
     def pin_emulator(self, cpus):
         self._pin_other_threads('pin', cpus)
@@ -339,17 +346,19 @@ class Guest:
             except lv.libvirtError as exc:
                 return exc
 
+        # A restore waits the whole deadline: nothing else waits for it.
+        wait = self.host.pin_wait if verb == 'pin' else None
         dom, (_, reported) = self._on_dom([
             ('%s emulator of %s' % (verb, self.uuid), 'pinEmulator',
              (self._cpumap(cpus), live)),
-            ('I/O threads of %s' % self.uuid, iothread_info, ())])
+            ('I/O threads of %s' % self.uuid, iothread_info, ())], wait)
         calls = [('%s I/O thread %d of %s' % (verb, iothread, self.uuid),
                   dom.pinIOThread,
                   (iothread, self._cpumap(iothread_cpus.get(iothread, cpus)),
                    live))
                  for iothread in self._iothread_ids(reported)]
         if calls:
-            self.host.call_each(calls, key=self.uuid)
+            self.host.call_each(calls, key=self.uuid, wait=wait)
         for _, tid in self.threads().vhost:
             try:
                 os.sched_setaffinity(tid, cpus)
@@ -387,13 +396,14 @@ class Guest:
 
         libvirt reports what it set; a vCPU thread the kernel has on
         other CPUs (plugged with another pin, moved by someone else)
-        adds its own set.
+        adds its own set. Read guest after guest (the drift check): a
+        read left in flight after the pin wait makes the guest busy.
         """
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
         _, (vcpus, emulator) = self._on_dom(
             [('pins of %s' % self.uuid, 'vcpuPinInfo', (live,)),
              ('emulator pin of %s' % self.uuid, 'emulatorPinInfo',
-              (live,))])
+              (live,))], self.host.pin_wait)
         sets = {_as_set(m) for m in vcpus}
         try:
             tids = self.threads().vcpus.values()
@@ -470,7 +480,7 @@ class Guest:
         """Each vCPU back to exactly what the definition gives it."""
         info = self.info
         if not info.restore_vcpus:
-            self.pin_vcpus(info.restore_vcpu_cpus)
+            self.pin_vcpus(info.restore_vcpu_cpus, wait=None)
             return
         # A vCPU plugged from now on starts on its own restore pin.
         self._vcpu_cpus = None

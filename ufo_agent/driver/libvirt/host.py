@@ -34,6 +34,15 @@ _event_loop_started = False
 _event_loop_lock = threading.Lock()
 
 
+# Seconds a pin call, or a read of pins, is waited for before it is left
+# in flight: the agent pins (and checks the pins of) the guests one after
+# the other, and a hung one would hold every guest after it for the whole
+# deadline. These calls return within milliseconds even from a busy
+# libvirtd; one left in flight early only keeps its guest's CPUs held
+# until it returns (as a timed-out one).
+PIN_WAIT = 0.5
+
+
 def _start_event_loop(libvirt):
     """libvirt's default event loop, once per process, on a daemon."""
     global _event_loop_started
@@ -55,11 +64,14 @@ class Host:
     """A libvirt connection that reconnects, and its event queue.
 
     ``libvirt`` is the libvirt-python module; ``call_timeout`` the
-    deadline of each call in seconds (0: none).
+    deadline of each call in seconds (0: none); ``pin_wait`` how long a
+    pin call or pin read is waited for before it is left in flight (see
+    :mod:`.deadline`; at most the deadline).
     """
 
-    def __init__(self, libvirt, uri, call_timeout=0):
+    def __init__(self, libvirt, uri, call_timeout=0, pin_wait=PIN_WAIT):
         self.libvirt = libvirt
+        self.pin_wait = pin_wait
         self.uri = uri
         self._conn = None
         self._retired = []          # (connection, keys of its hung calls)
@@ -178,16 +190,16 @@ class Host:
         except self.libvirt.libvirtError as exc:
             raise self._failed(what, exc)
 
-    def call_each(self, calls, key=deadline.CONNECTION):
+    def call_each(self, calls, key=deadline.CONNECTION, wait=None):
         """Each ``(what, func, args)`` in turn, as :meth:`call` each.
 
         One hand-off to a worker thread for them all, with the deadlines
-        of one :meth:`call` each (:meth:`.Deadlines.run_each`); the
-        first that fails ends them. Returns their values.
+        of one :meth:`call` each (:meth:`.Deadlines.run_each`, ``wait``
+        as there); the first that fails ends them. Returns their values.
         """
         conn = self._conn
         try:
-            return self.deadlines.run_each(key, calls)
+            return self.deadlines.run_each(key, calls, wait)
         except deadline.CallTimedOut:
             self._retire(conn, key)
             raise

@@ -1082,7 +1082,10 @@ class AgentRun:
             'qemu:///system', managed_cpus=MANAGED, shm_dir=world.shm,
             run_dir=world.run, proc_root=world.proc,
             sysfs_root=world.sysfs, attach_channels=True,
-            call_timeout=world.call_timeout)
+            call_timeout=world.call_timeout,
+            # Shorter than the deadline, as on a host: pins and reads of
+            # pins are left in flight before it.
+            pin_wait=world.call_timeout / 2)
         settings = settings_mod.AgentSettings(
             drift_check_interval=2.0, state_save_interval=5.0,
             libvirt_call_timeout=world.call_timeout)

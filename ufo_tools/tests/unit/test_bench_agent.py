@@ -20,11 +20,13 @@ def _result(lines, key):
     return dict(kv.split('=') for kv in line.split()[1:])
 
 
-def test_fake_run_prints_results_and_pins_the_guests():
+@pytest.mark.parametrize('hang_calls', ['all', 'pins'])
+def test_fake_run_prints_results_and_pins_the_guests(hang_calls):
     lines = []
     args = _args('--fake', '--guests', '5', '--ticks', '3', '--repeats',
                  '1', '--warmup', '6', '--interval', '0.05',
-                 '--call-timeout', '0.2', '--hang-ticks', '3')
+                 '--call-timeout', '0.2', '--hang-ticks', '3',
+                 '--hang-calls', hang_calls)
     run = bench_agent.measure(args, 5, out=lines.append)
 
     figures = _result(lines, 'agent_cpu_ms_per_tick_median')
@@ -37,6 +39,7 @@ def test_fake_run_prints_results_and_pins_the_guests():
         assert float(figures[key]) > 0 or key == 'enforce_lag_ms_max'
     hung = _result(lines, 'hung_guests=1')
     assert hung['call_deadline_ms'] == '200'
+    assert hung['hang_calls'] == hang_calls
     # A tick that meets a hung call waits for its deadline, no longer
     # than a deadline and a tick's work (observing the guest meets none:
     # its NIC counters are asked for without waiting for its QEMU).

@@ -261,6 +261,30 @@ def test_calls_run_together_keep_a_deadline_each(gates):
     assert made == ['a']
 
 
+def test_a_caller_that_waits_less_leaves_the_call_in_flight(gates):
+    deadlines = deadline.Deadlines(10.0)
+    gate = gates()
+    made = []
+    calls = [('a', made.append, ('a',)), ('b', gate.wait, ()),
+             ('c', made.append, ('c',))]
+    start = time.monotonic()
+    with pytest.raises(deadline.CallInFlight, match='^b not returned'):
+        deadlines.run_each('k', calls, wait=TIMEOUT)
+    assert time.monotonic() - start < 3 * TIMEOUT
+    # As if its deadline had passed: the key is busy until it returns.
+    assert deadlines.busy('k') == 'b' and deadlines.timeouts == 1
+    with pytest.raises(deadline.CallSkipped):
+        deadlines.run_each('k', [('d', made.append, ('d',))])
+    gate.set()
+    _wait_until(lambda: deadlines.busy('k') is None)
+    assert made == ['a']
+    # A wait beyond the deadline is the deadline.
+    gate = gates()
+    with pytest.raises(deadline.CallTimedOut, match='timed out'):
+        deadline.Deadlines(TIMEOUT).run_each('j', [('e', gate.wait, ())],
+                                             wait=10.0)
+
+
 def test_the_first_call_that_fails_ends_the_run():
     made = []
 
