@@ -218,8 +218,11 @@ def build(conf):
     return driver, agent, lock
 
 
-def _libvirt_driver(conf, drivers, managed, **channels):
-    """The driver over ``[agent] libvirt_uri``; ``channels``: its modes."""
+def _libvirt_driver(conf, drivers, managed, pin_wait=0, **channels):
+    """The driver over ``[agent] libvirt_uri``; ``channels``: its modes.
+
+    ``pin_wait`` 0: pins wait the whole call deadline (the restore's).
+    """
     try:
         return drivers.LibvirtDriver(
             conf.agent.libvirt_uri, managed,
@@ -230,13 +233,28 @@ def _libvirt_driver(conf, drivers, managed, **channels):
             read_retries=conf.channel.read_retries,
             qemu_user=conf.channel.qemu_user,
             qemu_group=conf.channel.qemu_group,
-            call_timeout=conf.agent.libvirt_call_timeout, **channels)
+            call_timeout=conf.agent.libvirt_call_timeout,
+            pin_wait=pin_wait, **channels)
     except base.DriverError as exc:
         raise StartupError(str(exc))
 
 
+def _pin_wait(conf):
+    """``[agent] libvirt_pin_wait``, checked against the call deadline."""
+    wait, timeout = (conf.agent.libvirt_pin_wait,
+                     conf.agent.libvirt_call_timeout)
+    if not wait:
+        return timeout
+    if timeout and wait > timeout:
+        raise StartupError(
+            '[agent] libvirt_pin_wait (%g s) is longer than [agent] '
+            'libvirt_call_timeout (%g s): a pin cannot wait past the '
+            'deadline of its call' % (wait, timeout))
+    return wait
+
+
 def _build_agent(conf, drivers, managed, controller, settings):
-    driver = _libvirt_driver(conf, drivers, managed,
+    driver = _libvirt_driver(conf, drivers, managed, _pin_wait(conf),
                              attach_channels=not settings.dry_run)
     try:
         outputs = publishers.BackgroundPublisher(publishers.load(

@@ -82,6 +82,16 @@ OPTS = [
              'guests, and that guest is skipped until the call returns. 0 '
              'waits for ever (not recommended).'),
     cfg.FloatOpt(
+        'libvirt_pin_wait', default=0.5, min=0.0, max=300.0,
+        help='Longest wait in seconds for one call that pins a guest\'s '
+             'threads or reads its pins, at most libvirt_call_timeout. '
+             'The agent makes these calls guest after guest; one not '
+             'returned by then is left in flight and handled as a call '
+             'that timed out (its guest skipped and its CPUs held until '
+             'it returns), so that one hung guest does not hold up the '
+             'others for the whole deadline. 0 waits the whole '
+             'libvirt_call_timeout.'),
+    cfg.FloatOpt(
         'heartbeat_interval', default=_DEFAULTS.heartbeat_interval,
         min=0.05, max=HEARTBEAT_INTERVAL_MAX,
         help='Seconds between two heartbeats on every guest channel, '
