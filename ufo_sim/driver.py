@@ -86,6 +86,18 @@ class SimDriver(base.HypervisorDriver):
         self._events.append((vm, base.GuestEvent.STARTED))
         return guest
 
+    def remove(self, vm):
+        """Shut simulated VM ``vm`` down, as Nova deletes an instance.
+
+        The engine stops it (in-flight work drains, then its threads
+        sleep) and the agent sees the guest gone: a STOPPED event, and
+        the guest no longer listed.
+        """
+        self._get(vm)
+        self.host.stop_vm(vm)
+        del self._guests[vm]
+        self._events.append((vm, base.GuestEvent.STOPPED))
+
     # -- inventory -------------------------------------------------------
     def host_cpus(self):
         return base.HostCpus(siblings=tuple(tuple(g)

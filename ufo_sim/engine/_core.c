@@ -175,6 +175,7 @@ struct counters {
 
 struct vm {
 	int nvcpu, online, nemu, nthr, be;
+	int stopped;		/* shut down: no new work, drains, then sleeps */
 	int t_vcpu0, t_emu0;
 	struct gvcpu *gv;
 	struct gthr *gt;
@@ -1559,6 +1560,8 @@ static void emu_done(Host *h, struct vm *m, int item, int e)
 		break;
 	case W_BEIO:
 		th = r;
+		if (m->stopped)
+			break;	/* its I/O done, the worker stays asleep */
 		m->gt[th].rem = draw(&m->rng, D_EXP, m->be_chunk, 0, 0);
 		m->gt[th].start = h->now;
 		g_wake(h, m, th);
@@ -2505,9 +2508,31 @@ static PyObject *Host_set_rps(Host *h, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "a BE VM has no request rate");
 		return NULL;
 	}
+	if (m->stopped) {
+		PyErr_SetString(PyExc_ValueError, "the VM is stopped");
+		return NULL;
+	}
 	m->rps = rps;
 	m->next_arr = rps > 0 ?
 		h->now + (tns)ceil(rexp(&m->rng, 1e9 / rps)) : T_INF;
+	Py_RETURN_NONE;
+}
+
+/*
+ * Shut VM i down: no request arrives from now on and a BE worker takes
+ * no chunk after its current one; what is in flight drains, then every
+ * thread sleeps for good and its CPUs are free.
+ */
+static PyObject *Host_stop_vm(Host *h, PyObject *args)
+{
+	int i;
+	struct vm *m;
+
+	if (!PyArg_ParseTuple(args, "i", &i) || !(m = get_vm(h, i)))
+		return NULL;
+	m->stopped = 1;
+	m->rps = 0;
+	m->next_arr = T_INF;
 	Py_RETURN_NONE;
 }
 
@@ -2751,6 +2776,8 @@ static PyMethodDef Host_methods[] = {
 	 " -> id"},
 	{"set_rps", (PyCFunction)Host_set_rps, METH_VARARGS,
 	 "set_rps(vm, rps)"},
+	{"stop_vm", (PyCFunction)Host_stop_vm, METH_VARARGS,
+	 "stop_vm(vm): no new work; its threads sleep once drained"},
 	{"pin", (PyCFunction)Host_pin, METH_VARARGS,
 	 "pin(vm, emulator, cpu_mask)"},
 	{"set_speed", (PyCFunction)Host_set_speed, METH_VARARGS,

@@ -115,6 +115,15 @@ class SimHost:
             return
         self._core.set_rps(self._vm(vm), float(rps))
 
+    def stop_vm(self, vm):
+        """Shut ``vm`` down: no new work from now on.
+
+        Requests in flight (an LC VM's) and chunks under way (a BE VM's)
+        finish, then its threads sleep for good and use no CPU. Its
+        counters stay readable; its load can no longer be set.
+        """
+        self._core.stop_vm(self._vm(vm))
+
     def pin_vcpus(self, vm, cpus):
         """Affinity of every vCPU thread of ``vm`` (logical CPU ids)."""
         self._core.pin(self._vm(vm), 0, _mask(cpus))

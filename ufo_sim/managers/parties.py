@@ -51,6 +51,16 @@ class PartiesLoop:
     def cores(self):
         return {name: vm.cores for name, vm in self.vms.items()}
 
+    def add(self, name, cores, max_cores, qos, now):
+        """A VM joins with ``cores``; settles like one just resized."""
+        if name in self.vms:
+            raise ValueError('VM %r is already in the loop' % (name,))
+        self.vms[name] = _VmState(cores, max_cores, qos, changed_at=now)
+
+    def remove(self, name):
+        """A VM leaves; its cores are free."""
+        self.vms.pop(name, None)
+
     def free(self):
         return self.budget - sum(vm.cores for vm in self.vms.values())
 

@@ -58,3 +58,26 @@ def test_stop_gives_every_guest_back():
         assert scene.host.online(vm) == 8
         assert u.driver.read_pins(vm) == ({frozenset(range(8))},
                                           frozenset(range(8)))
+
+
+def test_a_removed_guest_is_dropped_and_its_pool_freed():
+    scene = _scene((0.5, 0.5), cores=4)
+    u = ufo.UfoAgent(scene)
+    for _ in range(6):
+        scene.host.advance(engine.TIME_SCALE)
+        plan = u.tick()
+    gone, kept = scene.vms
+    assert plan.vms[gone].cores
+    u.driver.remove(gone)
+    assert [g.uuid for g in u.driver.guests()] == [kept]
+    scene.host.advance(engine.TIME_SCALE)
+    plan = u.tick()
+    # The agent saw it stop: no longer managed, no pool, no CPU in any.
+    assert gone not in u.agent.guests and gone not in plan.vms
+    assert u.held_cpus() == len(plan.vms[kept].cpus |
+                                plan.emulator_cpus)
+    # The engine stopped it: it drains, then runs nothing.
+    scene.host.advance(engine.TIME_SCALE)
+    before = scene.host.counters(gone)
+    scene.host.advance(engine.TIME_SCALE)
+    assert scene.host.counters(gone).vcpu_cpu_ns == before.vcpu_cpu_ns

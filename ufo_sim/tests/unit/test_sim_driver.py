@@ -168,3 +168,19 @@ def test_set_vcpus_idle_soaks_a_be_guest_until_release():
     assert host.counters(be).vcpu_cpu_ns - before > 0.3 * 3e9
     with pytest.raises(base.DriverError):
         d.set_vcpus_idle('nope', True)
+
+
+def test_remove_stops_the_vm_and_tells_the_agent():
+    host, vm = _host()
+    d = sim_driver.SimDriver(host)
+    d.add(vm, 4)
+    d.events()
+    d.remove(vm)
+    assert d.guests() == []
+    assert d.events() == [(vm, base.GuestEvent.STOPPED)]
+    with pytest.raises(base.DriverError):
+        d.observe(vm)
+    with pytest.raises(base.DriverError):
+        d.remove(vm)
+    with pytest.raises(ValueError):
+        host.set_rps(vm, 100.0)

@@ -1,0 +1,320 @@
+"""A fast host model fitted from the engine: the cloud's hosts at scale.
+
+:class:`SurrogateHost` has the face of :class:`ufo_sim.engine.SimHost`
+that :class:`~ufo_sim.driver.SimDriver` and
+:class:`~ufo_sim.cluster.host.ClusterHost` use (add, stop, load, pin,
+hotplug, advance, counters), so the real agent runs over it unchanged.
+What it computes per interval, from its state held constant over the
+interval (pins, online vCPUs, offered loads):
+
+* each VM's demand: an LC VM's requests times its profile's vCPU and
+  emulator CPU per request, a BE VM's busy threads (at most its online
+  vCPUs); SCHED_IDLE threads (BE soak) take only what is left;
+* each pool's load (:mod:`ufo_sim.cluster.host_features`); an overloaded
+  pool serves each thread group its share, the rest is not served;
+* the counters the agent reads (CPU, run delay, guest busy time,
+  context switches and switches into threads, requests), each per unit
+  of work as fitted;
+* each LC VM's p99 and verdict from the engine's measured cells
+  nearest in those features (:func:`predict`), per profile.
+
+There are no latencies to take: :meth:`SurrogateHost.take_p99` gives the
+last interval's p99. CPU hotplug takes no time. The fit and its error
+against the engine: :mod:`ufo_sim.cluster.surrogate_fit` and the
+research record of 2026-12-02 (cluster hosts).
+"""
+
+import dataclasses
+import json
+import math
+import os
+
+import numpy as np
+
+from ufo_sim.cluster import host_features
+from ufo_sim.engine import host as engine_host
+from ufo_sim.engine.spec import HostSpec
+
+PARAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                      'surrogate_params.json')
+# Loads (and batch pressure) above this count as this much: all are
+# overloads by then.
+_CAP = 3.0
+# Run delay grows as rho / (1 - rho), with rho held below this.
+_CLIP = 0.97
+# Neighbours weighed for the verdict and for the p99 (chosen by two-fold
+# cross-validation on the fitted cells, see the research record).
+K_VERDICT = 7
+K_P99 = 3
+
+
+def vector(feats):
+    """A VM's features as the nearest-neighbour model compares them."""
+    return [min(feats[n], _CAP) if n in ('u', 'rho_v', 'rho_e', 'be')
+            else feats[n] for n in host_features.NAMES]
+
+
+def _nearest(x, y, z, k):
+    """Inverse-distance weighted mean of the k nearest rows' values."""
+    dist = np.sqrt(((x - z) ** 2).sum(axis=1))
+    idx = np.argsort(dist)[:k]
+    w = 1.0 / (dist[idx] + 1e-6)
+    return float((w * y[idx]).sum() / w.sum())
+
+
+# Parameters as arrays, by (id of the parameters, profile name).
+_PREPARED = {}
+
+
+def _prepared(params, name):
+    key = (id(params), name)
+    if key not in _PREPARED:
+        model = params['knn'][name]
+        scale = np.array(model['scale'])
+        _PREPARED[key] = (scale, {
+            part: (np.array(model[part]['x']) / scale,
+                   np.array(model[part]['y']))
+            for part in ('verdict', 'p99')}, params)
+    return _PREPARED[key]
+
+
+def predict(params, profile, feats):
+    """(p99 in simulated us, in violation) of an LC VM with ``feats``.
+
+    Both from the engine's measured cells nearest in the features
+    (scaled by their spread): the verdict is the weighted vote of
+    ``K_VERDICT`` of them, the p99 the weighted geometric mean of
+    ``K_P99`` that served their load.
+    """
+    scale, tables, _ = _prepared(params, profile.name)
+    z = np.array(vector(feats)) / scale
+    bad = _nearest(*tables['verdict'], z, K_VERDICT) > 0.5
+    p99 = profile.qos_p99_us * math.exp(
+        _nearest(*tables['p99'], z, K_P99))
+    return p99, bad
+
+
+def load_params(path=PARAMS):
+    with open(path) as f:
+        return json.load(f)
+
+
+@dataclasses.dataclass
+class _Vm:
+    name: str
+    vcpus: int
+    profile: object
+    rps: float = 0.0
+    online: int = 0
+    vcpu_cpus: frozenset = frozenset()
+    emu_cpus: frozenset = frozenset()
+    idle: bool = False
+    stopped: bool = False
+    counts: dict = dataclasses.field(default_factory=dict)
+    p99: float = math.nan
+    violated: bool = False
+
+
+_COUNTERS = [f.name for f in dataclasses.fields(engine_host.VmCounters)]
+
+
+class SurrogateHost:
+    """A host whose VMs' QoS and counters come from the fitted model."""
+
+    def __init__(self, spec=None, seed=0, params=None):
+        self.spec = spec or HostSpec()
+        self.seed = int(seed)
+        self.params = params if params is not None else _default_params()
+        self.siblings = self.spec.siblings()
+        self.numa_of_cpu = self.spec.numa_of_cpu()
+        self.little = self.spec.little_cpus()
+        self._now = 0.0
+        self._vms = {}
+        self._features = None
+
+    @property
+    def now(self):
+        return self._now
+
+    @property
+    def cpus(self):
+        return tuple(range(self.spec.cpus))
+
+    def _vm(self, vm):
+        try:
+            return self._vms[vm]
+        except KeyError:
+            raise KeyError('no VM %r' % (vm,)) from None
+
+    def add_vm(self, name, vcpus, profile, rps=0.0):
+        if name in self._vms:
+            raise ValueError('VM %r exists' % (name,))
+        every = frozenset(self.cpus)
+        self._vms[name] = _Vm(name, int(vcpus), profile, online=int(vcpus),
+                              vcpu_cpus=every, emu_cpus=every,
+                              counts={f: 0 for f in _COUNTERS})
+        self._features = None
+        if rps:
+            self.set_rps(name, rps)
+        return name
+
+    def profile(self, vm):
+        return self._vm(vm).profile
+
+    def stop_vm(self, vm):
+        self._vm(vm).stopped = True
+        self._vm(vm).rps = 0.0
+        self._features = None
+
+    def set_rps(self, vm, rps):
+        v = self._vm(vm)
+        if not v.profile.is_lc:
+            return
+        if v.stopped:
+            raise ValueError('the VM is stopped')
+        v.rps = float(rps)
+        self._features = None
+
+    def pin_vcpus(self, vm, cpus):
+        self._pin(vm, 'vcpu_cpus', cpus)
+
+    def pin_emulator(self, vm, cpus):
+        self._pin(vm, 'emu_cpus', cpus)
+
+    def _pin(self, vm, field, cpus):
+        cpus = frozenset(int(c) for c in cpus)
+        if not cpus or not cpus <= frozenset(self.cpus):
+            raise ValueError('bad CPU set %s' % sorted(cpus))
+        setattr(self._vm(vm), field, cpus)
+        self._features = None
+
+    def set_vcpus_idle(self, vm, idle):
+        self._vm(vm).idle = bool(idle)
+        self._features = None
+
+    def set_online(self, vm, n, hotplug=False):
+        v = self._vm(vm)
+        v.online = max(1, min(v.vcpus, int(n)))
+        self._features = None
+        return v.online
+
+    def online(self, vm):
+        return self._vm(vm).online
+
+    def counters(self, vm):
+        v = self._vm(vm)
+        counts = dict(v.counts)
+        counts['online_vcpus'] = v.online
+        return engine_host.VmCounters(**counts)
+
+    def take_p99(self, vm):
+        """The last interval's (p99 us, in violation) of ``vm``."""
+        v = self._vm(vm)
+        return v.p99, v.violated
+
+    # -- the model -----------------------------------------------------------
+    def _demands(self, v):
+        """(vCPU, emulator) demand of a VM, in CPUs."""
+        p = v.profile
+        if v.stopped:
+            return 0.0, 0.0
+        cost = self.params['cost'][p.name]
+        if p.is_lc:
+            return v.rps * cost['vcpu_s'], v.rps * cost['emu_s']
+        busy = min(p.threads, v.online)
+        return float(busy), busy * cost['emu_per_thread']
+
+    def _states(self):
+        """The features' view of the running VMs (idle class apart)."""
+        states, idle = [], []
+        for v in self._vms.values():
+            dv, de = self._demands(v)
+            state = host_features.VmState(
+                v.name, v.profile.is_lc, v.online, v.vcpu_cpus, v.emu_cpus,
+                dv, de)
+            (idle if v.idle else states).append(state)
+        return states, idle
+
+    def _evaluate(self):
+        states, idle = self._states()
+        slowdown = self.spec.smt_slowdown
+        feats = host_features.features(states, self.siblings, slowdown)
+        everything = host_features.features(states + idle, self.siblings,
+                                            slowdown)
+        out = {}
+        for state in states + idle:
+            # SCHED_IDLE threads (BE soak) take what the normal threads
+            # leave: they see the whole pool, the normal ones do not see
+            # them.
+            f = everything[state.name] if state in idle else \
+                feats[state.name]
+            served = min(1.0, 1.0 / max(f['rho_v'], 1e-9),
+                         1.0 / max(f['u'], 1e-9)) if state.vcpu_demand \
+                else 1.0
+            emu_served = min(1.0, 1.0 / max(f['rho_e'], 1e-9)) \
+                if state.emu_demand else 1.0
+            out[state.name] = (state, f, served, emu_served)
+        self._features = out
+
+    def advance(self, seconds):
+        """Run ``seconds`` simulated seconds with the state held."""
+        if self._features is None:
+            self._evaluate()
+        dt = float(seconds)
+        rates = self.params['rates']
+        for name, (state, f, served, emu_served) in self._features.items():
+            v = self._vms[name]
+            p = v.profile
+            c = v.counts
+            r = rates[p.name]
+            busy = state.vcpu_demand * served * dt
+            cpu = min(busy / max(r['busy_per_cpu'], 1e-3), v.online * dt)
+            emu = state.emu_demand * emu_served * dt
+            rho = min(f['rho_v'], _CLIP)
+            rho_e = min(f['rho_e'], _CLIP)
+            work = busy / max(r['busy_s_per_unit'], 1e-12)
+            c['vcpu_cpu_ns'] += int(cpu * 1e9)
+            c['vcpu_guest_ns'] += int(cpu * 1e9)
+            c['guest_busy_ns'] += int(busy * 1e9)
+            c['vcpu_wait_ns'] += int(cpu * r['wait_per_cpu'] * rho /
+                                     (1.0 - rho) * 1e9)
+            c['emulator_cpu_ns'] += int(emu * 1e9)
+            c['emulator_wait_ns'] += int(emu * r['wait_per_cpu'] * rho_e /
+                                         (1.0 - rho_e) * 1e9)
+            c['vcpu_slices'] += int(work * r['slices'])
+            c['host_ctxsw'] += int(work * r['slices'])
+            c['guest_ctxsw'] += int(work * r['ctxsw'])
+            c['guest_sched_in'] += int(work * r['sched_in'])
+            if p.is_lc:
+                arrived = int(round(v.rps * dt))
+                c['requests_arrived'] += arrived
+                c['requests_done'] += int(round(arrived * served))
+                v.p99, bad = predict(self.params, p, f) if arrived else \
+                    (math.nan, False)
+                v.violated = bool(arrived and bad)
+            else:
+                c['requests_done'] += int(work)
+        self._now += dt
+
+    def cpu_time(self):
+        """Per logical CPU: busy and idle ns, spread evenly over pools."""
+        busy = [0.0] * self.spec.cpus
+        total = int(round(self._now * 1e9))
+        for v in self._vms.values():
+            for field, cpus in (('vcpu_cpu_ns', v.vcpu_cpus),
+                                ('emulator_cpu_ns', v.emu_cpus)):
+                share = v.counts[field] / len(cpus)
+                for cpu in cpus:
+                    busy[cpu] += share
+        return [dict(busy_ns=int(min(b, total)), overhead_ns=0,
+                     idle_ns=int(max(0, total - b))) for b in busy]
+
+
+_DEFAULT = None
+
+
+def _default_params():
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = load_params()
+    return _DEFAULT

@@ -1,0 +1,389 @@
+"""Measure the engine on random static cells; fit the surrogate to them.
+
+``python -m ufo_sim.cluster.surrogate_fit`` fits the surrogate host
+model (:mod:`ufo_sim.cluster.surrogate`) from the stored engine
+measurements and writes its parameters; ``--collect`` first measures
+the engine anew (minutes). The cells are drawn at random: a host of
+``CORES`` cores, one to three VMs of random profiles, flavors, loads and
+layouts (all shared as Nova's default; isolated cores with the emulator
+at home or in a common pool, as DynIso and UFO place them; BE VMs
+floating over what LC VMs left). Each cell runs one control interval to
+warm up, then is measured over ``MEASURE`` intervals, static.
+
+The cells fitted on (seeds from ``FIT_SEED``) and the held-out cells
+(seeds from ``HELD_OUT_SEED``, never used in fitting or in choosing the
+model) are stored in ``surrogate_data.json``; ``--validate`` prints the
+error on both as RESULT lines.
+"""
+
+import argparse
+import json
+import math
+import multiprocessing
+import os
+import sys
+
+import numpy as np
+
+from ufo_sim.cluster import host_features
+from ufo_sim import engine
+from ufo_sim import profiles
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, 'surrogate_data.json')
+PARAMS = os.path.join(HERE, 'surrogate_params.json')
+CORES = 6
+SMT = 2
+MEASURE = 2
+FLAVORS = (2, 4, 8)
+KINDS = ('memcached', 'nginx', 'mysql', 'be')
+
+
+def draw_cell(seed):
+    """A random static cell: its VMs and their pins, loads, online."""
+    rng = np.random.default_rng(seed)
+    cpus = list(range(CORES * SMT))
+    cores = [cpus[i:i + SMT] for i in range(0, len(cpus), SMT)]
+    n = int(rng.integers(1, 4))
+    layout = str(rng.choice(['shared', 'isolated', 'isolated-pool',
+                             'be-float']))
+    vms = []
+    for i in range(n):
+        kind = str(rng.choice(KINDS, p=[0.3, 0.25, 0.25, 0.2]))
+        vcpus = int(rng.choice(FLAVORS))
+        vms.append(dict(name='v%d' % i, profile=kind, vcpus=vcpus,
+                        load=float(rng.uniform(0.05, 1.0)),
+                        threads=int(rng.integers(1, vcpus + 1)),
+                        online=vcpus))
+    if layout == 'shared':
+        for vm in vms:
+            vm['vcpu_cpus'] = vm['emu_cpus'] = cpus
+        return dict(seed=seed, layout=layout, vms=vms)
+    free = list(cores)
+    pool = free.pop() if layout == 'isolated-pool' else None
+    floating = []
+    for vm in vms:
+        if layout == 'be-float' and vm['profile'] == 'be':
+            floating.append(vm)
+            continue
+        most = max(1, min(math.ceil(vm['vcpus'] / SMT),
+                          len(free) - (len(vms) - 1)))
+        k = int(rng.integers(1, most + 1)) if free else 0
+        mine = [c for core in free[:k] for c in core] or cpus
+        free = free[k:]
+        vm['vcpu_cpus'] = mine
+        vm['emu_cpus'] = pool if pool else mine
+        if rng.random() < 0.5:
+            vm['online'] = max(1, min(vm['vcpus'], len(mine)))
+    rest = [c for core in free for c in core] or cpus
+    for vm in floating:
+        vm['vcpu_cpus'] = vm['emu_cpus'] = rest
+    return dict(seed=seed, layout=layout, vms=vms)
+
+
+def profile_of(vm):
+    if vm['profile'] == 'be':
+        return profiles.BE(threads=vm['threads'])
+    return profiles.by_name(vm['profile'])
+
+
+def rps_of(vm):
+    p = profile_of(vm)
+    return vm['load'] * p.max_rps * vm['vcpus'] / p.vcpus if p.is_lc \
+        else 0.0
+
+
+def run_cell(cell):
+    """Measure ``cell`` on the engine: one row per VM."""
+    host = engine.SimHost(engine.HostSpec(cores=CORES, smt=SMT),
+                          seed=cell['seed'])
+    tick = engine.TIME_SCALE
+    for vm in cell['vms']:
+        host.add_vm(vm['name'], vm['vcpus'], profile_of(vm),
+                    rps=rps_of(vm))
+        host.pin_vcpus(vm['name'], vm['vcpu_cpus'])
+        host.pin_emulator(vm['name'], vm['emu_cpus'])
+        host.set_online(vm['name'], vm['online'])
+    host.advance(tick)
+    start = {vm['name']: host.counters(vm['name']) for vm in cell['vms']}
+    lat = {vm['name']: [] for vm in cell['vms']}
+    for _ in range(MEASURE):
+        host.advance(tick)
+        for vm in cell['vms']:
+            lat[vm['name']].append(host.take_latencies(vm['name']))
+    rows = []
+    for vm in cell['vms']:
+        name = vm['name']
+        a, b = start[name], host.counters(name)
+        values = np.concatenate(lat[name]) if lat[name] else np.zeros(0)
+        d = {f: getattr(b, f) - getattr(a, f) for f in (
+            'vcpu_cpu_ns', 'vcpu_wait_ns', 'vcpu_slices', 'emulator_cpu_ns',
+            'emulator_wait_ns', 'guest_busy_ns', 'guest_ctxsw',
+            'guest_sched_in', 'requests_done', 'requests_arrived',
+            'requests_dropped')}
+        d['p99_us'] = float(np.percentile(values, 99)) if len(values) \
+            else None
+        d['seconds'] = MEASURE * tick
+        rows.append(d)
+    return dict(cell, measured=rows)
+
+
+def collect(count, first_seed, workers):
+    cells = [draw_cell(first_seed + i) for i in range(count)]
+    with multiprocessing.Pool(workers) as pool:
+        out = []
+        for i, done in enumerate(pool.imap(run_cell, cells)):
+            out.append(done)
+            if (i + 1) % 20 == 0:
+                print('measured %d/%d cells' % (i + 1, count),
+                      file=sys.stderr, flush=True)
+    return out
+
+
+def _served(row):
+    done, arrived = row['requests_done'], row['requests_arrived']
+    return arrived > 0 and done >= 0.97 * arrived
+
+
+def fit_costs(cells):
+    """Per profile: CPU per request (LC) or per busy thread (BE)."""
+    per = {}
+    for cell in cells:
+        for vm, row in zip(cell['vms'], cell['measured']):
+            per.setdefault(vm['profile'], []).append((vm, row))
+    cost, rates = {}, {}
+    for name, items in sorted(per.items()):
+        if name == 'be':
+            emu = [r['emulator_cpu_ns'] / 1e9 / r['seconds'] /
+                   min(vm['threads'], vm['online']) for vm, r in items]
+            cost[name] = dict(vcpu_s=0.0,
+                              emu_s=0.0,
+                              emu_per_thread=float(np.median(emu)))
+        else:
+            ok = [(vm, r) for vm, r in items if _served(r)]
+            # Demand is the guest's work: the vCPU threads' CPU beyond
+            # it is halt polling, which a busier vCPU does not do.
+            units = [r['requests_done'] for _, r in ok]
+            cpu = [r['guest_busy_ns'] / 1e9 for _, r in ok]
+            cost[name] = dict(
+                vcpu_s=float(np.median([c / u for c, u in zip(cpu, units)
+                                        if u])),
+                emu_s=float(np.median([r['emulator_cpu_ns'] / 1e9 /
+                                       r['requests_done'] for _, r in ok
+                                       if r['requests_done']])),
+                emu_per_thread=0.0)
+            items = ok
+        rates[name] = _rates(items)
+    return cost, rates
+
+
+def _rates(items):
+    def med(values):
+        values = [v for v in values if math.isfinite(v)]
+        return float(np.median(values)) if values else 0.0
+    rows = [r for _, r in items if r['vcpu_cpu_ns'] > 0 and
+            r['requests_done'] > 0]
+    per_unit = {k: med([r[k] / r['requests_done'] for r in rows])
+                for k in ('vcpu_slices', 'guest_ctxsw', 'guest_sched_in')}
+    return dict(
+        busy_s_per_unit=med([r['guest_busy_ns'] / 1e9 /
+                             r['requests_done'] for r in rows]),
+        busy_per_cpu=med([r['guest_busy_ns'] / r['vcpu_cpu_ns']
+                          for r in rows]),
+        wait_per_cpu=med([r['vcpu_wait_ns'] / r['vcpu_cpu_ns']
+                          for r in rows]),
+        slices=per_unit['vcpu_slices'], ctxsw=per_unit['guest_ctxsw'],
+        sched_in=per_unit['guest_sched_in'])
+
+
+def cell_features(cell, cost):
+    """The features of each VM of a measured cell, by VM name."""
+    states = []
+    for vm in cell['vms']:
+        c = cost[vm['profile']]
+        if vm['profile'] == 'be':
+            busy = min(vm['threads'], vm['online'])
+            dv, de = float(busy), busy * c['emu_per_thread']
+        else:
+            rps = rps_of(vm)
+            dv, de = rps * c['vcpu_s'], rps * c['emu_s']
+        states.append(host_features.VmState(
+            vm['name'], vm['profile'] != 'be', vm['online'],
+            frozenset(vm['vcpu_cpus']), frozenset(vm['emu_cpus']), dv, de))
+    spec = engine.HostSpec(cores=CORES, smt=SMT)
+    return host_features.features(states, spec.siblings(),
+                                  spec.smt_slowdown)
+
+
+def _served_all(vm, row):
+    """Did the engine's VM serve what it was offered (the grids' rule)?"""
+    offered = rps_of(vm) * row['seconds']
+    done = row['requests_done']
+    return done >= offered - 4 * math.sqrt(offered) - 0.03 * offered
+
+
+def fit(cells):
+    """The surrogate's parameters from measured cells."""
+    from ufo_sim.cluster import host as host_mod
+    from ufo_sim.cluster import surrogate
+    cost, rates = fit_costs(cells)
+    _fit_wait(cells, cost, rates)
+    tables = {}
+    for cell in cells:
+        feats = cell_features(cell, cost)
+        for vm, row in zip(cell['vms'], cell['measured']):
+            if vm['profile'] == 'be':
+                continue
+            p = profile_of(vm)
+            t = tables.setdefault(vm['profile'], dict(
+                verdict=dict(x=[], y=[]), p99=dict(x=[], y=[])))
+            x = [round(v, 5) for v in surrogate.vector(feats[vm['name']])]
+            bad = host_mod.missed(p, row['p99_us'], row['requests_done'],
+                                  rps_of(vm) * row['seconds'])
+            t['verdict']['x'].append(x)
+            t['verdict']['y'].append(1.0 if bad else 0.0)
+            if row['p99_us'] and _served_all(vm, row):
+                t['p99']['x'].append(x)
+                t['p99']['y'].append(round(math.log(
+                    row['p99_us'] / p.qos_p99_us), 5))
+    for t in tables.values():
+        spread = np.array(t['verdict']['x']).std(axis=0)
+        t['scale'] = [round(float(s), 5) if s > 1e-9 else 1.0
+                      for s in spread]
+    return dict(cost=cost, rates=rates, knn=tables,
+                fitted_on=len(cells), cores=CORES, smt=SMT)
+
+
+def _fit_wait(cells, cost, rates):
+    """Run delay per CPU-second over rho / (1 - rho) of the vCPU pool."""
+    ratios = {}
+    for cell in cells:
+        feats = cell_features(cell, cost)
+        for vm, row in zip(cell['vms'], cell['measured']):
+            rho = feats[vm['name']]['rho_v']
+            if row['vcpu_cpu_ns'] > 0 and 0.05 <= rho <= 0.97:
+                ratios.setdefault(vm['profile'], []).append(
+                    row['vcpu_wait_ns'] / row['vcpu_cpu_ns'] /
+                    (rho / (1.0 - rho)))
+    for name, values in ratios.items():
+        rates[name]['wait_per_cpu'] = float(np.median(values))
+
+
+def surrogate_cell(cell, params):
+    """Run ``cell`` on the surrogate: (p99, violated) per VM name."""
+    from ufo_sim.cluster import surrogate
+    host = surrogate.SurrogateHost(engine.HostSpec(cores=CORES, smt=SMT),
+                                   seed=cell['seed'], params=params)
+    for vm in cell['vms']:
+        host.add_vm(vm['name'], vm['vcpus'], profile_of(vm), rps=rps_of(vm))
+        host.pin_vcpus(vm['name'], vm['vcpu_cpus'])
+        host.pin_emulator(vm['name'], vm['emu_cpus'])
+        host.set_online(vm['name'], vm['online'])
+    host.advance(MEASURE * engine.TIME_SCALE)
+    return {vm['name']: host.take_p99(vm['name']) for vm in cell['vms']}
+
+
+def validate(cells, params):
+    """Error of the surrogate against the engine on ``cells``.
+
+    Per LC VM: the verdict (p99 over target or load not served) of the
+    engine and of the surrogate; the p99 error where the engine's VM
+    served its load within twice its target (beyond, only the verdict
+    matters).
+    """
+    from ufo_sim.cluster import host as host_mod
+    agree = total = 0
+    errors = []
+    for cell in cells:
+        predicted = surrogate_cell(cell, params)
+        for vm, row in zip(cell['vms'], cell['measured']):
+            if vm['profile'] == 'be':
+                continue
+            p = profile_of(vm)
+            offered = rps_of(vm) * row['seconds']
+            engine_bad = host_mod.missed(p, row['p99_us'],
+                                         row['requests_done'], offered)
+            p99, bad = predicted[vm['name']]
+            total += 1
+            agree += engine_bad == bad
+            if not engine_bad and row['p99_us'] is not None and \
+                    math.isfinite(p99):
+                errors.append(abs(p99 / row['p99_us'] - 1.0))
+    errors = np.array(errors)
+    return dict(vms=total, verdict_agreement=agree / max(1, total),
+                p99_rows=len(errors),
+                p99_within_15=float(np.mean(errors <= 0.15))
+                if len(errors) else None,
+                p99_median_error=float(np.median(errors))
+                if len(errors) else None)
+
+
+# The measured fields of a row, in the order the data file keeps them.
+FIELDS = ('p99_us', 'vcpu_cpu_ns', 'vcpu_wait_ns', 'vcpu_slices',
+          'emulator_cpu_ns', 'emulator_wait_ns', 'guest_busy_ns',
+          'guest_ctxsw', 'guest_sched_in', 'requests_done',
+          'requests_arrived', 'requests_dropped')
+FIT_SEED, HELD_OUT_SEED = 1000, 5000
+
+
+def compact(cells):
+    """A cell as [seed, rows]: the layout is ``draw_cell(seed)``'s."""
+    return [[c['seed'], [[None if r[f] is None else round(r[f], 1)
+                          for f in FIELDS] for r in c['measured']]]
+            for c in cells]
+
+
+def expand(stored):
+    cells = []
+    for seed, rows in stored:
+        cell = draw_cell(seed)
+        if len(rows) != len(cell['vms']):
+            raise ValueError('cell %d: %d rows for %d VMs: the data was '
+                             'measured on other cells' % (
+                                 seed, len(rows), len(cell['vms'])))
+        cell['measured'] = [dict(zip(FIELDS, r), seconds=MEASURE *
+                                 engine.TIME_SCALE) for r in rows]
+        cells.append(cell)
+    return cells
+
+
+def load_data(path=DATA):
+    """(fitted on, held out): measured cells."""
+    with open(path) as f:
+        data = json.load(f)
+    return expand(data['fit']), expand(data['held_out'])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--collect', type=int, metavar='CELLS',
+                        help='measure this many engine cells to fit on, '
+                        'and half as many held out, first')
+    parser.add_argument('--workers', type=int, default=2)
+    parser.add_argument('--validate', action='store_true')
+    args = parser.parse_args(argv)
+    if args.collect:
+        data = dict(cores=CORES, smt=SMT, measure=MEASURE,
+                    fit=compact(collect(args.collect, FIT_SEED,
+                                        args.workers)),
+                    held_out=compact(collect(args.collect // 2,
+                                             HELD_OUT_SEED, args.workers)))
+        with open(DATA, 'w') as f:
+            json.dump(data, f, separators=(',', ':'))
+            f.write('\n')
+    train, held = load_data()
+    params = fit(train)
+    with open(PARAMS, 'w') as f:
+        json.dump(params, f, separators=(',', ':'), sort_keys=True)
+        f.write('\n')
+    if args.validate:
+        for name, part in (('fit', train), ('held_out', held)):
+            v = validate(part, params)
+            print('RESULT surrogate_error set=%s %s' % (name, ' '.join(
+                '%s=%s' % (k, ('%.3f' % x) if isinstance(x, float) else x)
+                for k, x in v.items())))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

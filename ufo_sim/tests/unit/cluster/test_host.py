@@ -1,0 +1,106 @@
+"""A host of the simulated cloud: boot, step and delete on each policy."""
+
+import math
+
+import pytest
+
+from ufo_sim.cluster import host as host_mod
+from ufo_sim.cluster import workload
+from ufo_sim import profiles
+
+
+def _request(vm_id, vcpus=4, lc=True, seed=0, mean=0.3):
+    return workload.VmRequest(
+        vm_id=vm_id, arrive_s=0.0, lifetime_s=1e6, vcpus=vcpus,
+        memory_mb=4096 * vcpus, lc=lc, pattern='steady', mean_load=mean,
+        peak_load=mean, phase_s=0.0, seed=seed)
+
+
+def test_profiles_by_class_and_seed():
+    lc = [host_mod.profile_of(_request('a', seed=s)).name for s in range(3)]
+    assert lc == ['memcached', 'nginx', 'mysql']
+    be = host_mod.profile_of(_request('b', vcpus=8, lc=False, mean=0.3))
+    assert be.kind == 'be' and be.threads == 2
+    # An offered load is a fraction of the max load scaled to the flavor.
+    assert host_mod.offered_rps(profiles.NGINX, 4, 0.5) == \
+        pytest.approx(0.5 * profiles.NGINX.max_rps / 2)
+
+
+def test_a_second_violates_on_its_p99_or_on_what_it_left_unserved():
+    p = profiles.MEMCACHED
+    fast = [p.qos_p99_us / 2] * 1000
+    assert not host_mod.violated(p, fast, 1000)
+    assert host_mod.violated(p, fast[:-10] + [p.qos_p99_us * 2] * 20, 1010)
+    assert host_mod.violated(p, fast, 2000)
+    assert host_mod.violated(p, [], 1000)
+    assert not host_mod.violated(p, [], 0)
+
+
+@pytest.mark.parametrize('policy', host_mod.POLICIES)
+def test_boot_step_delete(policy):
+    h = host_mod.ClusterHost('h0', 4, 2, policy, seed=1)
+    a, b = _request('a', seed=0), _request('b', lc=False, mean=0.5)
+    h.boot(a)
+    h.boot(b)
+    with pytest.raises(ValueError):
+        h.boot(a)
+    step = h.step(4, {'a': 0.3})
+    assert step.seconds == 4 and step.start_s == 0.0
+    assert set(step.vms) == {'a', 'b'}
+    va = step.vms['a']
+    assert va.lc and va.profile == 'memcached' and va.seconds == 4
+    assert len(va.p99_us) == 4 and all(p > 0 for p in va.p99_us)
+    assert 0 <= va.violation_s <= 4
+    assert step.vms['b'].violation_s == 0
+    assert step.lc_seconds == 4
+    assert len(step.held_cpus) == 4
+    assert all(0 < c <= 8 for c in step.held_cpus)
+    if policy == 'default':
+        assert step.held_cpus == (8,) * 4
+    h.delete('b')
+    with pytest.raises(KeyError):
+        h.delete('b')
+    step = h.step(3, {'a': 0.3, 'b': 1.0})
+    assert set(step.vms) == {'a'} and step.start_s == 4.0
+    # The deleted batch VM drained and runs nothing.
+    before = h.host.counters('b')
+    h.step(1, {'a': 0.3})
+    assert h.host.counters('b').vcpu_cpu_ns == before.vcpu_cpu_ns
+
+
+def test_an_idle_vm_offers_nothing_and_never_violates():
+    h = host_mod.ClusterHost('h0', 2, 2, 'default', seed=1)
+    h.boot(_request('a'))
+    h.boot(_request('z', lc=False, mean=0.01))
+    step = h.step(2, {})
+    assert step.violation_s == 0
+    assert all(math.isnan(p) for p in step.vms['a'].p99_us)
+    # The batch VM whose mean is no busy vCPU finished its first chunk
+    # and runs nothing more.
+    before = h.host.counters('z')
+    h.step(1, {})
+    assert h.host.counters('z') == before
+
+
+def test_ufo_hands_back_cores_and_signals():
+    h = host_mod.ClusterHost('h0', 8, 2, 'ufo', seed=1)
+    assert h.signal() is None
+    h.boot(_request('a', seed=0))
+    step = h.step(12, {'a': 0.2})
+    assert step.held_cpus[-1] < step.held_cpus[0]
+    signal = h.signal()
+    assert signal.managed_cores == 8
+    assert signal.idle_cores > 0
+    assert signal.timestamp == 12.0
+
+
+def test_dyniso_isolates_each_vm_on_its_own_cores():
+    h = host_mod.ClusterHost('h0', 4, 2, 'dyniso', seed=1)
+    h.boot(_request('a', vcpus=2))
+    h.boot(_request('b', vcpus=2, seed=1))
+    assert h.parties.cores() == {'a': 1, 'b': 1}
+    step = h.step(1, {'a': 0.2, 'b': 0.2})
+    assert step.held_cpus == (4,)
+    # Each VM's vCPU threads ran on its own core only.
+    busy = [c['busy_ns'] for c in h.host.cpu_time()]
+    assert busy[:4] != [0] * 4 and busy[4:] == [0] * 4

@@ -1,0 +1,150 @@
+"""The surrogate host: features, counters, the agent over it, the fit."""
+
+import json
+import math
+
+import pytest
+
+from ufo_agent.controller import config as controller_config
+from ufo_agent.service import loop
+from ufo_agent.service import settings as settings_mod
+from ufo_sim.cluster import host as host_mod
+from ufo_sim.cluster import host_features
+from ufo_sim.cluster import surrogate
+from ufo_sim.cluster import surrogate_fit
+from ufo_sim import driver as sim_driver
+from ufo_sim import engine
+from ufo_sim import profiles
+
+SIBLINGS = ((0, 1), (2, 3), (4, 5), (6, 7))
+
+
+def _state(name, vcpus, emu, demand=1.0, lc=True, online=4):
+    return host_features.VmState(name, lc, online, frozenset(vcpus),
+                                 frozenset(emu), demand, 0.1)
+
+
+def test_overlapping_pins_form_one_pool_and_smt_counts_less():
+    # a's emulator threads share CPU 2 with b: one pool; a's vCPUs have
+    # CPUs 0-1 to themselves, c CPU 6.
+    a = _state('a', {0, 1}, {2})
+    b = _state('b', {2, 3}, {2, 3})
+    c = _state('c', {6}, {6})
+    pools = host_features.pools([a, b, c])
+    assert sorted(sorted(p) for p in pools) == [[0, 1], [2, 3], [6]]
+    d = _state('d', {1, 2}, {1, 2})
+    pools = host_features.pools([a, b, c, d])
+    assert sorted(sorted(p) for p in pools) == [[0, 1, 2, 3], [6]]
+    assert host_features.capacity({0, 1, 2}, SIBLINGS, 1.5) == \
+        pytest.approx(2 / 1.5 + 1)
+
+
+def test_features_see_neighbours_and_batch_work():
+    lc = _state('lc', {0, 1, 2, 3}, {0, 1, 2, 3}, 1.0)
+    be = _state('be', {0, 1, 2, 3}, {0, 1, 2, 3}, 2.0, lc=False)
+    alone = host_features.features([lc], SIBLINGS, 1.5)['lc']
+    shared = host_features.features([lc, be], SIBLINGS, 1.5)
+    assert alone['be'] == 0 and alone['emu_home'] == 1.0
+    assert shared['lc']['rho_v'] > alone['rho_v']
+    assert shared['lc']['be'] == pytest.approx(2.0 / (4 / 1.5))
+    assert shared['be']['be'] == 0.0
+    assert alone['u'] == pytest.approx(0.25)
+
+
+def _host(rps_share, cpus=range(8)):
+    host = surrogate.SurrogateHost(engine.HostSpec(cores=4, smt=2), seed=1)
+    p = profiles.MEMCACHED
+    host.add_vm('a', 4, p, rps=rps_share * p.max_rps / 2)
+    host.pin_vcpus('a', list(cpus))
+    return host
+
+
+def test_counters_grow_with_load_and_an_overload_is_a_violation():
+    light, heavy = _host(0.2), _host(1.0, cpus=[0])
+    for h in (light, heavy):
+        h.advance(50.0)
+    a, b = light.counters('a'), heavy.counters('a')
+    assert a.requests_done == a.requests_arrived > 0
+    assert 0 < a.guest_busy_ns <= a.vcpu_cpu_ns
+    assert a.guest_sched_in > 0 and a.vcpu_slices > 0
+    assert not light.take_p99('a')[1]
+    assert b.requests_done < b.requests_arrived
+    assert heavy.take_p99('a')[1]
+    light.advance(50.0)
+    assert light.counters('a').requests_done > a.requests_done
+    assert light.now == 100.0
+
+
+def test_a_stopped_vm_uses_nothing():
+    h = _host(0.5)
+    h.advance(50.0)
+    h.stop_vm('a')
+    before = h.counters('a')
+    h.advance(50.0)
+    assert h.counters('a') == before
+    with pytest.raises(ValueError):
+        h.set_rps('a', 1.0)
+
+
+def test_the_real_agent_runs_over_it_on_guest_samples():
+    h = _host(0.2)
+    d = sim_driver.SimDriver(h)
+    d.add('a', 4)
+    agent = loop.Agent(d, d.all_cpus, controller_config.ControllerConfig(),
+                       settings_mod.AgentSettings(), clock=d.now)
+    agent.start()
+    held = []
+    for _ in range(12):
+        h.advance(engine.TIME_SCALE)
+        plan = agent.tick()
+        held.append(len(plan.vms['a'].cpus) + len(plan.emulator_cpus))
+    # The guest's samples pass the cross-check against the host's
+    # counters, and at 20 % load the agent gives cores back.
+    assert agent.status['a'].signal == 'guest'
+    assert agent.tick_errors == 0
+    assert held[-1] < 8
+
+
+@pytest.mark.parametrize('policy', host_mod.POLICIES)
+def test_cluster_host_on_the_surrogate(policy):
+    h = host_mod.ClusterHost('h0', 4, 2, policy, seed=1,
+                             fidelity='surrogate')
+    for i in range(3):
+        h.boot(_request('v%d' % i, seed=i))
+    step = h.step(300, {'v0': 0.3, 'v1': 0.3, 'v2': 0.3})
+    assert step.seconds == 300 and len(step.held_cpus) == 300
+    assert all(len(v.p99_us) == 300 for v in step.vms.values())
+    assert 0 <= step.violation_s <= 900
+    if policy == 'ufo':
+        # Quasi-static: the agent ticked until the layout held, not 300
+        # times.
+        assert h.agent.ticks < 60
+    h.delete('v0')
+    assert set(h.step(10, {}).vms) == {'v1', 'v2'}
+
+
+def test_every_second_when_not_quasi_static():
+    h = host_mod.ClusterHost('h0', 4, 2, 'ufo', seed=1,
+                             fidelity='surrogate', quasi_static=False)
+    h.boot(_request('v0'))
+    h.step(30, {'v0': 0.3})
+    assert h.agent.ticks == 30
+
+
+def _request(vm_id, seed=0):
+    from ufo_sim.cluster import workload
+    return workload.VmRequest(
+        vm_id=vm_id, arrive_s=0.0, lifetime_s=1e6, vcpus=4,
+        memory_mb=16384, lc=True, pattern='steady', mean_load=0.3,
+        peak_load=0.3, phase_s=0.0, seed=seed)
+
+
+def test_the_stored_parameters_are_the_fit_of_the_stored_data():
+    train, _ = surrogate_fit.load_data()
+    fitted = json.loads(json.dumps(surrogate_fit.fit(train)))
+    stored = surrogate.load_params()
+    assert fitted == stored
+    for name in ('memcached', 'nginx', 'mysql'):
+        model = stored['knn'][name]
+        assert len(model['verdict']['y']) >= 100
+        assert all(math.isfinite(y) for y in model['p99']['y'])
