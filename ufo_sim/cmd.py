@@ -50,6 +50,7 @@ import sys
 import time
 
 from ufo_sim import arguments
+from ufo_sim.commands import cluster as cluster_cmd
 from ufo_sim.engine import spec as spec_mod
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import registry
@@ -804,6 +805,7 @@ def parser():
     common(d)
     host(d)
     d.set_defaults(func=_demo, usage=d)
+    cluster_cmd.add_parser(sub)
     return p
 
 

@@ -129,3 +129,46 @@ def result_line(summary, workload):
                summary['boots_refused'], summary['migrations_per_host_day'],
                summary['changes_per_vm_hour'],
                'yes' if summary['meets_budget'] else 'no', needed_text))
+
+
+def compare(summaries, baseline_kind='default', ufo_kind='ufo-sched'):
+    """The issue's claim, judged: UFO's density over Nova's default.
+
+    The baseline is the ``baseline_kind`` run of highest ratio that meets
+    the budget; UFO's is its ``ufo_kind`` run of highest density that
+    meets it. ``{...}`` with both, the gain in VMs per host (%) and
+    whether UFO's LC violation VM-seconds per VM-hour are no more than
+    the baseline's; None for a side with no run within the budget.
+    """
+    def runs(kind):
+        return [s for s in summaries if s['policy'].split('@')[0] == kind
+                and s['meets_budget']]
+
+    base = max(runs(baseline_kind), default=None,
+               key=lambda s: float(s['policy'].split('@')[1]))
+    ufo = max(runs(ufo_kind), default=None,
+              key=lambda s: s['vms_per_host'])
+    out = {'baseline': base and base['policy'], 'ufo': ufo and ufo['policy'],
+           'gain_pct': None, 'violations_no_more': None}
+    if base and ufo and base['vms_per_host'] > 0:
+        out['gain_pct'] = 100.0 * (ufo['vms_per_host'] /
+                                   base['vms_per_host'] - 1.0)
+        out['violations_no_more'] = (ufo['lc_violation_s_per_vm_hour'] <=
+                                     base['lc_violation_s_per_vm_hour'])
+        out['baseline_vms_per_host'] = base['vms_per_host']
+        out['ufo_vms_per_host'] = ufo['vms_per_host']
+    return out
+
+
+def compare_line(comparison, workload):
+    c = comparison
+    if c['gain_pct'] is None:
+        return ('RESULT cluster_gain workload=%s baseline=%s ufo=%s '
+                'gain_pct=none' % (workload, c['baseline'] or 'none',
+                                   c['ufo'] or 'none'))
+    return ('RESULT cluster_gain workload=%s baseline=%s '
+            'baseline_vms_per_host=%.2f ufo=%s ufo_vms_per_host=%.2f '
+            'gain_pct=%.1f lc_violations_no_more=%s'
+            % (workload, c['baseline'], c['baseline_vms_per_host'],
+               c['ufo'], c['ufo_vms_per_host'], c['gain_pct'],
+               'yes' if c['violations_no_more'] else 'no'))
