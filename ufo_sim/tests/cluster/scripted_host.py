@@ -1,9 +1,10 @@
 """A host with a written-down rule, for the cloud loop's bookkeeping tests.
 
 Not a host model: it has :class:`~ufo_sim.cluster.host.ClusterHost`'s
-calls and a rule a test can work out by hand, so that the tests of the
-loop (Nova's books against the hosts', refused boots, the trait, the
-migrations, sharding) do not depend on what a real host's QoS is.
+calls and answers (its ``HostStep``) and a rule a test can work out by
+hand, so that the tests of the loop (Nova's books against the hosts',
+refused boots, the trait, the migrations, sharding) do not depend on
+what a real host's QoS is.
 
 The rule: the host's demand is the sum over its VMs of load x vCPUs, in
 cores (SMT siblings add nothing). Under ``default`` each LC VM is in
@@ -14,32 +15,10 @@ else UNDERLOADED with its unused cores idle, and counts one vCPU change
 per VM whose load crossed 0.5.
 """
 
-import dataclasses
 import math
 
 from ufo_agent import hostsignal
-
-
-@dataclasses.dataclass(frozen=True)
-class VmStep:
-    lc: bool
-    seconds: int
-    violation_s: int
-    vcpu_changes: int
-
-
-@dataclasses.dataclass(frozen=True)
-class HostStep:
-    vms: dict
-    held_cpus_mean: float
-
-    @property
-    def violation_s(self):
-        return sum(v.violation_s for v in self.vms.values())
-
-    @property
-    def lc_seconds(self):
-        return sum(v.seconds for v in self.vms.values() if v.lc)
+from ufo_sim.cluster import host as host_mod
 
 
 class ScriptedHost:
@@ -78,8 +57,9 @@ class ScriptedHost:
             high = loads.get(vm_id, 0.0) > 0.5
             changes = int(self.policy == 'ufo' and high != self.high[vm_id])
             self.high[vm_id] = high
-            out[vm_id] = VmStep(r.lc, seconds,
-                                seconds if (bad and r.lc) else 0, changes)
+            out[vm_id] = host_mod.VmStep(
+                vm_id, r.lc, 'scripted', seconds,
+                seconds if (bad and r.lc) else 0, (), changes)
         self.now += seconds
         if self.policy == 'ufo':
             over = demand > self.cores
@@ -92,7 +72,8 @@ class ScriptedHost:
                 managed_cores=self.cores,
                 unmet_cores=math.ceil(demand - self.cores) if over else 0,
                 sequence=int(self.now), timestamp=self.now, source='agent')
-        return HostStep(out, min(self.cores, demand))
+        return host_mod.HostStep(self.name, self.now - seconds, seconds, out,
+                                 (min(self.cores, demand),) * seconds)
 
     def signal(self):
         return self._signal
