@@ -91,23 +91,29 @@ def policies(kinds=KINDS, ratios=RATIOS):
 
 @dataclasses.dataclass(frozen=True)
 class HostSpec:
-    """A compute host: its cores, SMT and memory.
+    """A compute host: its cores, logical CPUs per core, memory.
 
     Its VCPU inventory (what the libvirt driver reports and Placement
-    multiplies by the allocation ratio) is its logical CPUs.
+    multiplies by the allocation ratio) is its logical CPUs, the CPUs its
+    host model has.
     """
 
     name: str
     cores: int
-    smt: bool = True
+    smt: int = 2            # logical CPUs per core, as the engine's
     memory_mb: int = 256 * 1024
+
+    def __post_init__(self):
+        if self.smt not in (1, 2) or isinstance(self.smt, bool):
+            raise ValueError('smt is 1 or 2 logical CPUs per core, not %r'
+                             % (self.smt,))
 
     @property
     def cpus(self):
-        return self.cores * (2 if self.smt else 1)
+        return self.cores * self.smt
 
 
-def uniform_hosts(count, cores, smt=True, memory_mb=256 * 1024):
+def uniform_hosts(count, cores, smt=2, memory_mb=256 * 1024):
     return tuple(HostSpec('host%03d' % i, cores, smt, memory_mb)
                  for i in range(count))
 
@@ -442,9 +448,12 @@ class Cloud:
         self.series.add(
             t=t, hosted=len(self.placed), lc_hosted=lc_hosted,
             demand=demand,
-            lc_violation_s=sum(r.lc_violation_s for r, _ in reports.values()),
-            changes=sum(r.changes for r, _ in reports.values()),
-            refused=refused, migrations=migrations)
+            # Summed in host order: the same floats for any sharding.
+            lc_violation_s=sum(reports[h][0].lc_violation_s
+                               for h in sorted(reports)),
+            changes=sum(reports[h][0].changes for h in sorted(reports)),
+            refused=refused, migrations=migrations,
+            held_cpus=sum(reports[h][0].held_cpus for h in sorted(reports)))
 
 
 def run(config, policy_list, requests, workers=2, factory=None):

@@ -17,6 +17,10 @@ policy by, all measured after the warm-up:
     Live migrations per host and simulated day.
 ``changes_per_vm_hour``
     vCPU online/offline changes per VM-hour hosted.
+``held_cpus_per_host``
+    Logical CPUs the hosts' policies held for the VMs, per host,
+    time-averaged (Nova's default holds every CPU; UFO and DynIso what
+    their pools hold).
 ``hosts_needed``
     Hosts of this size that carry the workload's demand (the VMs that
     asked to be alive, refused or not) at this policy's density, when it
@@ -48,9 +52,10 @@ class Series:
     changes: list = dataclasses.field(default_factory=list)
     refused: list = dataclasses.field(default_factory=list)
     migrations: list = dataclasses.field(default_factory=list)
+    held_cpus: list = dataclasses.field(default_factory=list)
 
     def add(self, t, hosted, lc_hosted, demand, lc_violation_s, changes,
-            refused, migrations):
+            refused, migrations, held_cpus=0.0):
         self.t.append(float(t))
         self.hosted.append(int(hosted))
         self.lc_hosted.append(int(lc_hosted))
@@ -59,6 +64,7 @@ class Series:
         self.changes.append(int(changes))
         self.refused.append(int(refused))
         self.migrations.append(int(migrations))
+        self.held_cpus.append(float(held_cpus))
 
     def measured(self):
         """Indices of the steps after the warm-up."""
@@ -102,6 +108,7 @@ def summarize(series, budget=QOS_BUDGET):
         migrations_per_host_day=total('migrations') / series.hosts / days,
         changes_per_vm_hour=(total('changes') / (vm_s / 3600.0)
                              if vm_s else 0.0),
+        held_cpus_per_host=total('held_cpus') / steps / series.hosts,
         meets_budget=meets,
         hosts_needed=(math.ceil(demand / density - 1e-9)
                       if meets and density > 0 else None),
@@ -122,12 +129,12 @@ def result_line(summary, workload):
             'vms_per_host=%.2f lc_violation_pct=%.3f '
             'lc_violation_s_per_vm_hour=%.2f boots_refused=%d '
             'migrations_per_host_day=%.2f changes_per_vm_hour=%.2f '
-            'meets_budget=%s hosts_needed=%s'
+            'held_cpus_per_host=%.1f meets_budget=%s hosts_needed=%s'
             % (workload, summary['policy'], summary['hosts'],
                summary['vms_per_host'], 100.0 * summary['lc_violation_share'],
                summary['lc_violation_s_per_vm_hour'],
                summary['boots_refused'], summary['migrations_per_host_day'],
-               summary['changes_per_vm_hour'],
+               summary['changes_per_vm_hour'], summary['held_cpus_per_host'],
                'yes' if summary['meets_budget'] else 'no', needed_text))
 
 

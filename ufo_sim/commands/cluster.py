@@ -127,7 +127,8 @@ def hosts_of(args):
     out = []
     for i in range(args.hosts):
         cores = sizes[i * len(sizes) // args.hosts]
-        out.append(cloud.HostSpec('host%03d' % i, cores, args.smt == 'on',
+        out.append(cloud.HostSpec('host%03d' % i, cores,
+                                  2 if args.smt == 'on' else 1,
                                   args.memory_gb * 1024))
     return tuple(out)
 

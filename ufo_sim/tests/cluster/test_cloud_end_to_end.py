@@ -41,6 +41,9 @@ def test_cluster_command_on_local_ray(tmp_path, capsys):
         assert 0.0 <= s['lc_violation_share'] <= 1.0
         assert s['demand_vms'] >= s['vms_per_host'] * 3 - 1e-9
     assert by['default@2']['changes_per_vm_hour'] == 0.0
+    # Nova's default holds every CPU of its 4-core SMT hosts.
+    assert by['default@2']['held_cpus_per_host'] == 8.0
+    assert by['ufo-migrate@2']['held_cpus_per_host'] <= 8.0
     series = saved['series']['ufo-migrate@8']
     assert len(series['t']) == 30
 

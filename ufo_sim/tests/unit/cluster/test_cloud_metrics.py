@@ -13,11 +13,12 @@ def _series(name='default@2', hosts=2, rows=()):
     return s
 
 
-# t, hosted, lc_hosted, demand, lc_violation_s, changes, refused, migr.
-ROWS = [(0, 10, 4, 12, 240, 0, 5, 0),          # warm-up: not measured
-        (60, 4, 2, 6, 0, 3, 0, 0),
-        (120, 4, 2, 6, 12, 1, 1, 1),
-        (180, 6, 2, 6, 0, 2, 0, 0)]
+# t, hosted, lc_hosted, demand, lc_violation_s, changes, refused,
+# migrations, held CPUs (all hosts)
+ROWS = [(0, 10, 4, 12, 240, 0, 5, 0, 64),      # warm-up: not measured
+        (60, 4, 2, 6, 0, 3, 0, 0, 10),
+        (120, 4, 2, 6, 12, 1, 1, 1, 12),
+        (180, 6, 2, 6, 0, 2, 0, 0, 20)]
 
 
 def test_figures_after_the_warm_up():
@@ -33,6 +34,7 @@ def test_figures_after_the_warm_up():
     assert s['migrations_per_host_day'] == pytest.approx(1 / 2 / days)
     assert s['changes_per_vm_hour'] == pytest.approx(3 / (600 / 3600))
     assert s['demand_vms'] == 6
+    assert s['held_cpus_per_host'] == pytest.approx((12 + 20) / 2 / 2)
     # 5 % of LC VM-seconds in violation: over the 1 % budget.
     assert not s['meets_budget'] and s['hosts_needed'] is None
     assert 'meets_budget=no hosts_needed=none_within_budget' in \
@@ -47,7 +49,7 @@ def test_hosts_needed_within_the_budget():
     assert s['meets_budget'] and s['hosts_needed'] == 3
     assert not s['hosts_needed_bound']
     assert 'hosts_needed=3' in metrics.result_line(s, 'generated')
-    full = [(t, d, lc, d, 0, 0, 0, 0) for t, _, lc, d, *_ in ROWS]
+    full = [(t, d, lc, d, 0, 0, 0, 0, 0) for t, _, lc, d, *_ in ROWS]
     s = metrics.summarize(_series(rows=full))
     assert s['hosts_needed_bound']
     assert 'hosts_needed=<=2' in metrics.result_line(s, 'generated')
