@@ -332,10 +332,15 @@ class Cloud:
         self.placed = {}            # vm_id -> host
         self.by_id = {r.vm_id: r for r in self.requests}
         self.histories = {h.name: [] for h in config.hosts}
+        # The audit looks back sustain_s + max_age_s: keep at least that.
+        strategy = dict(config.strategy_params)
+        self.keep_s = max(workload.HOUR_S,
+                          float(strategy.get('sustain_s', 300.0)) +
+                          float(strategy.get('max_age_s', 120.0)))
         self.last_migrated = {}
         self.series = metrics.Series(policy.name, len(config.hosts),
                                      config.step_s, config.warmup_s)
-        self.migrated = []          # (t, uuid, source, destination)
+        self.migrated = []          # (t, vm_id, source, destination)
 
     def run(self):
         """Simulate ``duration_s``; return the :class:`metrics.Series`."""
@@ -405,7 +410,7 @@ class Cloud:
                     books.traits.discard(OVERLOADED_TRAIT)
             history = self.histories[host]
             history.append(signal)
-            horizon = self.now - workload.HOUR_S
+            horizon = self.now - self.keep_s
             while history and history[0].timestamp < horizon:
                 history.pop(0)
 

@@ -186,3 +186,20 @@ def test_shards_deal_hosts_round_robin():
         ['host000', 'host002', 'host004'], ['host001', 'host003']]
     assert cloud.shard_groups(hosts, 0) == [hosts]
     assert len(cloud.shard_groups(hosts[:1], 4)) == 1
+
+
+def test_the_audit_sees_back_as_far_as_its_sustain_asks():
+    # sustain_s beyond an hour: the signal history must reach that far.
+    hosts = cloud.uniform_hosts(3, 1)
+    config = _config(hosts, 4800, audit_interval_s=600.0,
+                     strategy_params=(('sustain_s', 3700.0),))
+    policy = cloud.Policy('ufo-migrate', 8.0)
+    from ufo_sim.cluster import audit
+    with audit.Auditor() as auditor:
+        shards = cloud.open_shards(config, policy, 0, Scripted)
+        c = cloud.Cloud(config, policy, _overloaded_then_small()[:1],
+                        shards, auditor)
+        c.run()
+    # Overloaded from the first signal at 60 s: sustained at 3760 s, the
+    # audit at 4200 s moves it.
+    assert [m[0] for m in c.migrated] == [4200.0]
