@@ -230,14 +230,6 @@ OPTS = [
              'instead of a core at a time. Traffic is counted on the '
              'guest\'s NICs by libvirt; a guest without them, or one '
              'managed host-only, is not affected.'),
-    cfg.BoolOpt(
-        'drain_on_grow', default=_DEFAULTS.drain_on_grow,
-        mutable=True,
-        help='When a grow is sized by unanswered traffic '
-             '(grow_to_traffic_demand), also give the VM, for one tick, '
-             'idle cores enough to run the work its step left queued, and '
-             'take them back on the next tick. Only idle cores are used; '
-             'no other VM\'s cores are taken.'),
     cfg.StrOpt(
         'be_policy', default=_DEFAULTS.be_policy,
         choices=[('idle-pool', 'Best-effort guests share the idle pool '

@@ -68,9 +68,8 @@ def allocate_counts(total, emulator_min, emulator_want, requests,
     core must exceed a holder's before a core it holds changes hands.
     ``yielded_to`` holds the keys of the VMs the emulator pool gave a
     core to on this tick: the split of committed demand cannot hand that
-    core to another VM (on the simulator's quick grid it went to MySQL on
-    a 0.1 % difference of utilization per core, and Nginx, the one it was
-    yielded for, stayed one core short and missed QoS).
+    core to another VM (why: doc/source/research/
+    2026-11-30-yield-to-named-guest.rst).
     """
     if emulator_fair is None:
         emulator_fair = emulator_want

@@ -48,7 +48,6 @@ class ControllerConfig:
     host_only_steal_max: float = 0.05
     drain_hold_max: float = 5.0
     grow_to_traffic_demand: bool = True
-    drain_on_grow: bool = True
     be_policy: str = 'idle-pool'
 
     def __post_init__(self):

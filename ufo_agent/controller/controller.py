@@ -24,9 +24,12 @@ from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import confirm
 from ufo_agent.controller import emulator as emulator_pool
 from ufo_agent.controller import hostonly
+from ufo_agent.controller import memory
 from ufo_agent.controller import plan as plans
 from ufo_agent.controller import predictor as core_predictor
+from ufo_agent.controller import reason
 from ufo_agent.controller import sfmodel
+from ufo_agent import frozen
 
 Action = plans.Action
 ControllerConfig = controller_config.ControllerConfig
@@ -44,20 +47,81 @@ _MOVES = frozenset([Action.START, Action.GROW, Action.SHRINK, Action.PROBE,
 _NOTED = frozenset([Action.ACCEPT, Action.REVERT, Action.WAKE,
                     Action.LATENCY_CRITICAL])
 
+# The controller's own rules: a VM's lifecycle, the guards that hold a
+# move back, confirmation, drain cores and the allocator's outcome.
+START = reason.rule('start', 'new VM starts at its flavor size')
+RESET = reason.rule('reset', 'its update failed (%(error)s); it starts '
+                    'afresh at its flavor size')
+BE_CLASS = reason.rule('be-class',
+                       'SF per util%% %(sf_per_util).1f < %(limit).1f')
+LC_CLASS = reason.rule('lc-class', 'SF per util% back above threshold')
+IDLE = reason.rule('idle', 'util below %(util).1f%% for %(seconds).0f s')
+PAUSED = reason.rule('paused', 'paused')
+WAKE = reason.rule('wake', 'util %(util).1f%% after idle')
+TRAFFIC = reason.rule('traffic', 'util %(util).0f%% answers %(share).0f%% '
+                      'of its traffic')
+CONFIRM = reason.rule('confirm', '%(action)s to %(cores)d cores on '
+                      '%(agreed)d of %(needed)d samples: %(reason)s')
+CONFIRM_EMULATOR_GROW = reason.rule(
+    'confirm-emulator-grow', '%(action)s to %(cores)d cores on %(agreed)d '
+    'of %(needed)d samples (the emulator pool grows): %(reason)s')
+SHRINK_UNDONE = reason.rule('shrink-undone', 'shrink to %(cores)d cores '
+                            'waits: the last one at this load was grown '
+                            'back')
+DRAINING = reason.rule('draining', '%(action)s to %(cores)d cores waits: '
+                       'the VM is draining a backlog')
+DENIED_AGAIN = reason.rule('denied-again', 'probe to %(cores)d cores waits '
+                           'for an idle core: %(reason)s')
+DRAIN_CORES = reason.rule('drain-cores', '%(extra)d more for one tick to '
+                          'work off the backlog (%(need).0f%% to run)')
+DRAINED = reason.rule('drained', 'the backlog had one tick on its drain '
+                      'cores')
+IDLE_POOL_SUPPLIED = reason.rule('idle-pool-supplied', 'idle pool supplied '
+                                 '%(got)d of %(wanted)d')
+OVERLOADED = reason.rule('overloaded', 'host overloaded: wanted '
+                         '%(committed)d committed cores')
+NO_IDLE_CORE = reason.rule('no-idle-core', 'no idle core for a probe to '
+                           '%(cores)d cores')
+PROBE_DENIED = reason.rule('probe-denied', 'probe denied')
+
 
 class ControllerError(ValueError):
     """The controller cannot work with what it was given."""
 
 
-@dataclasses.dataclass(frozen=True)
-class DeniedProbe:
-    """A probe up from ``cores`` to ``target`` the host had no core for."""
+DeniedProbe = memory.DeniedProbe
+Shrink = memory.Shrink
+Step = memory.Step
 
-    cores: int
-    target: int
-    util: float
-    time: float
-    idle: int       # idle cores left after the allocation that denied it
+
+@frozen.value
+class Traffic:
+    """A sample read with its traffic (:meth:`Controller._traffic`).
+
+    ``need``: demand plus the work left unanswered, for drain cores
+    (None unless the demand was read from traffic).
+    """
+
+    draining: bool
+    demand: float
+    why: object = None
+    need: float = None
+
+
+@frozen.value
+class PlanInputs:
+    """What a VM's :class:`VmPlan` is made of: equal inputs, same plan."""
+
+    mode: VmMode
+    cores: frozenset
+    cpus: frozenset
+    online: int
+    wanted: int
+    probing: bool
+    note: object
+    r2: float
+    fitted: int
+    sched_idle: bool
 
 
 class VmState:
@@ -84,15 +148,15 @@ class VmState:
         # section 6.2), with one core guaranteed.
         self.committed = 1
         self.want = self.max_cores
-        self.last_action = (Action.START, 'new VM starts at its flavor size')
+        self.last_action = Step(Action.START, reason.of(START))
         self.cores_before_idle = 0
         self.last_sample = None
         self.denied = None      # the last probe the host had no core for
         self.backlog = backlog.BacklogDetector(config)
-        self.last_shrink = None     # (from cores, util there, time)
-        self.shrink_undone = None   # (cores, util, time): grown back to
-        self.plan = None        # (fields, VmPlan) of the last tick
-        self.drain_need = None  # demand plus this tick's unanswered work
+        self.last_shrink = None     # Shrink: the last one
+        self.shrink_undone = None   # Shrink: one grown back at its load
+        self.plan_inputs = None     # PlanInputs of the last tick's plan
+        self.plan = None            # and the VmPlan made of them
         self.drain_back = None  # cores to go back to after a drain tick
         self.reset_by = None    # the error its last update raised, if any
         self.forget_sf(config, pcpus_per_core)
@@ -220,8 +284,10 @@ class Controller:
         if state is not None:
             self.idle_cores |= state.cores
 
-    def park(self, uuid, now, reason):
+    def park(self, uuid, now, why=None):
         """Park an active VM at once (it was paused): no cores, idle pool.
+
+        ``why`` is a :class:`~.reason.Reason`, by default ``paused``.
 
         The next plan moves it to the shared CPUs and frees its cores; it
         wakes like any parked VM, with the cores it had, once its samples
@@ -234,7 +300,8 @@ class Controller:
         state.cores_before_idle = max(1, len(state.cores))
         state.trial = None
         self._pending.append(Decision(now, uuid, Action.PARK,
-                                      len(state.cores), 0, reason))
+                                      len(state.cores), 0,
+                                      why or reason.of(PAUSED)))
 
     # -- one tick --------------------------------------------------------
     def tick(self, now, samples, emulator_busy_pct, held_cores=None):
@@ -349,9 +416,8 @@ class Controller:
         if old.mode == VmMode.ACTIVE and state.mode == VmMode.ACTIVE:
             state.committed = max(1, min(old.committed, state.max_cores))
         text = '%s: %s' % (type(exc).__name__, exc)
-        why = 'its update failed (%s); it starts afresh at its flavor ' \
-            'size' % text
-        state.last_action = (Action.RESET, why)
+        why = reason.of(RESET, error=text)
+        state.last_action = Step(Action.RESET, why)
         state.reset_by = text
         self.vms[uuid] = state
         self.vm_errors[uuid] = exc
@@ -408,15 +474,15 @@ class Controller:
             state.trial = None
             decisions.append(Decision(
                 now, uuid, Action.BEST_EFFORT, len(state.cores), 0,
-                'SF per util%% %.1f < %.1f' % (
-                    sample.sf / max(sample.util, _EPS),
-                    self.config.be_sf_per_util)))
+                reason.of(BE_CLASS,
+                          sf_per_util=sample.sf / max(sample.util, _EPS),
+                          limit=self.config.be_sf_per_util)))
             return
         if vm_class == VmClass.LC and state.mode == VmMode.BEST_EFFORT:
             state.mode = VmMode.ACTIVE
             state.committed, state.want = 1, state.max_cores
-            state.last_action = (Action.LATENCY_CRITICAL,
-                                 'SF per util% back above threshold')
+            state.last_action = Step(Action.LATENCY_CRITICAL,
+                                     reason.of(LC_CLASS))
             return
         idle = state.idle.update(sample.util, now)
         if state.mode == VmMode.ACTIVE and idle:
@@ -425,23 +491,23 @@ class Controller:
             state.trial = None
             decisions.append(Decision(
                 now, uuid, Action.PARK, len(state.cores), 0,
-                'util below %.1f%% for %.0f s' % (
-                    self.config.idle_util, self.config.idle_after)))
+                reason.of(IDLE, util=self.config.idle_util,
+                          seconds=self.config.idle_after)))
             # Its vCPUs go offline now: that work is not a wake-up.
             state.changed_at = now
         elif state.mode == VmMode.IDLE and state.idle.woke() \
                 and state.settled(now, self.config.settle_time):
             state.mode = VmMode.ACTIVE
             state.committed = state.want = state.cores_before_idle
-            state.last_action = (Action.WAKE, 'util %.1f%% after idle'
-                                 % sample.util)
+            state.last_action = Step(Action.WAKE,
+                                     reason.of(WAKE, util=sample.util))
 
     def _predict(self, state, sample, now):
         cfg = self.config
         count = len(state.cores)
         if count == 0:
             return      # not placed yet: keep asking for what it asked
-        draining, demand, why = self._traffic(state, sample, count, now)
+        traffic = self._traffic(state, sample, count, now)
         if sample.host_only != state.judged_host_only:
             # A trial of one rule means nothing to the other.
             state.judged_host_only = sample.host_only
@@ -455,7 +521,7 @@ class Controller:
                 count, sample.util, sample.steal, now, state.trial,
                 state.failed_shrink, state.isolated_steal)
             self._adopt(state, pred, count, sample.util, now,
-                        fresh=state.trial is None, draining=draining)
+                        state.trial is None, traffic)
             return
         state.model.update(count, sample.util, sample.sf, now)
         horizon = now - cfg.sample_max_age
@@ -481,12 +547,12 @@ class Controller:
             return hit.sf
 
         fresh = state.trial is None
-        pred = _because(why, state.predictor.predict(
-            state.model, count, demand, now, state.trial, probe_sf))
-        self._adopt(state, pred, count, sample.util, now, fresh, draining)
+        pred = _because(traffic.why, state.predictor.predict(
+            state.model, count, traffic.demand, now, state.trial, probe_sf))
+        self._adopt(state, pred, count, sample.util, now, fresh, traffic)
 
     def _traffic(self, state, sample, count, now):
-        """(draining, demand, why): the sample read with its traffic.
+        """The sample read with its traffic, as :class:`Traffic`.
 
         Draining: it works off a backlog (:mod:`.backlog`). Demand: its
         utilization, or for a busy VM that answers only a share of its
@@ -497,20 +563,17 @@ class Controller:
         """
         busy = state.predictor.pcu(sample.util, count) > self.config.pcu_high
         draining = state.backlog.update(sample, busy, now)
-        state.drain_need = None
         share = None
         if busy and self.config.grow_to_traffic_demand and \
                 not sample.host_only:
             share = state.backlog.served(sample)
         unanswered = state.backlog.left_unanswered(sample, share, now)
         if share is None:
-            return draining, sample.util, None
+            return Traffic(draining, sample.util)
         demand = min(100.0 * state.spec.vcpus,
                      sample.util / max(share, _EPS))
-        state.drain_need = demand + unanswered
-        why = 'util %.0f%% answers %.0f%% of its traffic' % (
-            sample.util, 100.0 * share)
-        return draining, demand, why
+        why = reason.of(TRAFFIC, util=sample.util, share=100.0 * share)
+        return Traffic(draining, demand, why, demand + unanswered)
 
     def _count_sample(self, state, sample, now):
         """On an emulator-grow tick: count the sample toward a move.
@@ -523,77 +586,78 @@ class Controller:
         if count == 0 or state.trial is not None or \
                 sample.host_only != state.judged_host_only:
             return
-        draining, demand, why = self._traffic(state, sample, count, now)
+        traffic = self._traffic(state, sample, count, now)
         if sample.host_only:
             pred, _ = state.host_only.predict(
                 count, sample.util, sample.steal, now, None,
                 state.failed_shrink, state.isolated_steal)
         else:
-            pred = _because(why, state.predictor.predict(
-                state.model, count, demand, now))
+            pred = _because(traffic.why, state.predictor.predict(
+                state.model, count, traffic.demand, now))
         if pred.cores == count or \
                 self._guarded(state, pred, count, sample.util, now, True,
-                              draining):
+                              traffic.draining):
             state.confirm.reset()
             return
         pending = state.confirm.agree_not_last((pred.cores > count, count),
                                                now)
-        state.last_action = (Action.STAY, '%s to %d cores on %d of %d '
-                             'samples (the emulator pool grows): %s' % (
-                                 pred.action, pred.cores, pending,
-                                 self.config.confirm_samples, pred.reason))
+        state.last_action = Step(Action.STAY, reason.of(
+            CONFIRM_EMULATOR_GROW, action=pred.action, cores=pred.cores,
+            agreed=pending, needed=self.config.confirm_samples,
+            reason=pred.reason))
 
     def _guarded(self, state, pred, count, util, now, fresh, draining):
         """If a guard holds ``pred`` back: the VM waits, and True."""
         if fresh and pred.cores < count and \
                 self._shrink_undone(state, count, util, now):
-            self._wait(state, 'shrink to %d cores waits: the last one at '
-                       'this load was grown back' % pred.cores)
+            self._wait(state, reason.of(SHRINK_UNDONE, cores=pred.cores))
             return True
         if draining and fresh and pred.cores > count:
-            self._wait(state, '%s to %d cores waits: the VM is draining a '
-                       'backlog' % (pred.action, pred.cores))
+            self._wait(state, reason.of(DRAINING, action=pred.action,
+                                        cores=pred.cores))
             return True
         if self._denied_again(state, pred, count, util, now):
-            self._wait(state, 'probe to %d cores waits for an idle core: %s'
-                       % (pred.cores, pred.reason))
+            self._wait(state, reason.of(DENIED_AGAIN, cores=pred.cores,
+                                        reason=pred.reason))
             return True
         return False
 
-    def _adopt(self, state, pred, count, util, now, fresh, draining=False):
+    def _adopt(self, state, pred, count, util, now, fresh, traffic):
         """Make ``pred`` the VM's wish, once confirmed or inside a trial."""
         cfg = self.config
-        if self._guarded(state, pred, count, util, now, fresh, draining):
+        if self._guarded(state, pred, count, util, now, fresh,
+                         traffic.draining):
             return
         if not fresh or pred.cores == count:
             state.confirm.reset()
         elif not state.confirm.agree((pred.cores > count, count), now):
             # A new move waits for the next sample to call for it too.
             state.hold()
-            state.last_action = (Action.STAY, '%s to %d cores on %d of %d '
-                                 'samples: %s' % (
-                                     pred.action, pred.cores,
-                                     state.confirm.pending,
-                                     cfg.confirm_samples, pred.reason))
+            state.last_action = Step(Action.STAY, reason.of(
+                CONFIRM, action=pred.action, cores=pred.cores,
+                agreed=state.confirm.pending, needed=cfg.confirm_samples,
+                reason=pred.reason))
             return
-        state.last_action = (pred.action, pred.reason)
+        state.last_action = Step(pred.action, pred.reason)
         state.trial = pred.trial
         state.want = pred.cores
         state.committed = pred.committed
         if fresh and pred.cores > count:
-            self._add_drain_cores(state, pred)
+            self._add_drain_cores(state, pred, traffic.need)
         if fresh and pred.cores < count:
-            state.last_shrink = (count, util, now)
+            state.last_shrink = Shrink(count, util, now)
         elif pred.cores > count and state.last_shrink is not None:
-            origin, then, at = state.last_shrink
+            last = state.last_shrink
             # Grown back by a load the shrink never saw (a burst): that
             # says nothing about the shrink (_shrink_undone).
-            same_load = util - then <= state.model.tolerance(then)
-            if origin == pred.cores and same_load and now - at <= 2 * (
-                    cfg.settle_time + cfg.confirm_samples * cfg.tick_interval):
-                state.shrink_undone = (origin, then, now)
+            same_load = util - last.util <= state.model.tolerance(last.util)
+            if last.cores == pred.cores and same_load and \
+                    now - last.time <= 2 * (
+                        cfg.settle_time +
+                        cfg.confirm_samples * cfg.tick_interval):
+                state.shrink_undone = Shrink(last.cores, last.util, now)
 
-    def _add_drain_cores(self, state, pred):
+    def _add_drain_cores(self, state, pred, need):
         """Idle cores for one tick, to work off what the step left queued.
 
         A grow sized by unanswered traffic serves the demand from the
@@ -603,24 +667,22 @@ class Controller:
         work within one tick are added to the grow, from idle cores only
         (they are not committed), and go back on the next tick.
         """
-        if not self.config.drain_on_grow or state.drain_need is None:
+        if need is None:
             return
         drain = min(state.max_cores,
-                    math.ceil(state.drain_need / (100.0 * self.ppc) - _EPS))
+                    math.ceil(need / (100.0 * self.ppc) - _EPS))
         if drain > pred.cores:
             state.want = drain
             state.drain_back = pred.cores
-            state.last_action = (pred.action, '%s; %d more for one tick to '
-                                 'work off the backlog (%.0f%% to run)' % (
-                                     pred.reason, drain - pred.cores,
-                                     state.drain_need))
+            state.last_action = Step(pred.action, pred.reason.after_all(
+                reason.of(DRAIN_CORES, extra=drain - pred.cores,
+                          need=need)))
 
     def _end_drain(self, state):
         """Give a grow's drain cores back: a core change like any other."""
         back, state.drain_back = state.drain_back, None
         state.want = max(back, state.committed)
-        state.last_action = (Action.DRAINED, 'the backlog had one tick on '
-                             'its drain cores')
+        state.last_action = Step(Action.DRAINED, reason.of(DRAINED))
 
     def _shrink_undone(self, state, count, util, now):
         """True if a shrink from ``count`` was grown back at this load.
@@ -636,20 +698,19 @@ class Controller:
         undone = state.shrink_undone
         if undone is None:
             return False
-        cores, then, at = undone
         cfg = self.config
-        if now - at > cfg.sample_max_age or \
-                util < then * (1.0 - cfg.sf_match_tolerance):
+        if now - undone.time > cfg.sample_max_age or \
+                util < undone.util * (1.0 - cfg.sf_match_tolerance):
             state.shrink_undone = None
             return False
-        return cores == count
+        return undone.cores == count
 
     @staticmethod
     def _wait(state, why):
         """Keep the VM's cores; a move starts again from its first sample."""
         state.confirm.reset()
         state.hold()
-        state.last_action = (Action.STAY, why)
+        state.last_action = Step(Action.STAY, why)
 
     def _denied_again(self, state, pred, count, util, now):
         """True if ``pred`` asks again for a probe the host just denied.
@@ -725,7 +786,8 @@ class Controller:
             if state.mode != VmMode.ACTIVE:
                 continue
             count = len(state.cores)
-            active[uuid] = (count, state.trial is not None)
+            active[uuid] = emulator_pool.ActiveGuest(
+                count, state.trial is not None)
             sample, denied = state.last_sample, state.denied
             if denied is None or sample is None or \
                     denied.cores != count or \
@@ -798,8 +860,9 @@ class Controller:
             decisions[0] = Decision(
                 now, 'emulator', decisions[0].action,
                 len(self.emulator_cores), counts.emulator,
-                decisions[0].reason + '; idle pool supplied %d of %d'
-                % (counts.emulator, emu_want))
+                decisions[0].reason.after_all(reason.of(
+                    IDLE_POOL_SUPPLIED, got=counts.emulator,
+                    wanted=emu_want)))
         self.emulator_cores = emu_cores
         self.idle_cores = idle
         idle_cpus = self.topology.cpus_of(idle)
@@ -853,14 +916,13 @@ class Controller:
 
     def _record_change(self, state, old, new, now, decisions):
         uuid = state.spec.uuid
-        action, reason = state.last_action
+        action, why = state.last_action.action, state.last_action.reason
         if new < state.committed:
             state.trial = None
             if new != old:
                 decisions.append(Decision(
                     now, uuid, Action.SQUEEZE, old, new,
-                    'host overloaded: wanted %d committed cores'
-                    % state.committed))
+                    reason.of(OVERLOADED, committed=state.committed)))
         elif new < state.want and action == Action.PROBE and new == old:
             state.trial = None
             state.denied = DeniedProbe(
@@ -869,22 +931,21 @@ class Controller:
                 len(self.idle_cores))
             decisions.append(Decision(
                 now, uuid, Action.PROBE_DENIED, old, new,
-                'no idle core for a probe to %d cores' % state.want))
-            reason = 'probe denied'
+                reason.of(NO_IDLE_CORE, cores=state.want)))
+            why = reason.of(PROBE_DENIED)
         elif action == Action.DRAINED:
             if new != old:
-                decisions.append(Decision(now, uuid, action, old, new,
-                                          reason))
+                decisions.append(Decision(now, uuid, action, old, new, why))
         elif new != old:
             if action not in _MOVES:
                 # Cores it asked for earlier came free.
                 action = Action.RESTORE if new > old else Action.SQUEEZE
-            decisions.append(Decision(now, uuid, action, old, new, reason))
+            decisions.append(Decision(now, uuid, action, old, new, why))
         elif action in _NOTED:
-            decisions.append(Decision(now, uuid, action, old, new, reason))
+            decisions.append(Decision(now, uuid, action, old, new, why))
         if new != old:
             state.changed_at = now
-        state.last_action = (Action.STAY, reason)
+        state.last_action = Step(Action.STAY, why)
 
     def _vm_plan(self, state, shared_cpus, shared_pcpus):
         vcpus = state.spec.vcpus
@@ -908,22 +969,24 @@ class Controller:
         else:
             cpus, online = shared_cpus, max(1, min(vcpus, shared_pcpus))
         model = state.model.models.get(len(state.cores))
-        fields = (state.mode, state.cores, cpus, online,
-                  min(state.want, state.max_cores)
-                  if state.mode == VmMode.ACTIVE else 0,
-                  state.trial is not None, state.last_action[1],
-                  model.r2 if model is not None else None,
-                  len(state.model.models), soak)
+        inputs = PlanInputs(
+            state.mode, state.cores, cpus, online,
+            min(state.want, state.max_cores)
+            if state.mode == VmMode.ACTIVE else 0,
+            state.trial is not None, state.last_action.reason,
+            model.r2 if model is not None else None,
+            len(state.model.models), soak)
         # Most VMs' plans repeat tick after tick: reuse the frozen one.
-        if state.plan is None or state.plan[0] != fields:
-            mode, cores, cpus, online, wanted, probing, note, r2, fitted, \
-                soak = fields
-            state.plan = (fields, VmPlan(
-                uuid=state.spec.uuid, mode=mode, cores=cores, cpus=cpus,
-                online_vcpus=online, wanted_cores=wanted, probing=probing,
-                note=note, max_cores=state.max_cores, model_r2=r2,
-                fitted_models=fitted, sched_idle=soak))
-        return state.plan[1]
+        if state.plan is None or state.plan_inputs != inputs:
+            state.plan_inputs = inputs
+            state.plan = VmPlan(
+                uuid=state.spec.uuid, mode=inputs.mode, cores=inputs.cores,
+                cpus=inputs.cpus, online_vcpus=inputs.online,
+                wanted_cores=inputs.wanted, probing=inputs.probing,
+                note=inputs.note, max_cores=state.max_cores,
+                model_r2=inputs.r2, fitted_models=inputs.fitted,
+                sched_idle=inputs.sched_idle)
+        return state.plan
 
 
 _SAMPLE_NUMBERS = ('util', 'sf', 'steal', 'emulator', 'emulator_wait',
@@ -959,4 +1022,4 @@ def _because(why, pred):
     """``pred`` with ``why`` put before its reason, if there is one."""
     if not why:
         return pred
-    return dataclasses.replace(pred, reason='%s; %s' % (why, pred.reason))
+    return dataclasses.replace(pred, reason=pred.reason.before_all(why))

@@ -90,6 +90,8 @@ above the high mark, and gives it back below the low mark.
 import collections
 import dataclasses
 
+from ufo_agent.controller import reason
+
 # Bounds of a learned crowding ratio: a measurement outside them is noise.
 _MIN_CROWDING = 1.0
 _MAX_CROWDING = 3.0
@@ -117,6 +119,29 @@ RULES = (BAND, SATURATION, CEDE, FULL_HOST_HOLD, FULL_HOST_GROW,
          YIELD_TO_SHORT, YIELD_TO_PROBE, PROBE_TAKE_BACK, CONFIRM_SQUEEZE)
 
 
+def _pool_text(name):
+    def render(values):
+        saturated, yields = values['saturated'], values['yields']
+        return '%s: emulator pool utilization %.0f%%%s%s' % (
+            name, values['util'],
+            '; emulator threads of %s saturated' % ', '.join(saturated)
+            if saturated else '',
+            '; yields a core: %s' % '; '.join(str(y) for y in yields)
+            if yields else '')
+    return render
+
+
+for _name in RULES:
+    reason.rule(_name, _pool_text(_name))
+# Whom a core is yielded to (a PoolDecision's ``yields``).
+SHORT_GUEST = reason.rule(
+    'short-guest', '%(vm)s runs one core short of its committed cores at '
+    'PCU %(pcu).0f%%')
+DENIED_PROBE = reason.rule(
+    'denied-probe', '%(vm)s was denied a probe to %(target)d cores at PCU '
+    '%(pcu).0f%%')
+
+
 @dataclasses.dataclass(frozen=True)
 class ShortGuest:
     """An active guest placed on fewer cores than it committed."""
@@ -138,6 +163,14 @@ class ProbeCandidate:
 
 
 @dataclasses.dataclass(frozen=True)
+class ActiveGuest:
+    """An active guest's cores held, and whether it is probing now."""
+
+    cores: int
+    probing: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class PoolView:
     """What the pool's policy sees of one tick.
 
@@ -148,8 +181,8 @@ class PoolView:
     :class:`ShortGuest`; ``room`` the idle cores a guest could grow
     into (:meth:`Controller._idle_room`); ``deficit`` the active guests
     at ``pcu_high`` or more with room to grow; ``probes`` the
-    :class:`ProbeCandidate`; ``active`` maps each active guest to (cores
-    held, probing now); ``takes_guest_cores(size)`` says whether a pool
+    :class:`ProbeCandidate`; ``active`` maps each active guest to its
+    :class:`ActiveGuest`; ``takes_guest_cores(size)`` says whether a pool
     of ``size`` cores would take some guest's committed cores.
     """
 
@@ -173,25 +206,24 @@ class PoolView:
 class PoolDecision:
     """The pool's size for this tick and the rule that set it.
 
-    ``yielded_to`` names the guests one core short the pool yields a
-    core to (the allocator gives it to one of them); ``probe`` the guest
-    whose denied probe goes ahead on the core yielded to it.
+    ``yields`` says why a core is yielded (reasons of rule
+    ``short-guest`` or ``denied-probe``); ``yielded_to`` names the
+    guests one core short the pool yields a core to (the allocator gives
+    it to one of them); ``probe`` the guest whose denied probe goes ahead
+    on the core yielded to it.
     """
 
     size: int
     util: float
     rule: str
-    why: str = ''
+    yields: tuple = ()
     yielded_to: frozenset = None
     probe: str = None
 
     def reason(self, saturated=()):
-        """The decision's reason, as logged: its rule first."""
-        return '%s: emulator pool utilization %.0f%%%s%s' % (
-            self.rule, 100 * self.util,
-            '; emulator threads of %s saturated' % ', '.join(saturated)
-            if saturated else '',
-            '; yields a core: %s' % self.why if self.why else '')
+        """The decision's :class:`~.reason.Reason`: its rule, and values."""
+        return reason.of(self.rule, util=100 * self.util,
+                         saturated=tuple(saturated), yields=self.yields)
 
 
 def wanted_cores(current_cores, current_pcpus, busy_pct, pcpus_per_core,
@@ -295,6 +327,15 @@ class _FailedYield:
     busy_pct: float     # the emulator threads' busy time at the yield
 
 
+@dataclasses.dataclass(frozen=True)
+class _ProbeYield:
+    """A core yielded to ``vm``'s probe up from ``cores``, to ``size``."""
+
+    vm: str
+    cores: int
+    size: int
+
+
 @dataclasses.dataclass
 class _Grow:
     per_guest_before: float     # emulator busy per guest busy
@@ -363,14 +404,12 @@ class EmulatorPool:
         squeezed nobody after the pool had held that size for
         ``settle_time``, within ``sample_max_age``) for today's guests'
         busy time. The measured ratio is of another mix of guests' loads,
-        so it may only hold the pool back: on the simulator a yield on a
-        ratio measured lower than the linear projection cost a light
-        guest its QoS while a busy one took the core. Against today's
-        ratio it is crowding, and bounded like learned crowding: threads
-        busy by their fixed work (timers, polling) at a light load read
-        as a high ratio, which a busy guest's load does not scale (the
-        functional test's two-core host: 8 % beside a guest's 7 %
-        projected 114 % of a core at its 100 %, while the pool ran 17 %).
+        so it may only hold the pool back (doc/source/research/
+        2026-11-29-overload-yield.rst). Against today's ratio it is
+        crowding, and bounded like learned crowding: threads busy by
+        their fixed work (timers, polling) at a light load read as a
+        high ratio, which a busy guest's load does not scale
+        (doc/source/research/2026-11-28-light-guest-fixes.rst).
         """
         busy = max(0.0, float(busy_pct))
         factor = self.crowding(now).get(cores, 1.0)
@@ -592,13 +631,13 @@ class EmulatorPool:
         taken = self._take_back_from_probe(view, want)
         if taken != want:
             want, rule = taken, PROBE_TAKE_BACK
-        why = yielded_to = probe = None
+        why, yielded_to, probe = (), None, None
         if cfg.emulator_util_overload > 0:
             size, rule_now, why, yielded_to = self._under_overload(
                 view, want, util)
             if size != want or rule_now is not None:
                 want, rule = size, rule_now or rule
-            if want == cores and why is None and not view.saturated:
+            if want == cores and not why and not view.saturated:
                 probe, why = self._yield_to_probe(view)
                 if probe is not None:
                     want, rule = cores - 1, YIELD_TO_PROBE
@@ -611,10 +650,10 @@ class EmulatorPool:
                 want, rule = cores, CONFIRM_SQUEEZE
         else:
             self._squeeze_asks = 0
-        return PoolDecision(want, util, rule, why or '', yielded_to, probe)
+        return PoolDecision(want, util, rule, why, yielded_to, probe)
 
     def _under_overload(self, view, want, util):
-        """(size, rule or None, why it yielded, guests yielded to).
+        """(size, rule or None, why it yielded (reasons), guests yielded to).
 
         Each core the pool takes from a guest's committed cores is that
         guest's QoS: the pool takes them only from the mark up or for
@@ -631,31 +670,30 @@ class EmulatorPool:
         if want > cores:
             if util < mark and view.room <= 0 and \
                     self.holds_yield(now, cores, busy):
-                return cores, FULL_HOST_HOLD, None, None
+                return cores, FULL_HOST_HOLD, (), None
             if not view.takes_guest_cores(want):
-                return want, None, None, None
+                return want, None, (), None
             if util < mark and (not view.saturated or self.holds_yield(
                     now, cores, busy, view.saturated)):
-                return cores, FULL_HOST_HOLD, None, None
+                return cores, FULL_HOST_HOLD, (), None
             if util >= mark:
                 self.grew_back(now, cores)
-            return cores + 1, FULL_HOST_GROW, None, None
+            return cores + 1, FULL_HOST_GROW, (), None
         if want < cores or view.saturated or not view.short:
-            return want, None, None, None
+            return want, None, (), None
         eligible = [g for g in view.short
                     if g.committed - g.cores == 1 and g.pcu >= mark]
         if not eligible or not self.may_yield(now, cores, busy,
                                               view.pcpus_per_core,
                                               view.guest_pct, trial=True):
-            return want, None, None, None
+            return want, None, (), None
         self.yielded(now, cores - 1, busy, [g.uuid for g in view.short])
-        return cores - 1, YIELD_TO_SHORT, '; '.join(
-            '%s runs one core short of its committed cores at PCU %.0f%%'
-            % (g.uuid, 100.0 * g.pcu) for g in eligible), \
-            frozenset(g.uuid for g in eligible)
+        return cores - 1, YIELD_TO_SHORT, tuple(
+            reason.of(SHORT_GUEST, vm=g.uuid, pcu=100.0 * g.pcu)
+            for g in eligible), frozenset(g.uuid for g in eligible)
 
     def _yield_to_probe(self, view):
-        """(guest, why) of a pool core given to a denied probe, or Nones.
+        """(guest, why) of a pool core given to a denied probe, or (None, ()).
 
         On a full host a probe up takes only idle cores, so a pool inside
         its utilization band holds the core a guest's probe needs. The
@@ -667,15 +705,17 @@ class EmulatorPool:
         the freed core would be the probe's, not the idle pool's floor.
         """
         if view.room < 0 or not view.probes:
-            return None, None
+            return None, ()
         if not self.may_yield(view.now, view.cores, view.busy_pct,
                               view.pcpus_per_core, view.guest_pct):
-            return None, None
+            return None, ()
         best = min(view.probes, key=lambda p: (-p.pcu, p.uuid))
         self.yielded(view.now, view.cores - 1, view.busy_pct, ())
-        self._probe_yield = (best.uuid, best.cores, view.cores - 1)
-        return best.uuid, '%s was denied a probe to %d cores at PCU ' \
-            '%.0f%%' % (best.uuid, best.target, 100.0 * best.pcu)
+        self._probe_yield = _ProbeYield(best.uuid, best.cores,
+                                        view.cores - 1)
+        return best.uuid, (reason.of(DENIED_PROBE, vm=best.uuid,
+                                     target=best.target,
+                                     pcu=100.0 * best.pcu),)
 
     def _take_back_from_probe(self, view, want):
         """Pool size once a probe the pool yielded to has ended.
@@ -686,13 +726,14 @@ class EmulatorPool:
         """
         if self._probe_yield is None:
             return want
-        uuid, count, size = self._probe_yield
-        state = view.active.get(uuid)
-        live = size == view.cores and state is not None
-        if live and state[1]:
+        given = self._probe_yield
+        count, size = given.cores, given.size
+        guest = view.active.get(given.vm)
+        live = size == view.cores and guest is not None
+        if live and guest.probing:
             return want         # still probing
         self._probe_yield = None
-        if live and state[0] > count:
+        if live and guest.cores > count:
             return want         # kept
         if size == view.cores and view.room > 0:
             return view.cores + 1   # not more: that would take guests' cores

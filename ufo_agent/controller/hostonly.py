@@ -41,6 +41,7 @@ import math
 from ufo_agent.controller.plan import Action
 from ufo_agent.controller.predictor import Prediction
 from ufo_agent.controller.predictor import Trial
+from ufo_agent.controller import reason
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +54,32 @@ class FailedShrink:
 
 
 def _isolated_note(isolated):
-    return ' + %.0f%% isolated' % (100 * isolated) if isolated else ''
+    return ' + %.0f%% isolated' % isolated if isolated else ''
+
+
+def _steal_text(template):
+    """A rule's text with the isolated steal (if any) after the limit."""
+    def render(values):
+        return template % dict(values, base=_isolated_note(
+            values['isolated']))
+    return render
+
+
+# The host-only rules (controller.rst); steal values are in percent.
+STEAL_HIGH = reason.rule('steal-high', _steal_text(
+    'steal %(steal).0f%% > %(limit).0f%%%(base)s at %(cores)d cores'))
+RUNNABLE_HIGH = reason.rule(
+    'runnable-high', 'runnable %(runnable).0f%% > %(cpus)d CPUs + '
+    '%(limit).0f%% at %(cores)d cores')
+STEAL_OK = reason.rule('steal-ok', _steal_text(
+    'steal %(steal).0f%% <= %(limit).0f%%%(base)s at %(cores)d cores'))
+AT_FLAVOR_MAX = reason.rule('at-flavor-max', 'at flavor maximum')
+STEAL_STEADY = reason.rule('steal-steady', _steal_text(
+    'steal %(steal).0f%%%(base)s at %(cores)d cores'))
+SHORT_BEFORE = reason.rule(
+    'short-before', '%(cores)d cores were short at util %(util).0f%%')
+STEAL_LOW = reason.rule('steal-low', _steal_text(
+    'steal %(steal).0f%% < %(limit).1f%%%(base)s at %(cores)d cores'))
 
 
 class HostOnlyPredictor:
@@ -84,15 +110,15 @@ class HostOnlyPredictor:
     def short(self, cores, util, steal, isolated=0.0):
         """Why the VM is short of cores at this sample, or None."""
         limit = self.config.host_only_steal_max
-        base = _isolated_note(isolated)
         if steal - isolated > limit:
-            return 'steal %.0f%% > %.0f%%%s at %d cores' % (
-                100 * steal, 100 * limit, base, cores)
+            return reason.of(STEAL_HIGH, steal=100 * steal,
+                             limit=100 * limit, isolated=100 * isolated,
+                             cores=cores)
         cpus = min(self.vcpus, cores * self.pcpus_per_core)
         demand = self.demand(util, steal)
         if demand > 100.0 * cpus * (1.0 + limit):
-            return 'runnable %.0f%% > %d CPUs + %.0f%% at %d cores' % (
-                demand, cpus, 100 * limit, cores)
+            return reason.of(RUNNABLE_HIGH, runnable=demand, cpus=cpus,
+                             limit=100 * limit, cores=cores)
         return None
 
     def predict(self, cores, util, steal, now, trial=None, failed=None,
@@ -105,21 +131,19 @@ class HostOnlyPredictor:
         had a CPU per vCPU. The second value is what to remember.
         """
         limit = self.config.host_only_steal_max
-        base = _isolated_note(isolated)
         why = self.short(cores, util, steal, isolated)
         if trial is not None:
             if why:
                 failed = FailedShrink(cores, trial.origin_util, now)
                 return Prediction(trial.origin_cores, Action.REVERT,
                                   why), failed
-            return Prediction(cores, Action.ACCEPT, 'steal %.0f%% <= '
-                              '%.0f%%%s at %d cores' % (
-                                  100 * steal, 100 * limit, base, cores)
-                              ), failed
+            return Prediction(cores, Action.ACCEPT, reason.of(
+                STEAL_OK, steal=100 * steal, limit=100 * limit,
+                isolated=100 * isolated, cores=cores)), failed
         if why:
             if cores >= self.max_cores:
-                return Prediction(cores, Action.STAY, why + '; at flavor '
-                                  'maximum'), failed
+                return Prediction(cores, Action.STAY, why.after_all(
+                    reason.of(AT_FLAVOR_MAX))), failed
             target = min(self.max_cores, max(
                 cores + 1, self.cores_for(self.demand(util, steal))))
             # Short without a probe (the load rose, or a probe that held
@@ -127,14 +151,14 @@ class HostOnlyPredictor:
             return Prediction(target, Action.GROW, why), FailedShrink(
                 cores, util, now)
         if steal - isolated >= limit / 2 or cores <= 1:
-            return Prediction(cores, Action.STAY, 'steal %.0f%%%s at %d '
-                              'cores' % (100 * steal, base, cores)), failed
+            return Prediction(cores, Action.STAY, reason.of(
+                STEAL_STEADY, steal=100 * steal, isolated=100 * isolated,
+                cores=cores)), failed
         smaller = cores - 1
         if self.remembers(failed, smaller, util, now):
-            return Prediction(cores, Action.STAY, '%d cores were short '
-                              'at util %.0f%%' % (smaller, failed.util)
-                              ), failed
-        return Prediction(smaller, Action.PROBE, 'steal %.0f%% < %.1f%%%s '
-                          'at %d cores' % (100 * steal, 50 * limit, base,
-                                           cores),
-                          Trial(cores, util, now)), failed
+            return Prediction(cores, Action.STAY, reason.of(
+                SHORT_BEFORE, cores=smaller, util=failed.util)), failed
+        return Prediction(smaller, Action.PROBE, reason.of(
+            STEAL_LOW, steal=100 * steal, limit=50 * limit,
+            isolated=100 * isolated, cores=cores),
+            Trial(cores, util, now)), failed

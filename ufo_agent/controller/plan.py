@@ -112,19 +112,25 @@ class VmSample:
 
 @dataclasses.dataclass(frozen=True)
 class Decision:
-    """One change the controller made, with the reason, for the log."""
+    """One change the controller made, with its reason, for the log.
+
+    ``reason`` is a :class:`~ufo_agent.controller.reason.Reason`: the
+    rule that decided and its values. The log line renders its text,
+    then its rule (after the text, so that readers of the older line
+    still match it).
+    """
 
     time: float
     vm: str
     action: Action
     old: int
     new: int
-    reason: str
+    reason: object
 
     def __str__(self):
-        return 't=%.1f vm=%s action=%s cores=%d->%d reason="%s"' % (
-            self.time, self.vm, self.action, self.old, self.new,
-            self.reason)
+        return 't=%.1f vm=%s action=%s cores=%d->%d reason="%s" ' \
+            'rule=%s' % (self.time, self.vm, self.action, self.old,
+                         self.new, self.reason, self.reason.rule)
 
 
 @frozen.value
@@ -144,7 +150,7 @@ class VmPlan:
     online_vcpus: int         # target for the guest
     wanted_cores: int         # what the predictor asked for
     probing: bool             # a trial allocation is being evaluated
-    note: str = ''            # why the predictor wants what it wants
+    note: object = None       # Reason: why it wants what it wants
     max_cores: int = 0        # its flavor in cores: what it holds without UFO
     model_r2: float = None    # fit of its SF model at its current cores
     fitted_models: int = 0    # core counts with a fitted SF model

@@ -28,8 +28,35 @@ them (doc/source/controller.rst).
 import dataclasses
 
 from ufo_agent.controller.plan import Action
+from ufo_agent.controller import reason
 
 _EPS = 1e-9
+
+# The rules of the walk and the Pred lookup (controller.rst).
+NO_SF_HERE = reason.rule('no-sf-here', 'no SF at current count')
+SF_UNKNOWN = reason.rule(
+    'sf-unknown', 'SF unknown at %(cores)d cores for util %(util).0f%%')
+PRED_HYSTERESIS = reason.rule(
+    'pred-hysteresis',
+    'util %(util).0f%% within one bucket of Pred(%(cores)d)')
+PRED = reason.rule('pred', 'Pred: %(cores)d cores sustain util %(util).0f%%')
+FLAVOR_MAX = reason.rule('flavor-max', 'at flavor maximum (%(cores)d cores)')
+PCU_HIGH = reason.rule(
+    'pcu-high', 'PCU %(pcu).0f%% > %(limit).0f%% at %(cores)d cores')
+TOO_LIGHT = reason.rule(
+    'too-light', 'PCU %(pcu).0f%% < %(limit).0f%% at %(cores)d cores: '
+    'too light to queue')
+PCU_LOW = reason.rule(
+    'pcu-low', 'PCU %(pcu).0f%% < %(limit).0f%% at %(cores)d cores')
+SF_DROP = reason.rule(
+    'sf-drop', 'SF(%(low)d)/SF(%(high)d) = %(ratio).2f < %(ratio_min).2f')
+SF_FLAT = reason.rule(
+    'sf-flat', 'SF(%(low)d)/SF(%(high)d) = %(ratio).2f >= %(ratio_min).2f')
+SF_DROP_BELOW = reason.rule(
+    'sf-drop-below',
+    'SF(%(low)d)/SF(%(high)d) = %(ratio).2f <= %(ratio_min).2f')
+SF_TO_ONE = reason.rule('sf-to-one', 'SF holds down to one core')
+THEN = reason.rule('then', 'then %(reason)s')
 
 
 @dataclasses.dataclass
@@ -47,12 +74,13 @@ class Prediction:
     """What the predictor wants for a VM this tick.
 
     ``action`` is a :class:`~ufo_agent.controller.plan.Action`: ``stay``,
-    ``grow``, ``shrink``, ``probe``, ``revert`` or ``accept``.
+    ``grow``, ``shrink``, ``probe``, ``revert`` or ``accept``; ``reason``
+    a :class:`~ufo_agent.controller.reason.Reason`.
     """
 
     cores: int
     action: Action
-    reason: str
+    reason: reason.Reason
     trial: Trial = None
     committed: int = None
 
@@ -162,13 +190,12 @@ class Predictor:
         except _NeedProbe as probe:
             if probe.cores == cores:    # cannot happen: measured just now
                 return Prediction(cores, Action.STAY,
-                                  'no SF at current count')
+                                  reason.of(NO_SF_HERE))
             if trial is None:
                 trial = Trial(origin_cores, origin_util, now)
-            why = 'SF unknown at %d cores for util %.0f%%' % (
-                probe.cores, origin_util)
+            why = reason.of(SF_UNKNOWN, cores=probe.cores, util=origin_util)
             if probe.why:
-                why = '%s; %s' % (probe.why, why)
+                why = why.before_all(probe.why)
             floor = min(probe.floor, probe.cores)
             if floor > cores:
                 # The walk has already proved these cores needed.
@@ -203,17 +230,14 @@ class Predictor:
         if target < cores:
             # Leave c cores only when u is clearly below what c - 1 sustain.
             if util > model.pred_of(target) - self.config.util_resolution:
-                return Prediction(cores, Action.STAY,
-                                  'util %.0f%% within one bucket of Pred(%d)'
-                                  % (util, target))
+                return Prediction(cores, Action.STAY, reason.of(
+                    PRED_HYSTERESIS, util=util, cores=target))
         if target == cores:
             return Prediction(cores, Action.STAY,
-                              'Pred: %d cores sustain util %.0f%%'
-                              % (cores, util))
+                              reason.of(PRED, cores=cores, util=util))
         action = Action.GROW if target > cores else Action.SHRINK
         return Prediction(target, action,
-                          'Pred: %d cores sustain util %.0f%%'
-                          % (target, util))
+                          reason.of(PRED, cores=target, util=util))
 
     def _walk(self, start, util, model, ratio, evidence):
         """Algorithm 3's two loops; raises _NeedProbe for a missing SF.
@@ -226,26 +250,24 @@ class Predictor:
 
         def more_needed(p):
             if p >= self.max_cores:
-                return False, 'at flavor maximum (%d cores)' % p
+                return False, reason.of(FLAVOR_MAX, cores=p)
             if self.pcu(util, p) > cfg.pcu_high:
-                return True, 'PCU %.0f%% > %.0f%% at %d cores' % (
-                    100 * self.pcu(util, p), 100 * cfg.pcu_high, p)
+                return True, reason.of(PCU_HIGH, pcu=100 * self.pcu(util, p),
+                                       limit=100 * cfg.pcu_high, cores=p)
             if self.too_light(util, p):
-                return False, 'PCU %.0f%% < %.0f%% at %d cores: too light ' \
-                    'to queue' % (100 * self.pcu(util, p),
-                                  100 * cfg.pcu_low, p)
+                return False, reason.of(
+                    TOO_LIGHT, pcu=100 * self.pcu(util, p),
+                    limit=100 * cfg.pcu_low, cores=p)
             r = evidence(p, p + 1)
             if r is None:
                 if self.pcu(util, p + 1) < cfg.pcu_low:
-                    return False, 'PCU %.0f%% < %.0f%% at %d cores' % (
-                        100 * self.pcu(util, p + 1), 100 * cfg.pcu_low,
-                        p + 1)
+                    return False, reason.of(
+                        PCU_LOW, pcu=100 * self.pcu(util, p + 1),
+                        limit=100 * cfg.pcu_low, cores=p + 1)
                 r = ratio(p, p + 1, p)
-            if r < ratio_min:
-                return True, 'SF(%d)/SF(%d) = %.2f < %.2f' % (
-                    p, p + 1, r, ratio_min)
-            return False, 'SF(%d)/SF(%d) = %.2f >= %.2f' % (
-                p, p + 1, r, ratio_min)
+            return r < ratio_min, reason.of(
+                SF_DROP if r < ratio_min else SF_FLAT, low=p, high=p + 1,
+                ratio=r, ratio_min=ratio_min)
 
         p = start
         grow, first = more_needed(p)
@@ -263,15 +285,20 @@ class Predictor:
             # The grow rule's mirror: a step down into PCU above pcu_high
             # would be grown back at once.
             if self.pcu(util, p - 1) > cfg.pcu_high:
-                return p, _chain(first, 'PCU %.0f%% > %.0f%% at %d cores' % (
-                    100 * self.pcu(util, p - 1), 100 * cfg.pcu_high, p - 1))
+                return p, _chain(first, reason.of(
+                    PCU_HIGH, pcu=100 * self.pcu(util, p - 1),
+                    limit=100 * cfg.pcu_high, cores=p - 1))
             r = ratio(p - 1, p, p - 1)
             if r <= ratio_min and not self.too_light(util, p - 1):
-                return p, _chain(first, 'SF(%d)/SF(%d) = %.2f <= %.2f' % (
-                    p - 1, p, r, ratio_min))
+                return p, _chain(first, reason.of(
+                    SF_DROP_BELOW, low=p - 1, high=p, ratio=r,
+                    ratio_min=ratio_min))
             p -= 1
-        return p, _chain(first, 'SF holds down to one core')
+        return p, _chain(first, reason.of(SF_TO_ONE))
 
 
 def _chain(first, last):
-    return first if first == last else '%s; then %s' % (first, last)
+    """``first``, then where the walk stopped (``last``) if another."""
+    if first is last or str(first) == str(last):
+        return first
+    return first.after_all(reason.of(THEN, reason=last))

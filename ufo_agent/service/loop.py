@@ -67,6 +67,7 @@ class VmStatus:
     run_delay_ms: float = 0.0
     wanted_cores: int = 0
     note: str = ''
+    note_rule: str = ''     # the rule of the note (controller.rst)
     paused: bool = False
     idle_priority: bool = False     # BE soak: its group has cpu.idle set
     # Cumulative, from the host, for the metrics' counters (None until
@@ -125,6 +126,7 @@ class Agent:
         # Counted since start, for the metrics (see also the enforcer's).
         self.host_only_fallbacks = 0    # guest signals lost to host-only
         self.decisions = collections.Counter()      # action -> count
+        self.decision_rules = collections.Counter()  # (action, rule) ->
         self.last_progress = time.monotonic()
         self._errors_seen = {}      # (uuid, where) -> last error text
         self._failed = {}           # uuid -> last enforcement failure
@@ -330,6 +332,8 @@ class Agent:
         for decision in plan.decisions:
             DECISIONS.info('%s', decision)
             self.decisions[str(decision.action)] += 1
+            self.decision_rules[str(decision.action),
+                                decision.reason.rule] += 1
         if not self.settings.dry_run:
             for uuid, count in online.items():
                 if self.enforcer.check_guest(uuid, count):
@@ -498,7 +502,7 @@ class Agent:
         if uuid not in self.guests or uuid in self.paused:
             return
         self.paused.add(uuid)
-        self.controller.park(uuid, self.clock(), 'paused')
+        self.controller.park(uuid, self.clock())
         self.enforcer.pause(uuid)
         self.sampler.forget(uuid)
         self.status[uuid].paused = True
@@ -670,7 +674,8 @@ class Agent:
             status.cpus = _cpu_list(vm.cpus)
             status.target_vcpus = vm.online_vcpus
             status.wanted_cores = vm.wanted_cores
-            status.note = vm.note
+            if vm.note is not None:
+                status.note, status.note_rule = str(vm.note), vm.note.rule
             status.r2 = vm.model_r2
             status.channel = str(self.enforcer.ack_state(uuid) or '')
             status.idle_priority = self.enforcer.idle.get(uuid) is True

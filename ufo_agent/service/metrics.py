@@ -185,6 +185,13 @@ class SnapshotCollector(registry_mod.Collector):
         for action in sorted(decisions):
             family.add_metric([action], decisions[action])
         yield family
+        family = core.CounterMetricFamily(
+            'ufo_controller_decision_rules_total', 'Changes the controller '
+            'made to the guests\' cores, by action and the rule that '
+            'decided (doc/source/controller.rst).', labels=['action', 'rule'])
+        for row in snap.get('decision_rules') or ():
+            family.add_metric([row['action'], row['rule']], row['count'])
+        yield family
 
     @staticmethod
     def _signal(signal):

@@ -67,6 +67,9 @@ def build(agent, now):
         'pin_repairs': agent.enforcer.pin_repairs,
         'enforcement_errors': dict(agent.enforcer.errors),
         'decisions': dict(agent.decisions),
+        'decision_rules': [
+            {'action': action, 'rule': rule, 'count': count}
+            for (action, rule), count in sorted(agent.decision_rules.items())],
         # What the agent runs with (after a reload: SIGHUP).
         'config': {
             'agent': dataclasses.asdict(agent.settings),

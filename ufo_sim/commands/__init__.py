@@ -1,0 +1,1 @@
+"""The ``ufo-sim`` subcommands, one module each (see :mod:`ufo_sim.cmd`)."""

@@ -64,6 +64,12 @@ struct params {
 	 */
 	double cache_refill, cache_decay, cache_same_group, cold_slow;
 	double emu_footprint;	/* emulator working set, share of a full one */
+	/*
+	 * Share of a vCPU thread's warmth tagged by its own VPID (TLB and
+	 * paging-structure caches): the guest's other vCPUs evict it as a
+	 * foreign thread does.
+	 */
+	double vcpu_tlb_share;
 	/* emulator thread woken from sleep: eventfd and scheduler wake path */
 	double emu_wakeup;
 	/* emulator signals the guest's interrupt (irqfd, injection) */
@@ -362,7 +368,7 @@ static double refill_cost(Host *h, int c, int k)
 	int core = h->cpu[c].core, g = task_group(h, k);
 	double all = h->mark_all[k * MAXCPU + core];
 	double grp = h->mark_grp[k * MAXCPU + core];
-	double same, other;
+	double same, other, cold;
 
 	if (h->p.cache_refill <= 0 || h->p.cold_slow <= 1.0)
 		return 0;
@@ -373,8 +379,15 @@ static double refill_cost(Host *h, int c, int k)
 		return full;
 	same = h->cum_grp[g * MAXCPU + core] - grp;
 	other = h->cum[core] - all - same;
-	return full * (1.0 - exp(-(other + h->p.cache_same_group * same) /
-				 h->p.cache_decay));
+	cold = 1.0 - exp(-(other + h->p.cache_same_group * same) /
+			 h->p.cache_decay);
+	if (h->p.vcpu_tlb_share > 0 && h->task[k].kind == K_VCPU) {
+		/* KVM gives each vCPU its own VPID: no sharing there */
+		double tlb = 1.0 - exp(-(other + same) / h->p.cache_decay);
+
+		cold += h->p.vcpu_tlb_share * (tlb - cold);
+	}
+	return full * cold;
 }
 
 /* Thread k leaves CPU c: what ran on the core so far is its footprint. */
@@ -2314,7 +2327,7 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 	int c;
 
 	(void)kw;
-	if (!PyArg_ParseTuple(args, "O(dddddddddddddddiddddddddddddiid)", &sibs,
+	if (!PyArg_ParseTuple(args, "O(dddddddddddddddiddddddddddddiidd)", &sibs,
 			      &p->smt_slow, &p->smt_cross, &p->smt_emu,
 			      &p->smt_poll,
 			      &p->sw_base, &p->sw_vm_in,
@@ -2327,7 +2340,8 @@ static int Host_init(Host *h, PyObject *args, PyObject *kw)
 			      &p->irq_inject, &p->lock_spin,
 			      &p->migration_cost, &p->balance_tick,
 			      &p->g_mig, &p->g_tick, &p->emu_queues,
-			      &p->irq_coalesce, &p->hotplug))
+			      &p->irq_coalesce, &p->hotplug,
+			      &p->vcpu_tlb_share))
 		return -1;
 	if (p->cache_decay <= 0) {
 		PyErr_SetString(PyExc_ValueError, "cache_decay must be > 0");

@@ -106,6 +106,11 @@ class HostSpec:
     # The emulator threads' working set (rings, packet buffers), as a
     # share of a full refill.
     emu_footprint: float = 0.25
+    # Share of a vCPU thread's warmth that its guest's other vCPUs evict
+    # as foreign threads do: KVM gives each vCPU its own VPID, and TLB
+    # and paging-structure cache entries are tagged by it. 0 until its
+    # size is measured (research/2026-12-02-stacked-vcpus).
+    vcpu_tlb_share: float = 0.0
     # An emulator (vhost or QEMU I/O) thread woken from sleep: eventfd
     # signal, wake-up path and poll loop, charged to that thread.
     emu_wakeup: float = 0.0
@@ -158,6 +163,8 @@ class HostSpec:
                      'lock_spin'):
             if getattr(self, name) < 0:
                 raise ValueError('%s must be >= 0' % name)
+        if not 0 <= self.vcpu_tlb_share <= 1:
+            raise ValueError('vcpu_tlb_share must be in [0, 1]')
         if self.cold_slowdown <= 1.0:
             raise ValueError('cold_slowdown must be > 1')
         if self.cache_decay <= 0:
@@ -219,4 +226,5 @@ class HostSpec:
                 self.lock_spin * ns, self.migration_cost * ns,
                 self.balance_tick * ns, self.guest_migration_cost * ns,
                 self.guest_balance_tick * ns, int(self.emu_queues),
-                int(self.irq_coalesce), self.hotplug_cost * ns)
+                int(self.irq_coalesce), self.hotplug_cost * ns,
+                self.vcpu_tlb_share)

@@ -15,6 +15,7 @@ import contextlib
 import cProfile
 import dataclasses
 import grp
+import hashlib
 import logging
 import os
 import pwd
@@ -65,6 +66,10 @@ def add_arguments(parser):
     fake.add_argument('--load', type=float, default=0.6,
                       help='the guests\' mean demand as a share of the '
                            'managed CPUs (default 0.6)')
+    fake.add_argument('--wave', type=float, default=0.5,
+                      help='how far each guest\'s demand swings around '
+                           'its level, as a share of it (default 0.5; '
+                           '0: a steady load)')
     fake.add_argument('--seed', type=int, default=1)
     fake.add_argument('--call-timeout', type=float, default=None,
                       help='libvirt call deadline, s (default: the '
@@ -178,6 +183,7 @@ def _fake_options(args, count):
     options = ['--fake', '--ticks', str(args.ticks), '--repeats',
                str(args.repeats), '--interval', repr(args.interval),
                '--warmup', str(args.warmup), '--load', repr(args.load),
+               '--wave', repr(args.wave),
                '--seed', str(args.seed), '--hang-ticks',
                str(args.hang_ticks)]
     if args.call_timeout is not None:
@@ -266,6 +272,14 @@ def _me():
             grp.getgrgid(os.getgid()).gr_name)
 
 
+def _pins_digest(pin_log):
+    """A digest of the pins made, in order: equal on runs that pinned alike."""
+    digest = hashlib.sha256()
+    for _, uuid, call in pin_log:
+        digest.update(repr((uuid, call)).encode())
+    return digest.hexdigest()[:12]
+
+
 def _percentile(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p * (len(values) - 1))))]
@@ -280,6 +294,8 @@ class _Ticker:
         self.interval = interval
         self.profile = profile
         self.next = time.monotonic()
+        self.ticks = 0
+        self.origin = host.clock()
 
     def tick(self, timed=False):
         """One tick: (start, wall s, agent CPU s, libvirtd CPU s, calls).
@@ -293,7 +309,10 @@ class _Ticker:
         reading the call's values.
         """
         self.next += self.interval
-        self.host.advance()
+        # The host's clock ticks at ``interval`` whatever the machine
+        # does: a seed gives the same loads and answers on every run.
+        self.ticks += 1
+        self.host.advance(self.origin + self.ticks * self.interval)
         lv = self.host.libvirt
         guests, daemon, calls = (self.host.guest_seconds,
                                  lv.daemon_seconds, lv.daemon_calls)
@@ -376,7 +395,7 @@ def measure(args, count, out=print):
         root = stack.enter_context(tempfile.TemporaryDirectory(
             prefix='ufo-bench-agent-', dir=_memory_dir()))
         host = hypervisor.FakeHypervisor(root, count, seed=args.seed,
-                                         load=args.load)
+                                         load=args.load, wave=args.wave)
         stack.callback(host.close)
         log_counts = stack.enter_context(_agent_log(
             args.log or os.path.join(root, 'agent.log')))
@@ -385,10 +404,11 @@ def measure(args, count, out=print):
             'qemu:///system', host.managed, shm_dir=host.shm,
             run_dir=host.run_dir, proc_root=host.proc,
             sysfs_root=host.sysfs, call_timeout=deadline,
-            qemu_user=user, qemu_group=group)
+            qemu_user=user, qemu_group=group, clock=host.clock)
         stack.callback(driver.close)
+        # The agent runs on the host's clock (see _Ticker.tick).
         agent = loop.Agent(driver, host.managed, ControllerConfig(),
-                           settings)
+                           settings, clock=host.clock)
         # The guests answer while the enforcer waits for them.
         agent.enforcer.sleep = host.sleep
         beat = heartbeat_mod.Heartbeat(
@@ -437,10 +457,11 @@ def measure(args, count, out=print):
             out('repeat %d: tick wall median %.1f ms (p95 %.1f, max %.1f); '
                 'agent CPU median %.2f ms a tick (max %.2f), %.2f ms a '
                 'second with its threads; fake libvirtd %.2f ms and %d '
-                'calls a tick; %d pins'
+                'calls a tick; %d pins (digest %s)'
                 % (rep + 1, walls[-1], _percentile(wall_ms, 0.95),
                    max(wall_ms), cpus[-1], max(cpu_ms), per_s[-1],
-                   daemons[-1], calls[-1], len(host.pin_log)))
+                   daemons[-1], calls[-1], len(host.pin_log),
+                   _pins_digest(host.pin_log)))
         lag_ms = 1000.0 * lag.worst(time.monotonic())
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         managed = len(agent.guests)

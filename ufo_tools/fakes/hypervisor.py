@@ -12,8 +12,12 @@ shared-policy instances on the host's shared CPUs (its managed CPUs: all
 but the first core of each node).
 
 Each guest has a load: a demand, in vCPUs, that drifts around its own
-level (idle, moderate or busy). :meth:`FakeHypervisor.advance` turns the
-time since its last call into CPU time on the guest's vCPU threads,
+level (idle, moderate or busy), a function of the seed and of the host's
+own clock (:meth:`FakeHypervisor.clock`), which moves only when
+:meth:`FakeHypervisor.advance` and :meth:`FakeHypervisor.sleep` move it:
+an agent given that clock sees the same loads, counters and answers on
+every run of one seed, however busy the machine. :meth:`advance` turns
+the time since its last call into CPU time on the guest's vCPU threads,
 bounded by its online vCPUs and by the CPUs its vCPUs are pinned to,
 which the guests pinned alike share; what a guest could not run is run
 delay. Guests that run the ufo_guest module publish on their page a
@@ -70,7 +74,7 @@ class HungDomain(fakelibvirt.FakeDomain):
     As a QEMU whose monitor does not answer: each libvirt call on it
     returns only after ``hang`` seconds, but for bulk stats asked for
     without waiting (``VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT``).
-    Pins are noted in ``pin_log``.
+    Pins are noted in ``pin_log``: (when, uuid, (method, args...)).
     """
 
     def __init__(self, *args, pin_log=None, **kwargs):
@@ -96,7 +100,7 @@ class HungDomain(fakelibvirt.FakeDomain):
         # Not into FakeLibvirt.calls: it would grow with every tick.
         self.pinned_at = time.monotonic()
         if self.pin_log is not None:
-            self.pin_log.append((self.pinned_at, self.uuid, call[0]))
+            self.pin_log.append((self.pinned_at, self.uuid, call))
 
 
 class _Page:
@@ -163,8 +167,8 @@ class LoadedGuest:
     # -- the load ----------------------------------------------------------
     def demand(self, now):
         """vCPUs' worth of work the guest has at ``now``."""
-        wave = 1.0 + 0.5 * math.sin(2 * math.pi * now / self.period +
-                                    self.phase)
+        wave = 1.0 + self.host.wave * math.sin(
+            2 * math.pi * now / self.period + self.phase)
         return min(float(self.vcpus), self.level * wave)
 
     def run(self, dt, want, got):
@@ -249,7 +253,8 @@ class LoadedGuest:
             flags=layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_SCHED_IN,
             ack_target_seq=self.acked[0], applied_target=self.acked[1],
             online_vcpus=self.online, present_vcpus=self.vcpus,
-            sample_count=self.samples, timestamp_ns=time.monotonic_ns(),
+            sample_count=self.samples,
+            timestamp_ns=int(self.host.now * 1e9),
             online_mask=_mask(self.online)))
 
     # -- what libvirt shows ------------------------------------------------
@@ -282,10 +287,11 @@ class FakeHypervisor:
     """``guests`` Nova guests on a host of ``cores`` cores (SMT 2).
 
     ``load`` scales the guests' demands so that on average they ask for
-    that share of the managed CPUs.
+    that share of the managed CPUs; ``wave`` is how far each guest's
+    demand swings around its level, as a share of it (0: steady).
     """
 
-    def __init__(self, root, guests, cores=64, seed=1, load=0.6):
+    def __init__(self, root, guests, cores=64, seed=1, load=0.6, wave=0.5):
         self.root = str(root)
         self.proc = os.path.join(self.root, 'proc')
         self.run_dir = os.path.join(self.root, 'run')
@@ -296,6 +302,7 @@ class FakeHypervisor:
         for path in (self.proc, self.run_dir, self.shm, self.cgroup):
             os.makedirs(path)
         self.cores = cores
+        self.wave = wave
         half = cores // 2
         self.numa = {cpu: (cpu % cores) // half for cpu in range(2 * cores)}
         # The first core of each node is the host's (Nova's reserved).
@@ -314,7 +321,9 @@ class FakeHypervisor:
             guest.level = min(guest.level * scale, 0.95 * guest.vcpus)
             self._boot(guest)
         self.guest_seconds = 0.0        # CPU time the fakes took
-        self._last = time.monotonic()
+        # The host's clock, s: the guests' loads and answers follow it,
+        # not the machine's (see the module).
+        self.now = self._last = 1000.0
 
     # -- building the trees ----------------------------------------------
     def _write_sysfs(self):
@@ -392,10 +401,18 @@ class FakeHypervisor:
                 i for i, on in enumerate(bits) if on)
         return cpus
 
-    def advance(self):
-        """Run the guests from the last call until now (see the module)."""
+    def clock(self):
+        """The host's time, s (a monotonic clock for the agent)."""
+        return self.now
+
+    def advance(self, until):
+        """Move the clock to ``until`` and run the guests up to it.
+
+        The guests run from the last call on (see the module); the clock
+        does not go back.
+        """
         started = time.thread_time()
-        now = time.monotonic()
+        now = self.now = max(self.now, until)
         dt = now - self._last
         if dt > 0:
             self._last = now
@@ -414,10 +431,13 @@ class FakeHypervisor:
         self.guest_seconds += time.thread_time() - started
 
     def sleep(self, seconds):
-        """Sleep as the agent does while its guests answer targets."""
+        """Sleep as the agent does while its guests answer targets.
+
+        The host's clock moves by ``seconds``, and so does the machine's.
+        """
         started = time.thread_time()
         until = time.monotonic() + seconds
-        now = time.monotonic()
+        now = self.now = self.now + seconds
         for guest in self.guests:
             guest.module_step(now, publish=False)
         self.guest_seconds += time.thread_time() - started

@@ -46,7 +46,8 @@ class LibvirtDriver(base.HypervisorDriver):
                  proc_root='/proc', sysfs_root=sysfs.CPU_ROOT,
                  call_timeout=5.0, use_attached_channels=False,
                  qemu_user=host_channel.DEFAULT_QEMU_USER,
-                 qemu_group=host_channel.DEFAULT_QEMU_GROUP):
+                 qemu_group=host_channel.DEFAULT_QEMU_GROUP,
+                 clock=None):
         import libvirt
         self.libvirt = libvirt
         self.uri = uri
@@ -68,6 +69,9 @@ class LibvirtDriver(base.HypervisorDriver):
         self.run_dir = run_dir
         self.proc_root = proc_root
         self.sysfs_root = sysfs_root
+        # When an observation was made: the agent's clock (None:
+        # time.monotonic).
+        self.clock = clock
         self._guests = {}             # uuid -> libvirt_guest.Guest
         self._polls = 0               # guests() calls so far
         self._vhost_scan = None       # (poll, vhost kernel threads)
@@ -238,7 +242,7 @@ class LibvirtDriver(base.HypervisorDriver):
             self._host, info, dom.ID(), pid, channel, self.managed_cpus,
             self.proc_root, domain_name=parsed.name,
             start_time=procfs.start_time(pid, self.proc_root),
-            vhost_kthreads=self._vhost_kthreads)
+            vhost_kthreads=self._vhost_kthreads, clock=self.clock)
         self._skipped.pop(uuid, None)
 
     def _ensure_channel(self, dom, uuid, parsed, xml):

@@ -87,7 +87,8 @@ class Guest:
 
     def __init__(self, host, info, dom_id, pid, channel,
                  managed_cpus=frozenset(), proc_root='/proc',
-                 domain_name=None, start_time=None, vhost_kthreads=None):
+                 domain_name=None, start_time=None, vhost_kthreads=None,
+                 clock=None):
         self.host = host
         self.info = info
         self.dom_id = dom_id
@@ -104,6 +105,8 @@ class Guest:
         self.managed_cpus = frozenset(managed_cpus)
         self.proc_root = proc_root
         self.paused = False
+        # When observations are made (None: time.monotonic).
+        self.clock = clock
         self._threads = None
         self._task_dir = os.path.join(proc_root, str(pid), 'task')
         self._task_names = None
@@ -244,7 +247,7 @@ class Guest:
         """
         threads = self.threads()
         self._pin_plugged(threads.vcpus)
-        now = time.monotonic()
+        now = time.monotonic() if self.clock is None else self.clock()
         # The page first: a guest sample it shows ended before the vCPU
         # counters below are read, so they cover it (crosscheck).
         report = None

@@ -2,11 +2,14 @@
 
 import json
 import os
+import pkgutil
 import re
 
 import pytest
 
 from ufo_sim import cmd
+from ufo_sim import commands
+from ufo_sim.commands import common
 from ufo_sim.managers import ufo
 
 RESULT = re.compile(
@@ -116,7 +119,7 @@ def test_ufo_options_reach_the_controller(capsys):
     args = cmd.parser().parse_args(
         ['grid', '--ufo-option', 'sf_threshold=0.2', '--ufo-option',
          'emulator_util_low=0.4'])
-    settings = cmd._settings(args)
+    settings = common.settings(args)
     config = ufo.config_of(settings)
     assert (config.sf_threshold, config.emulator_util_low) == (0.2, 0.4)
     with pytest.raises(SystemExit):
@@ -213,3 +216,15 @@ def test_allocation_is_the_oracles_trial_with_what_the_agent_sees(
     with pytest.raises(SystemExit):
         cmd.main(['allocation', '--cell', 'nginx@50', '2,1/1'])
     assert 'core counts for' in capsys.readouterr().err
+
+
+def test_every_command_module_is_registered_once():
+    found = {m.name for m in pkgutil.iter_modules(commands.__path__)
+             if m.name != 'common'}
+    registered = [c.__name__.rsplit('.', 1)[1] for c in cmd.COMMANDS]
+    assert sorted(registered) == sorted(found)
+    for command in cmd.COMMANDS:
+        assert callable(command.add_parser) and callable(command.run)
+    # Each adds the subcommand named after its module.
+    assert cmd.parser().parse_args(['dynamic-diff', 'a', 'b']).func is \
+        commands.dynamic_diff.run

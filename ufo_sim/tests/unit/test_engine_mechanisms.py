@@ -64,6 +64,20 @@ def test_cache_refill_costs_only_where_another_vm_ran():
     assert busy(True, cache_refill=refill) > 1.3 * busy(True)
 
 
+def test_a_guests_own_vcpus_evict_its_vpid_tagged_warmth():
+    refill = HostSpec().cache_refill
+
+    def busy(vcpus, **on):
+        return _vm_cpu_per_request(_spec(2, 1, cache_refill=refill, **on),
+                                   1, [0], [1], load=0.1, vcpus=vcpus)[0][0]
+
+    # Two vCPUs of one guest take turns on one CPU: they share the
+    # guest's cache lines, but each one's TLB entries carry its own VPID.
+    assert busy(2, vcpu_tlb_share=1.0) > 1.1 * busy(2)
+    # A vCPU alone on its CPU comes back to its own entries.
+    assert busy(1, vcpu_tlb_share=1.0) == busy(1)
+
+
 def test_emulator_wakeup_costs_each_thread_woken():
     wakeup = scaled(5e-6)
     host = SimHost(_spec(2, 1, emu_wakeup=wakeup), seed=3)

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from ufo_sim import cmd
+from ufo_sim.commands import common
 from ufo_sim.engine import spec as spec_mod
 from ufo_sim.experiments import grid_set
 
@@ -62,7 +63,7 @@ def test_protocol_holds_the_documented_runs_with_their_values():
     # Each H9 grid builds a host.
     for name in grid_set.HELD_OUT:
         run = grid_set.BY_NAME[name]
-        cmd._checked(run.settings(), run.first_cells())
+        common.checked(run.settings(), run.first_cells())
 
 
 def test_misses_are_oracle_met_cells_ufo_misses_within_the_budget():

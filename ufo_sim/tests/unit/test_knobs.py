@@ -8,6 +8,7 @@ import os
 import pytest
 
 from ufo_sim import cmd
+from ufo_sim.commands import common
 from ufo_sim import engine
 from ufo_sim.experiments import grid as grid_mod
 from ufo_sim.experiments import report
@@ -40,7 +41,7 @@ def test_host_knobs_reach_the_settings():
                   '--vcpus', 'memcached=16,nginx=2', '--host-option',
                   'smt_slowdown=1.3', '--host-option', 'max_outstanding=100',
                   '--seed', '9')
-    s = cmd._settings(args)
+    s = common.settings(args)
     assert (s.cores, s.smt, s.budget, s.seed) == (12, 1, 12, 9)
     assert s.vcpus_of('memcached', 8) == 16
     assert s.vcpus_of('nginx', 8) == 2
@@ -48,20 +49,20 @@ def test_host_knobs_reach_the_settings():
     assert dict(s.host_options) == {'smt_slowdown': 1.3,
                                     'max_outstanding': 100}
     # A float field takes an integer as a float.
-    s = cmd._settings(_parse('--host-option', 'smt_slowdown=2'))
+    s = common.settings(_parse('--host-option', 'smt_slowdown=2'))
     assert s.host_options == (('smt_slowdown', 2.0),)
     assert isinstance(s.host_options[0][1], float)
     # Defaults: the paper's host, the profile's flavor.
-    s = cmd._settings(_parse())
+    s = common.settings(_parse())
     assert (s.cores, s.smt, s.vcpus, s.host_options) == (8, 2, (), ())
 
 
 def test_profile_options_reach_the_settings(capsys):
-    s = cmd._settings(_parse('--profile-option', 'nginx.lock_share=0',
-                             '--profile-option', 'mysql.rounds=6'))
+    s = common.settings(_parse('--profile-option', 'nginx.lock_share=0',
+                               '--profile-option', 'mysql.rounds=6'))
     assert s.profile_options == (('mysql.rounds', 6),
                                  ('nginx.lock_share', 0.0))
-    assert cmd._settings(_parse()).profile_options == ()
+    assert common.settings(_parse()).profile_options == ()
     err = _refused(capsys, '--profile-option', 'nginx.qos_p99_us=1')
     assert 'PROFILE.FIELD=VALUE' in err and 'cache_footprint' in err
 
@@ -79,13 +80,13 @@ def test_a_grid_saved_before_a_setting_existed_is_the_same_grid():
 
 
 def test_host_size_options_set_the_budget():
-    s = cmd._settings(_parse('--host-option', 'cores=6',
-                             '--host-option', 'smt=1'))
+    s = common.settings(_parse('--host-option', 'cores=6',
+                               '--host-option', 'smt=1'))
     assert (s.cores, s.smt, s.host_options) == (6, 1, ())
-    s = cmd._settings(_parse('--smt', 'on', '--host-option', 'smt=2'))
+    s = common.settings(_parse('--smt', 'on', '--host-option', 'smt=2'))
     assert s.smt == 2
-    with pytest.raises(cmd.UsageError):
-        cmd._settings(_parse('--cores', '4', '--host-option', 'cores=6'))
+    with pytest.raises(common.UsageError):
+        common.settings(_parse('--cores', '4', '--host-option', 'cores=6'))
 
 
 @pytest.mark.parametrize('argv, says', [

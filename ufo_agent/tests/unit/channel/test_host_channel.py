@@ -381,3 +381,60 @@ def test_a_truncated_page_file_is_an_invalid_page_not_a_crash(tmp_path):
     lines = done.stdout.splitlines()
     assert lines[-1] == 'alive'
     assert lines[0].endswith('is truncated to 0 bytes')
+
+
+def test_an_unchanged_guest_area_is_not_decoded_again(chan, monkeypatch):
+    write_guest(chan, sample_count=3, timestamp_ns=3 * 10 ** 9)
+    first = chan.read_guest()
+    decoded = []
+    unpack = layout.unpack_guest
+    monkeypatch.setattr(layout, 'unpack_guest',
+                        lambda data: decoded.append(1) or unpack(data))
+    # The first read moved the history on; from the second on it stays.
+    for _ in range(5):
+        assert chan.read_guest() == first
+    assert len(decoded) == 1
+
+
+@pytest.mark.parametrize('change, seen', [
+    # A guest that rewrites its area without moving its seq.
+    (lambda ch: write_guest(ch, sample_count=3, timestamp_ns=3 * 10 ** 9,
+                            util=5000),
+     lambda got: got.ok and got.sample.util == 50.0),
+    (lambda ch: write_guest(ch, sample_count=3, timestamp_ns=3 * 10 ** 9,
+                            online_vcpus=VCPUS + 5),
+     lambda got: got.status == report.STATUS_INVALID),
+    # The same bytes, but the guest restarted meanwhile.
+    (lambda ch: ch.guest_restarted(),
+     lambda got: got.status == report.STATUS_ABSENT and
+     'since the guest restarted' in got.reason),
+])
+def test_a_change_after_reads_of_an_unchanged_area_is_seen_at_once(
+        chan, change, seen):
+    write_guest(chan, sample_count=3, timestamp_ns=3 * 10 ** 9)
+    for _ in range(3):
+        assert chan.read_guest().ok
+    change(chan)
+    assert seen(chan.read_guest())
+
+
+def test_the_same_bytes_are_judged_again_once_their_target_is_sent(chan):
+    # An acknowledgement of a target the host has not sent: invalid, on
+    # every read, until the host sends it.
+    write_guest(chan, sample_count=3, timestamp_ns=3 * 10 ** 9,
+                ack_target_seq=chan.target_seq + 1, applied_target=2)
+    for _ in range(3):
+        assert chan.read_guest().status == report.STATUS_INVALID
+    seq = chan.set_target(2)
+    got = chan.read_guest()
+    assert got.ok and got.sample.ack_target_seq == seq
+
+
+def test_the_same_bytes_invalid_by_history_are_judged_again(chan):
+    write_guest(chan, sample_count=10, timestamp_ns=10 * 10 ** 9)
+    assert chan.read_guest().ok
+    write_guest(chan, sample_count=5, timestamp_ns=11 * 10 ** 9)
+    assert 'backwards' in chan.read_guest().reason
+    # Re-based: the same bytes are a valid report now, and stay one.
+    for _ in range(3):
+        assert chan.read_guest().ok

@@ -3,9 +3,11 @@
 import dataclasses
 
 from ufo_agent.controller import backlog
+from ufo_agent.controller import controller as ctl
 from ufo_agent.controller import Controller
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.controller import HostTopology
+from ufo_agent.controller import predictor
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
 
@@ -118,7 +120,7 @@ def test_a_vm_saturated_by_a_backlog_does_not_grow():
     # Saturated, answering twice what arrives: a burst's queue.
     controller, cores = _run(lambda t: (3000.0, 6000.0), 4, 20, controller)
     assert cores == [1, 1, 1, 1]
-    assert 'draining a backlog' in controller.vms['web'].last_action[1]
+    assert controller.vms['web'].last_action.reason.rule == ctl.DRAINING
 
 
 def test_a_vm_saturated_by_a_step_grows():
@@ -201,17 +203,20 @@ def _step(demand, config=None, seconds=8, steal=None, host_cores=10,
 def test_a_step_grows_a_vm_to_what_its_traffic_needs_in_one_move():
     # 300 % of load on one CPU: it answers a third, so it needs four
     # CPUs under pcu_high, not two; the second sample confirms the grow.
-    cores, grows = _step(300.0, ControllerConfig(drain_on_grow=False))
+    # (Five cores leave none idle for drain cores.)
+    cores, grows = _step(300.0, host_cores=5)
     assert cores[:2] == [1, 4]
-    assert grows[0].startswith('util 100% answers 33% of its traffic; '
-                               'PCU 300% > 80% at 1 cores')
+    assert grows[0].rules()[:2] == [ctl.TRAFFIC, predictor.PCU_HIGH]
+    traffic, pcu = grows[0].parts()[:2]
+    assert round(traffic.values['share']) == 33
+    assert (round(pcu.values['pcu']), pcu.values['cores']) == (300, 1)
 
 
 def test_without_the_traffic_rule_a_step_grows_a_core_at_a_time():
     cores, grows = _step(300.0,
                          ControllerConfig(grow_to_traffic_demand=False))
     assert cores[:2] == [1, 2]
-    assert 'traffic' not in grows[0]
+    assert grows[0].find(ctl.TRAFFIC) is None
 
 
 def test_a_demand_read_from_traffic_never_passes_the_flavor():
@@ -226,7 +231,7 @@ def test_a_host_only_guest_reads_its_demand_from_steal_not_traffic():
     # it answers a third of its traffic.
     cores, grows = _step(300.0, steal=0.5)
     assert cores[:2] == [1, 2]
-    assert 'traffic' not in grows[0]
+    assert grows[0].find(ctl.TRAFFIC) is None
 
 
 def test_work_left_unanswered_adds_up_over_consecutive_short_ticks():
@@ -248,7 +253,8 @@ def test_a_step_grow_runs_its_backlog_on_idle_cores_for_one_tick():
     decisions = []
     cores, grows = _step(300.0, decisions=decisions)
     assert cores[:4] == [1, 7, 4, 4]
-    assert 'work off the backlog (700% to run)' in grows[0]
+    drain = grows[0].find(ctl.DRAIN_CORES)
+    assert (drain.values['extra'], round(drain.values['need'])) == (3, 700)
     assert [(d.action, d.old, d.new) for d in decisions[:2]] == [
         ('grow', 1, 7), ('drained', 7, 4)]
     assert decisions[1].time == decisions[0].time + 1.0
@@ -271,12 +277,6 @@ def test_drain_cores_come_only_from_idle_cores():
     assert cores[:3] == [1, 4, 4]
     assert decisions[0].action == 'grow' and decisions[0].new == 4
     assert 'drained' not in [d.action for d in decisions]
-
-
-def test_without_drain_on_grow_a_step_grows_to_its_demand_only():
-    cores, grows = _step(300.0, ControllerConfig(drain_on_grow=False))
-    assert cores[:4] == [1, 4, 4, 4]
-    assert 'backlog' not in grows[0]
 
 
 def test_counters_with_packets_but_no_bytes_teach_no_ratio():

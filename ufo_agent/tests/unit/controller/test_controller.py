@@ -232,8 +232,8 @@ def test_a_denied_probe_waits_for_an_idle_core_not_the_next_tick():
         plan = tick(t, ('a', 'b'))
         assert len(plan.vms['a'].cores) == 2
     assert len(denied) == 1
-    assert plan.vms['a'].note.startswith('probe to 3 cores waits for an '
-                                         'idle core')
+    assert plan.vms['a'].note.rule == ctl.DENIED_AGAIN
+    assert plan.vms['a'].note.values['cores'] == 3
     # A core comes free: the probe goes ahead.
     assert probed == []
     controller.remove_vm('b')
@@ -351,8 +351,8 @@ def test_a_shrink_that_was_grown_back_waits_for_the_load_to_fall():
     moves = [(a, b) for a, b in zip(counts, counts[1:]) if a != b]
     assert moves == [(3, 2), (2, 3)]
     assert counts[-1] == 3
-    assert notes[-1].startswith('shrink to 2 cores waits: the last one at '
-                                'this load was grown back')
+    assert notes[-1].rule == ctl.SHRINK_UNDONE
+    assert notes[-1].values['cores'] == 2
     # Its load falls by more than sf_match_tolerance: it may shrink again.
     run(10, 230.0)
     assert counts[40:42] == [3, 2]
@@ -382,7 +382,7 @@ def test_a_burst_that_grows_a_shrink_back_does_not_hold_the_vm_up():
     assert counts[-1] == 2
     run(30, lambda have: 2.0, 150.0)
     assert counts[-1] == 1, notes[-1]
-    assert not any('grown back' in note for note in notes)
+    assert ctl.SHRINK_UNDONE not in [note.rule for note in notes]
 
 
 def test_a_light_guest_whose_sf_falls_on_one_core_is_not_grown():
@@ -494,7 +494,8 @@ def test_a_vm_that_raises_every_tick_asks_for_its_flavor(monkeypatch):
     bad = plan.vms['bad']
     assert bad.wanted_cores == bad.max_cores
     assert len(bad.cores) >= len(before.vms['bad'].cores)
-    assert 'its update failed (RuntimeError: bug)' in bad.note
+    assert bad.note.rule == ctl.RESET
+    assert bad.note.values['error'] == 'RuntimeError: bug'
     # The others shrink to their load as usual.
     assert len(plan.vms['a'].cores) < len(before.vms['a'].cores)
     assert len(plan.vms['c'].cores) < len(before.vms['c'].cores)

@@ -99,11 +99,13 @@ def test_a_yielded_core_goes_to_the_guest_it_was_yielded_for():
         history.append((len(plan.emulator_cores),
                         len(plan.vms['a'].cores), len(plan.vms['b'].cores)))
         if t == 10:
-            assert [d.reason for d in plan.decisions
-                    if d.vm == 'emulator'] == [
-                'yield-to-short: emulator pool utilization 58%; yields a '
-                'core: a runs one core short of its committed cores at PCU '
-                '98%']
+            why, = [d.reason for d in plan.decisions if d.vm == 'emulator']
+            assert why.rule == emulator.YIELD_TO_SHORT
+            assert round(why.values['util']) == 58
+            short, = why.values['yields']
+            assert short.rule == emulator.SHORT_GUEST
+            assert (short.values['vm'], round(short.values['pcu'])) == (
+                'a', 98)
     assert history[9] == (3, 3, 2)
     assert history[10:] == [(2, 4, 2)] * 10
 
@@ -432,7 +434,11 @@ def test_a_pool_in_its_band_yields_a_core_to_a_denied_probe():
     assert on[3:] == [(2, 3, 2)] * 27
     shrink, probe = [d for d in decisions if d.time == 3.0]
     assert (shrink.vm, shrink.old, shrink.new) == ('emulator', 3, 2)
-    assert 'a was denied a probe to 3 cores at PCU 60%' in shrink.reason
+    assert shrink.reason.rule == emulator.YIELD_TO_PROBE
+    denied, = shrink.reason.values['yields']
+    assert denied.rule == emulator.DENIED_PROBE
+    assert (denied.values['vm'], denied.values['target'],
+            round(denied.values['pcu'])) == ('a', 3, 60)
     assert (probe.vm, probe.action, probe.new) == ('a', 'probe', 3)
     # The pool runs at 90 % on two, over emulator_util_high, and does not
     # take the core back: no decision after the probe is accepted.

@@ -111,7 +111,8 @@ def test_a_host_only_guest_that_steals_gets_its_cores_back():
     assert len(plan.vms['vm'].cores) == 4
     grow = [d for d in plan.decisions if d.vm == 'vm']
     assert grow and grow[0].action == Action.GROW
-    assert 'steal 75%' in grow[0].reason
+    assert grow[0].reason.rule == hostonly.STEAL_HIGH
+    assert round(grow[0].reason.values['steal']) == 75
 
 
 def test_a_trial_of_one_rule_is_dropped_when_the_guest_changes_mode():
@@ -130,10 +131,13 @@ def test_steal_is_judged_above_what_the_guest_steals_isolated():
     # cores cannot cure that part.
     pred, _ = rule().predict(4, 200.0, 0.31, 10.0, isolated=0.30)
     assert (pred.action, pred.cores) == (Action.PROBE, 3)
-    assert '+ 30% isolated' in pred.reason
+    assert pred.reason.rule == hostonly.STEAL_LOW
+    assert round(pred.reason.values['isolated']) == 30
     pred, _ = rule().predict(1, 200.0, 0.40, 10.0, isolated=0.30)
     assert (pred.action, pred.cores) == (Action.GROW, 2)
-    assert pred.reason.startswith('steal 40% > 5% + 30% isolated')
+    assert pred.reason.rule == hostonly.STEAL_HIGH
+    assert [round(pred.reason.values[k]) for k in (
+        'steal', 'limit', 'isolated')] == [40, 5, 30]
     pred, _ = rule().predict(2, 200.0, 0.33, 10.0, predictor.Trial(
         3, 200.0, 5.0), isolated=0.30)
     assert pred.action == Action.ACCEPT
@@ -158,7 +162,9 @@ def test_a_probe_whose_vcpus_wait_for_each_other_goes_back():
     trial = predictor.Trial(2, 120.0, 10.0)
     pred, failed = r.predict(1, 95.0, 0.45, 14.0, trial, isolated=0.40)
     assert (pred.action, pred.cores) == (Action.REVERT, 2)
-    assert pred.reason == 'runnable 173% > 1 CPUs + 5% at 1 cores'
+    assert pred.reason.rule == hostonly.RUNNABLE_HIGH
+    assert round(pred.reason.values['runnable']) == 173
+    assert pred.reason.values['cpus'] == pred.reason.values['cores'] == 1
     assert failed.cores == 1
     # Light load on one core: the same steal, no shortage: kept.
     pred, _ = r.predict(1, 5.0, 0.45, 14.0, trial, isolated=0.40)
@@ -168,7 +174,8 @@ def test_a_probe_whose_vcpus_wait_for_each_other_goes_back():
 def test_a_guest_with_a_cpu_per_vcpu_is_never_short_by_demand():
     r = hostonly.HostOnlyPredictor(CONFIG, 2, 1, vcpus=2)
     assert r.short(2, 200.0, 0.40, isolated=0.40) is None
-    assert r.short(1, 200.0, 0.40, isolated=0.40).startswith('runnable')
+    assert r.short(1, 200.0, 0.40,
+                   isolated=0.40).rule == hostonly.RUNNABLE_HIGH
 
 
 def test_a_count_it_had_to_grow_from_is_not_probed_again_at_that_load():

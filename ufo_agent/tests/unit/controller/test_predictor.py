@@ -31,7 +31,9 @@ def test_unknown_sf_upward_is_a_speculative_probe():
     out.trial.sf[3] = 6000.0
     back = pred.predict(model, 3, 300.0, now=3, trial=out.trial)
     assert (back.cores, back.action) == (2, 'revert')
-    assert 'SF(2)/SF(3) = 0.83 >= 0.70' in back.reason
+    flat = back.reason.find(predictor.SF_FLAT)
+    assert (flat.values['low'], flat.values['high']) == (2, 3)
+    assert round(flat.values['ratio'], 2) == 0.83
 
 
 def test_trial_continues_while_sf_keeps_rising_by_30_percent():
@@ -61,7 +63,8 @@ def test_no_probe_down_when_pcu_would_pass_80_percent():
     model.update(2, 220.0, 5000.0, now=0)     # 55% PCU; 1 core -> 110%
     out = pred.predict(model, 2, 220.0, now=0)
     assert (out.cores, out.action) == (2, 'stay')
-    assert 'PCU 110% > 80% at 1 cores' in out.reason
+    high = out.reason.find(predictor.PCU_HIGH)
+    assert (round(high.values['pcu']), high.values['cores']) == (110, 1)
 
 
 def test_no_probe_up_when_pcu_would_fall_below_40_percent():
@@ -70,7 +73,9 @@ def test_no_probe_up_when_pcu_would_fall_below_40_percent():
     model.update(2, 250.0, 4900.0, now=0)
     out = pred.predict(model, 3, 250.0, now=0)
     assert out.action == 'shrink' and out.cores == 2
-    assert out.reason.startswith('PCU 31% < 40% at 4 cores')
+    assert out.reason.rule == predictor.PCU_LOW
+    assert (round(out.reason.values['pcu']), out.reason.values['cores']) == (
+        31, 4)
 
 
 def test_direct_prediction_uses_pred_with_hysteresis_downward():
@@ -81,7 +86,7 @@ def test_direct_prediction_uses_pred_with_hysteresis_downward():
     assert pred.predict(model, 2, 148.0, now=0).action == 'stay'
     out = pred.predict(model, 2, 120.0, now=0)
     assert (out.cores, out.action) == (1, 'shrink')
-    assert out.reason.startswith('Pred:')
+    assert out.reason.rule == predictor.PRED
 
 
 def test_sf_evidence_outranks_the_lower_pcu_bound():
@@ -93,7 +98,9 @@ def test_sf_evidence_outranks_the_lower_pcu_bound():
     model.update(4, 250.0, 8000.0, now=0)
     out = pred.predict(model, 3, 250.0, now=0)
     assert (out.cores, out.action) == (4, 'grow')
-    assert 'SF(3)/SF(4) = 0.62 < 0.70' in out.reason
+    drop = out.reason.find(predictor.SF_DROP)
+    assert (drop.values['low'], drop.values['high']) == (3, 4)
+    assert round(drop.values['ratio'], 2) == 0.62
 
 
 def test_sf_under_pcu_low_on_the_smaller_count_decides_nothing():
@@ -105,7 +112,7 @@ def test_sf_under_pcu_low_on_the_smaller_count_decides_nothing():
     model.update(2, 10.0, 1000.0, now=0)
     out = pred.predict(model, 1, 10.0, now=0)
     assert (out.cores, out.action) == (1, 'stay'), out.reason
-    assert 'too light to queue' in out.reason
+    assert predictor.TOO_LIGHT in out.reason.rules()
     # Nor does it stop a step down into such a count.
     assert pred.predict(model, 2, 10.0, now=0).cores == 1
     model.pred[1] = (0.0, True)     # Pred(1) = 0: the table says 2

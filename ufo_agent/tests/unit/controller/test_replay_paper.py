@@ -6,12 +6,11 @@ Core counts are physical cores on an SMT-2 host: the paper's 2/4/6/8 pCPUs
 are 1/2/3/4 cores here.
 """
 
-import re
-
 from ufo_agent.controller import Controller
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.controller import HostTopology
 from ufo_agent.controller import plan as plan_mod
+from ufo_agent.controller import predictor
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
 from ufo_agent.tests.unit.controller import synthetic as syn
@@ -46,10 +45,13 @@ def _moves(decisions):
     return [(d.time, d.action, d.old, d.new) for d in decisions]
 
 
-def _sf_ratio(reason):
-    match = re.search(r'SF\((\d+)\)/SF\((\d+)\) = ([0-9.]+)', reason)
-    assert match, reason
-    return float(match.group(3))
+def _sf_step(reason):
+    """(low, high, SF(low)/SF(high)) of the SF rule in ``reason``."""
+    found = [r for r in reason.parts() if r.rule in (
+        predictor.SF_DROP, predictor.SF_FLAT, predictor.SF_DROP_BELOW)]
+    assert found, reason
+    values = found[0].values
+    return values['low'], values['high'], values['ratio']
 
 
 def test_fig9a_cold_start_shrinks_until_sf_falls_30_percent():
@@ -67,9 +69,10 @@ def test_fig9a_cold_start_shrinks_until_sf_falls_30_percent():
         (12.0, 'revert', 1, 2),
     ]
     revert = driver.decisions[-1]
-    assert _sf_ratio(revert.reason) <= 0.7
+    low, high, ratio = _sf_step(revert.reason)
+    assert ratio <= 0.7
     # The probe to 1 core was allowed by PCU (65% <= 80%): SF stopped it.
-    assert 'SF(1)/SF(2)' in revert.reason
+    assert (low, high) == (1, 2)
     final = driver.plans[-1].vms['vm']
     assert len(final.cores) == 2 and final.online_vcpus == 4
     assert not final.probing
@@ -83,16 +86,18 @@ def test_nginx_diurnal_section_6_2_1():
     # At 30 s util is 184% on 2 pCPUs (PCU 92%): grow to 4 pCPUs.
     grow = driver.decisions_for('nginx', since=30, until=33)
     assert _moves(grow) == [(31.0, 'grow', 1, 2)]
-    assert 'PCU 92% > 80% at 1 cores' in grow[0].reason
+    high = grow[0].reason.find(predictor.PCU_HIGH)
+    assert (round(high.values['pcu']), high.values['cores']) == (92, 1)
     # After the settle time: 55% * 4/6 = 37% < 40%, so it stops at 4.
     at_34 = driver.plans[34].vms['nginx']
     assert len(at_34.cores) == 2
-    assert 'PCU 37% < 40% at 3 cores' in at_34.note
+    low = at_34.note.find(predictor.PCU_LOW)
+    assert (round(low.values['pcu']), low.values['cores']) == (37, 3)
     assert driver.decisions_for('nginx', since=32, until=60) == []
     # At 60 s: try 6 pCPUs, SF rises by less than 30%, back to 4.
     trial = driver.decisions_for('nginx', since=60, until=89)
     assert _moves(trial) == [(61.0, 'probe', 2, 3), (64.0, 'revert', 3, 2)]
-    ratio = _sf_ratio(trial[1].reason)
+    _, _, ratio = _sf_step(trial[1].reason)
     assert 0.7 <= ratio < 1.0
     rise = 1.0 / ratio - 1.0
     assert 0.15 < rise < 0.30      # the paper saw +21%
@@ -122,7 +127,7 @@ def test_nginx_noisy_load_uses_the_pred_table():
     controller, driver = _run(vm, 270)
     falling = driver.decisions_for('nginx', since=150)
     assert 'probe' not in [d.action for d in falling]
-    assert any(d.reason.startswith('Pred:') for d in falling)
+    assert predictor.PRED in [d.reason.rule for d in falling]
     assert driver.cores_at('nginx', 270.0) == 1
     model = controller.vms['nginx'].model
     assert model.pred_of(1) is not None

@@ -2,8 +2,10 @@
 
 import dataclasses
 import logging
+import re
 
 from ufo_agent.controller import ControllerConfig
+from ufo_agent.controller import reason
 from ufo_agent.driver import base
 from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
@@ -101,6 +103,12 @@ def test_dry_run_decides_but_touches_nothing(caplog):
     assert guest.vcpu_pins is None and guest.online == 8
     assert not [c for c in driver.calls if c[0] in ('pin_vcpus', 'target')]
     assert 'action=probe' in caplog.text
+    # Each decision's line ends with the rule that decided it, and
+    # /status has the rule of each guest's note beside its text.
+    assert re.search(r'action=probe cores=\d+->\d+ reason="[^"]+" '
+                     r'rule=[a-z-]+$', caplog.text, re.M)
+    status = agent.status['a']
+    assert status.note and status.note_rule in reason.rules()
     assert agent.cores_saved() > 0
     # Nothing to give back either: a real agent may run beside it.
     assert agent.stop() == []

@@ -192,6 +192,9 @@ def test_invariant_violations_and_decisions_are_counted(caplog):
                   action='start') == 2
     assert _value(families, 'ufo_controller_decisions_total',
                   action='revert') == 0
+    # The same starts, by the rule that decided them.
+    assert _value(families, 'ufo_controller_decision_rules_total',
+                  action='start', rule='start') == 2
     real_tick = agent.controller.tick
 
     def broken_tick(*args):

@@ -1,6 +1,7 @@
 """A paused guest: parked, its pins moved before its cores change owner."""
 
 from ufo_agent.controller import Controller
+from ufo_agent.controller import controller as ctl
 from ufo_agent.controller import ControllerConfig
 from ufo_agent.controller import HostTopology
 from ufo_agent.controller import plan as plan_mod
@@ -133,7 +134,7 @@ def test_enforcer_gives_up_an_unanswered_target_of_a_paused_guest():
     assert enf.acks['a'].state == acks_mod.AckState.PROVEN
     # A shrink is out, and the guest pauses before it answers.
     guest.acks = False
-    controller.park('a', 1.0, 'paused')
+    controller.park('a', 1.0)
     enf.apply(controller.tick(1.0, {}, 5.0), {'a': 8})
     assert enf.acks['a'].waiting
     enf.pause('a')
@@ -162,13 +163,13 @@ def test_controller_park_frees_the_cores_and_logs_why():
     plan = controller.tick(0.0, {'a': VmSample(390.0, 1000.0)}, 5.0)
     held = len(plan.vms['a'].cores)
     assert held
-    controller.park('a', 0.5, 'paused')
+    controller.park('a', 0.5)
     plan = controller.tick(1.0, {}, 5.0)
     vm = plan.vms['a']
     assert vm.mode == plan_mod.VmMode.IDLE and not vm.cores
     assert vm.cpus == plan.shared_cpus and vm.online_vcpus == 1
-    assert [(d.action, d.old, d.reason) for d in plan.decisions] == [
-        (plan_mod.Action.PARK, held, 'paused')]
+    assert [(d.action, d.old, d.reason.rule) for d in plan.decisions] == [
+        (plan_mod.Action.PARK, held, ctl.PAUSED)]
     # Busy again after the resume: it wakes with the cores it had.
     for t in range(2, 4):
         plan = controller.tick(float(t), {'a': VmSample(390.0, 1000.0)},
