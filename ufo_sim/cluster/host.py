@@ -19,7 +19,11 @@ from it) and the policy that manages its CPUs:
 Time: :meth:`ClusterHost.step` takes real-world seconds, the cloud's
 clock; each lasts :data:`~ufo_sim.engine.TIME_SCALE` simulated seconds
 of the engine, after which the policy acts once (one agent tick a
-second, as on a real host).
+second, as on a real host). On the surrogate
+(:mod:`ufo_sim.cluster.surrogate`) a step is quasi-static: once the
+policy's layout holds, the rest of the step runs at once (see
+:meth:`ClusterHost.step`; the error this makes is in the research
+record 2026-12-02-cluster-hosts).
 
 A VM's offered load is the workload's fraction (``load_at``) of its
 profile's ``max_rps`` scaled to its flavor (``max_rps`` is defined for

@@ -6,10 +6,10 @@ offers. The same features are computed on the engine's cells when the
 surrogate is fitted (:mod:`ufo_sim.cluster.surrogate_fit`) and on the
 surrogate's own state when it runs (:mod:`ufo_sim.cluster.surrogate`).
 
-CPUs whose pin sets overlap form one *pool*: every thread pinned into it
-competes with every other there. A pool's capacity counts a core with
-both siblings in the pool as ``2 / smt_slowdown`` CPUs (both busy run
-each at 1/slowdown of a lone thread's pace), one with a single CPU as 1.
+The load a VM's threads meet is that on the CPUs they may use. The
+capacity of a CPU set counts a core with both siblings in it as
+``2 / smt_slowdown`` CPUs (both busy run each at 1/slowdown of a lone
+thread's pace), one with a single CPU as 1.
 """
 
 import dataclasses
@@ -36,20 +36,9 @@ class VmState:
     emu_demand: float
 
 
-def pools(vms):
-    """CPU sets whose pins overlap, merged: a list of frozensets."""
-    sets = []
-    for vm in vms:
-        for cpus in (vm.vcpu_cpus, vm.emu_cpus):
-            merged = set(cpus)
-            rest = []
-            for other in sets:
-                if other & merged:
-                    merged |= other
-                else:
-                    rest.append(other)
-            sets = rest + [frozenset(merged)]
-    return sets
+def emulator_demand(cost, rps):
+    """An LC VM's emulator CPUs at ``rps`` (``cost``: its profile's)."""
+    return cost['emu_a'] * rps ** cost['emu_b'] if rps > 0 else 0.0
 
 
 def capacity(cpus, siblings, smt_slowdown):
@@ -68,39 +57,36 @@ def features(vms, siblings, smt_slowdown):
     """Per VM name: a dict of the :data:`NAMES` features.
 
     ``u``: its vCPU demand per usable vCPU (online vCPUs, at most its
-    CPUs); ``rho_v`` and ``rho_e``: the load (all demand over capacity)
-    of the pools of its vCPU and of its emulator threads; ``be``: the BE
-    demand (always runnable threads) in its vCPU pool per CPU of
-    capacity, its own excluded; ``emu_home``: 1 when its emulator shares
-    its vCPUs' pool; ``log_n``: log of its usable vCPUs.
+    CPUs); ``rho_v`` and ``rho_e``: the load on the CPUs its vCPU and
+    its emulator threads may use over their capacity, where a thread
+    group pinned more widely is counted on each of its CPUs for its
+    demand's share (spread evenly: the host balances it); ``be``: the
+    same load of the other VMs' BE vCPU threads (always runnable) on its
+    vCPUs' CPUs; ``emu_home``: 1 when its emulator threads may run on
+    its vCPUs' CPUs; ``log_n``: log of its usable vCPUs.
     """
-    groups = pools(vms)
-    of = {}
-    for g in groups:
-        for c in g:
-            of[c] = g
-    load = {g: 0.0 for g in groups}
-    be = {g: 0.0 for g in groups}
+    groups = []         # (CPUs, demand, batch)
     for vm in vms:
-        gv = of[next(iter(vm.vcpu_cpus))]
-        ge = of[next(iter(vm.emu_cpus))]
-        load[gv] += vm.vcpu_demand
-        load[ge] += vm.emu_demand
-        if not vm.lc:
-            be[gv] += vm.vcpu_demand
-    cap = {g: max(1e-9, capacity(g, siblings, smt_slowdown))
-           for g in groups}
+        groups.append((vm.vcpu_cpus, vm.vcpu_demand, not vm.lc, vm.name))
+        groups.append((vm.emu_cpus, vm.emu_demand, False, vm.name))
+
+    def load_on(cpus, me):
+        total = batch = 0.0
+        for where, demand, be, name in groups:
+            share = demand * len(where & cpus) / len(where)
+            total += share
+            if be and name != me:
+                batch += share
+        cap = max(1e-9, capacity(cpus, siblings, smt_slowdown))
+        return total / cap, batch / cap
+
     out = {}
     for vm in vms:
-        gv = of[next(iter(vm.vcpu_cpus))]
-        ge = of[next(iter(vm.emu_cpus))]
         n = max(1, min(vm.online, len(vm.vcpu_cpus)))
-        own_be = 0.0 if vm.lc else vm.vcpu_demand
+        rho_v, be = load_on(vm.vcpu_cpus, vm.name)
+        rho_e, _ = load_on(vm.emu_cpus, vm.name)
         out[vm.name] = {
-            'u': vm.vcpu_demand / n,
-            'rho_v': load[gv] / cap[gv],
-            'rho_e': load[ge] / cap[ge],
-            'be': (be[gv] - own_be) / cap[gv],
-            'emu_home': 1.0 if gv is ge else 0.0,
+            'u': vm.vcpu_demand / n, 'rho_v': rho_v, 'rho_e': rho_e,
+            'be': be, 'emu_home': 1.0 if vm.emu_cpus & vm.vcpu_cpus else 0.0,
             'log_n': math.log(n)}
     return out

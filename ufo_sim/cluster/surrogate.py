@@ -220,7 +220,8 @@ class SurrogateHost:
             return 0.0, 0.0
         cost = self.params['cost'][p.name]
         if p.is_lc:
-            return v.rps * cost['vcpu_s'], v.rps * cost['emu_s']
+            return v.rps * cost['vcpu_s'], \
+                host_features.emulator_demand(cost, v.rps)
         busy = min(p.threads, v.online)
         return float(busy), busy * cost['emu_per_thread']
 
@@ -295,19 +296,6 @@ class SurrogateHost:
             else:
                 c['requests_done'] += int(work)
         self._now += dt
-
-    def cpu_time(self):
-        """Per logical CPU: busy and idle ns, spread evenly over pools."""
-        busy = [0.0] * self.spec.cpus
-        total = int(round(self._now * 1e9))
-        for v in self._vms.values():
-            for field, cpus in (('vcpu_cpu_ns', v.vcpu_cpus),
-                                ('emulator_cpu_ns', v.emu_cpus)):
-                share = v.counts[field] / len(cpus)
-                for cpu in cpus:
-                    busy[cpu] += share
-        return [dict(busy_ns=int(min(b, total)), overhead_ns=0,
-                     idle_ns=int(max(0, total - b))) for b in busy]
 
 
 _DEFAULT = None

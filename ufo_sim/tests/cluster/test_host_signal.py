@@ -2,14 +2,7 @@
 
 from ufo_sim.cluster import host as host_mod
 from ufo_sim.cluster import nova_scheduler as ns
-from ufo_sim.cluster import workload
-
-
-def _request(vm_id, seed=0):
-    return workload.VmRequest(
-        vm_id=vm_id, arrive_s=0.0, lifetime_s=1e6, vcpus=4,
-        memory_mb=16384, lc=True, pattern='steady', mean_load=0.2,
-        peak_load=0.2, phase_s=0.0, seed=seed)
+from ufo_sim.tests.unit.cluster import requests
 
 
 def test_the_agents_signal_is_accepted_and_read_by_the_filter():
@@ -18,7 +11,7 @@ def test_the_agents_signal_is_accepted_and_read_by_the_filter():
     books = [ns.HostBooks(name, 16, 262144, 4.0) for name in hosts]
     now = [0.0]
     sched = ns.NovaScheduler(books, ufo=True, clock=lambda: now[0])
-    hosts['h0'].boot(_request('a'))
+    hosts['h0'].boot(requests.steady('a', mean=0.2))
     for h in hosts.values():
         h.step(5, {'a': 0.2})
     now[0] = 5.0

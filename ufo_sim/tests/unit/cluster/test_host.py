@@ -5,15 +5,11 @@ import math
 import pytest
 
 from ufo_sim.cluster import host as host_mod
-from ufo_sim.cluster import workload
 from ufo_sim import profiles
+from ufo_sim.tests.unit.cluster import requests
 
 
-def _request(vm_id, vcpus=4, lc=True, seed=0, mean=0.3):
-    return workload.VmRequest(
-        vm_id=vm_id, arrive_s=0.0, lifetime_s=1e6, vcpus=vcpus,
-        memory_mb=4096 * vcpus, lc=lc, pattern='steady', mean_load=mean,
-        peak_load=mean, phase_s=0.0, seed=seed)
+_request = requests.steady
 
 
 def test_profiles_by_class_and_seed():

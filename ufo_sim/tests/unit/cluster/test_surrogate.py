@@ -15,6 +15,7 @@ from ufo_sim.cluster import surrogate_fit
 from ufo_sim import driver as sim_driver
 from ufo_sim import engine
 from ufo_sim import profiles
+from ufo_sim.tests.unit.cluster import requests
 
 SIBLINGS = ((0, 1), (2, 3), (4, 5), (6, 7))
 
@@ -24,17 +25,16 @@ def _state(name, vcpus, emu, demand=1.0, lc=True, online=4):
                                  frozenset(emu), demand, 0.1)
 
 
-def test_overlapping_pins_form_one_pool_and_smt_counts_less():
-    # a's emulator threads share CPU 2 with b: one pool; a's vCPUs have
-    # CPUs 0-1 to themselves, c CPU 6.
-    a = _state('a', {0, 1}, {2})
-    b = _state('b', {2, 3}, {2, 3})
-    c = _state('c', {6}, {6})
-    pools = host_features.pools([a, b, c])
-    assert sorted(sorted(p) for p in pools) == [[0, 1], [2, 3], [6]]
-    d = _state('d', {1, 2}, {1, 2})
-    pools = host_features.pools([a, b, c, d])
-    assert sorted(sorted(p) for p in pools) == [[0, 1, 2, 3], [6]]
+def test_a_widely_pinned_neighbour_counts_for_its_share():
+    # a has core 0 (CPUs 0-1) to itself but for f, which floats over all
+    # 8 CPUs: a meets a quarter of f's demand.
+    a = _state('a', {0, 1}, {0, 1}, demand=1.0)
+    f = _state('f', set(range(8)), set(range(8)), demand=2.0)
+    alone = host_features.features([a], SIBLINGS, 1.5)['a']
+    both = host_features.features([a, f], SIBLINGS, 1.5)['a']
+    cap = 2 / 1.5
+    assert alone['rho_v'] == pytest.approx((1.0 + 0.1) / cap)
+    assert both['rho_v'] == pytest.approx((1.0 + 0.1 + 2.1 / 4) / cap)
     assert host_features.capacity({0, 1, 2}, SIBLINGS, 1.5) == \
         pytest.approx(2 / 1.5 + 1)
 
@@ -110,7 +110,7 @@ def test_cluster_host_on_the_surrogate(policy):
     h = host_mod.ClusterHost('h0', 4, 2, policy, seed=1,
                              fidelity='surrogate')
     for i in range(3):
-        h.boot(_request('v%d' % i, seed=i))
+        h.boot(requests.steady('v%d' % i, seed=i))
     step = h.step(300, {'v0': 0.3, 'v1': 0.3, 'v2': 0.3})
     assert step.seconds == 300 and len(step.held_cpus) == 300
     assert all(len(v.p99_us) == 300 for v in step.vms.values())
@@ -126,17 +126,9 @@ def test_cluster_host_on_the_surrogate(policy):
 def test_every_second_when_not_quasi_static():
     h = host_mod.ClusterHost('h0', 4, 2, 'ufo', seed=1,
                              fidelity='surrogate', quasi_static=False)
-    h.boot(_request('v0'))
+    h.boot(requests.steady('v0'))
     h.step(30, {'v0': 0.3})
     assert h.agent.ticks == 30
-
-
-def _request(vm_id, seed=0):
-    from ufo_sim.cluster import workload
-    return workload.VmRequest(
-        vm_id=vm_id, arrive_s=0.0, lifetime_s=1e6, vcpus=4,
-        memory_mb=16384, lc=True, pattern='steady', mean_load=0.3,
-        peak_load=0.3, phase_s=0.0, seed=seed)
 
 
 def test_the_stored_parameters_are_the_fit_of_the_stored_data():
@@ -148,3 +140,14 @@ def test_the_stored_parameters_are_the_fit_of_the_stored_data():
         model = stored['knn'][name]
         assert len(model['verdict']['y']) >= 100
         assert all(math.isfinite(y) for y in model['p99']['y'])
+
+
+def test_held_out_engine_cells_are_met_within_the_stated_error():
+    # The error the research record states (2026-12-02 cluster hosts):
+    # verdicts agree on 96.4 % of the held-out LC VMs, the p99 of those
+    # the engine found meeting QoS is off by 8.9 % at the median.
+    train, held = surrogate_fit.load_data()
+    result = surrogate_fit.validate(held, surrogate.load_params())
+    assert result['vms'] == 633
+    assert result['verdict_agreement'] >= 0.95
+    assert result['p99_median_error'] <= 0.15
