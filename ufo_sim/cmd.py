@@ -34,6 +34,9 @@ Subcommands (``ufo-sim <command> --help`` for options):
   closing ``RESULT`` line;
 * ``demo``: ufo-demo's scenario (an LC VM light, busy and quiet beside a
   BE batch VM and an idle VM) without and with the agent.
+* ``cluster``: a simulated Nova cloud for a day, every policy over the
+  same VM requests (Nova's own scheduler, the real agent on each host),
+  a ``RESULT`` line per policy (see doc/source/cluster-evaluation.rst).
 
 Everything is written under ``--out`` (default ``ufo-sim-out``). Grid
 and dynamic take held-out conditions nobody tuned on: ``--cores``,
@@ -52,6 +55,7 @@ import sys
 from ufo_sim import arguments
 from ufo_sim.commands import allocation
 from ufo_sim.commands import be_soak
+from ufo_sim.commands import cluster
 from ufo_sim.commands import common
 from ufo_sim.commands import decompose
 from ufo_sim.commands import demo
@@ -64,7 +68,7 @@ from ufo_sim.commands import grid_set
 from ufo_sim.commands import mal
 
 COMMANDS = (grid, mal, dynamic, dynamic_set, dynamic_diff, grid_set,
-            decompose, allocation, edge, be_soak, demo)
+            decompose, allocation, edge, be_soak, demo, cluster)
 
 
 def parser():

@@ -59,6 +59,15 @@ def _ray(processes):
     return ray
 
 
+def start_ray(processes):
+    """Ray for this process's own actors (the cloud's host shards).
+
+    Local with ``processes`` CPUs, or the cluster :func:`use_cluster`
+    named; started once per process.
+    """
+    return _ray(processes)
+
+
 def _width(ray, processes):
     if _address is None:
         return max(1, processes)

@@ -1,0 +1,98 @@
+"""The cloud run's figures, RESULT lines, comparison and plot."""
+
+import pytest
+
+from ufo_sim.cluster import metrics
+from ufo_sim.cluster import plots
+
+
+def _series(name='default@2', hosts=2, rows=()):
+    s = metrics.Series(name, hosts, 60, 120)
+    for row in rows:
+        s.add(*row)
+    return s
+
+
+# t, hosted, lc_hosted, demand, lc_violation_s, changes, refused,
+# migrations, held CPUs (all hosts)
+ROWS = [(0, 10, 4, 12, 240, 0, 5, 0, 64),      # warm-up: not measured
+        (60, 4, 2, 6, 0, 3, 0, 0, 10),
+        (120, 4, 2, 6, 12, 1, 1, 1, 12),
+        (180, 6, 2, 6, 0, 2, 0, 0, 20)]
+
+
+def test_figures_after_the_warm_up():
+    s = metrics.summarize(_series(rows=ROWS))
+    # Steps at 120 and 180 s: 10 VM-steps of 60 s on 2 hosts, 4 LC
+    # VM-steps (240 LC VM-s, 12 in violation).
+    assert s['vms_per_host'] == pytest.approx(10 / 2 / 2)
+    assert s['lc_violation_share'] == pytest.approx(12 / 240)
+    per_hour = 12 / (240 / 3600)
+    assert s['lc_violation_s_per_vm_hour'] == pytest.approx(per_hour)
+    assert s['boots_refused'] == 1 and s['boots_refused_total'] == 6
+    days = 120 / 86400
+    assert s['migrations_per_host_day'] == pytest.approx(1 / 2 / days)
+    assert s['changes_per_vm_hour'] == pytest.approx(3 / (600 / 3600))
+    assert s['demand_vms'] == 6
+    assert s['held_cpus_per_host'] == pytest.approx((12 + 20) / 2 / 2)
+    # 5 % of LC VM-seconds in violation: over the 1 % budget.
+    assert not s['meets_budget'] and s['hosts_needed'] is None
+    assert 'meets_budget=no hosts_needed=none_within_budget' in \
+        metrics.result_line(s, 'generated')
+
+
+def test_hosts_needed_within_the_budget():
+    rows = [r[:4] + (0,) + r[5:] for r in ROWS]
+    s = metrics.summarize(_series(rows=rows))
+    # 6 VMs asked for at 2.5 VMs per host: 3 hosts; the cloud was full
+    # (4 of 6 hosted at 120 s), so the figure is not a bound.
+    assert s['meets_budget'] and s['hosts_needed'] == 3
+    assert not s['hosts_needed_bound']
+    assert 'hosts_needed=3' in metrics.result_line(s, 'generated')
+    full = [(t, d, lc, d, 0, 0, 0, 0, 0) for t, _, lc, d, *_ in ROWS]
+    s = metrics.summarize(_series(rows=full))
+    assert s['hosts_needed_bound']
+    assert 'hosts_needed=<=2' in metrics.result_line(s, 'generated')
+
+
+def test_no_measured_step_is_an_error():
+    with pytest.raises(ValueError, match='warm-up'):
+        metrics.summarize(_series(rows=ROWS[:2]))
+
+
+def _summary(policy, density, share, per_hour=0.0):
+    return {'policy': policy, 'vms_per_host': density,
+            'meets_budget': share <= metrics.QOS_BUDGET,
+            'lc_violation_s_per_vm_hour': per_hour}
+
+
+def test_compare_takes_the_highest_baseline_ratio_within_budget():
+    summaries = [_summary('default@1', 5, 0.0), _summary('default@2', 9,
+                                                         0.005, 2.0),
+                 _summary('default@4', 15, 0.2),
+                 _summary('ufo-sched@2', 9, 0.0),
+                 _summary('ufo-sched@4', 12, 0.004, 1.0),
+                 _summary('ufo-sched@8', 20, 0.3),
+                 _summary('ufo@4', 14, 0.0)]
+    c = metrics.compare(summaries)
+    assert (c['baseline'], c['ufo']) == ('default@2', 'ufo-sched@4')
+    assert c['gain_pct'] == pytest.approx(100 * (12 / 9 - 1))
+    assert c['violations_no_more']
+    assert metrics.compare_line(c, 'held-out') == (
+        'RESULT cluster_gain workload=held-out baseline=default@2 '
+        'baseline_vms_per_host=9.00 ufo=ufo-sched@4 ufo_vms_per_host=12.00 '
+        'gain_pct=33.3 lc_violations_no_more=yes')
+    none = metrics.compare(summaries[2:3])
+    assert metrics.compare_line(none, 'x') == (
+        'RESULT cluster_gain workload=x baseline=none ufo=none gain_pct=none')
+
+
+def test_smoothed_is_a_trailing_mean():
+    assert plots.smoothed([2, 4, 6, 8], 2) == [2, 3, 5, 7]
+
+
+def test_day_plot_is_written(tmp_path):
+    path = tmp_path / 'day.png'
+    plots.day(str(path), {'default@2': _series(rows=ROWS),
+                          'ufo@2': _series('ufo@2', rows=ROWS)}, 'test')
+    assert path.stat().st_size > 10000
