@@ -36,9 +36,12 @@ Subcommands (``ufo-sim <command> --help`` for options):
   BE batch VM and an idle VM) without and with the agent.
 * ``cluster``: a simulated Nova cloud for a day, every policy over the
   same VM requests (Nova's own scheduler, the real agent on each host),
-  a ``RESULT`` line per policy (see doc/source/cluster-evaluation.rst).
+  a ``RESULT`` line per policy (see doc/source/cluster-evaluation.rst);
+* ``results [--dry-run]``: every command behind the result files and
+  figures committed under ``doc/source/_static``, run again into that
+  tree (see doc/source/sim-method.rst, "Regenerating the results").
 
-Everything is written under ``--out`` (default ``ufo-sim-out``). Grid
+Everything else is written under ``--out`` (default ``ufo-sim-out``). Grid
 and dynamic take held-out conditions nobody tuned on: ``--cores``,
 ``--smt``, ``--vcpus``, ``--host-option`` (any HostSpec field), ``--seed``
 and the loads.
@@ -66,9 +69,11 @@ from ufo_sim.commands import edge
 from ufo_sim.commands import grid
 from ufo_sim.commands import grid_set
 from ufo_sim.commands import mal
+from ufo_sim.commands import results
 
 COMMANDS = (grid, mal, dynamic, dynamic_set, dynamic_diff, grid_set,
-            decompose, allocation, edge, be_soak, demo, cluster)
+            decompose, allocation, edge, be_soak, demo, cluster,
+            results)
 
 
 def parser():

@@ -3,7 +3,7 @@
 One dynamic run says little about a controller change: once a run's
 trajectory diverges, a VM at the QoS edge on a full host misses or meets
 it by chance for seconds at a time. The held-out protocol of
-:doc:`sim-results` therefore judges a change on a set of runs (seeds,
+:doc:`sim-method` therefore judges a change on a set of runs (seeds,
 load scales, host sizes), UFO only, and compares it with a baseline set
 of the same runs, run by run and load step by load step (:func:`compare`),
 so that a change that wins a step in every run is told from one that

@@ -5,5 +5,5 @@ lifecycle, a fake /proc, guest kernel modules answering on real page
 files) and the checker of the agent's promises on the affinities the
 fake libvirt holds; :mod:`.machine` drives it with a Hypothesis state
 machine; ``python -m ufo_agent.tests.soak`` runs it for a number of
-ticks. See doc/source/agent.rst, "The fault-injection soak".
+ticks. See doc/source/agent-safety.rst, "The fault-injection soak".
 """

@@ -5,7 +5,7 @@ sampler, the libvirt driver with its call deadlines) over a fake libvirt
 that fails, hangs and half-applies calls, with guests that appear,
 pause, resize, migrate, lose vCPUs and lie on their pages, and an agent
 that stops, crashes and starts again. After every step the host's actual
-affinities must keep the promises (doc/source/agent.rst, "The
+affinities must keep the promises (doc/source/agent-safety.rst, "The
 fault-injection soak"); at the end a stop and ``--restore`` must give
 every guest back exactly.
 
