@@ -65,10 +65,18 @@ class VmSpec:
     uuid: str
     vcpus: int
     vm_class: VmClass = VmClass.AUTO
+    # The operator's tail-latency target (flavor extra specs), in
+    # microseconds at ``latency_percentile``; None: black-box mode.
+    latency_target_us: float = None
+    latency_percentile: float = 99.0
 
     def __post_init__(self):
         if self.vcpus < 1:
             raise ValueError('VM %s has %r vCPUs' % (self.uuid, self.vcpus))
+        if self.latency_target_us is not None and not (
+                self.latency_target_us > 0):
+            raise ValueError('VM %s has latency target %r us'
+                             % (self.uuid, self.latency_target_us))
         object.__setattr__(self, 'vm_class', VmClass(self.vm_class))
 
 
@@ -104,6 +112,9 @@ class VmSample:
     bytes_out: float = None
     # SF counts switches into the idle task too (an older guest module).
     sf_counts_idle: bool = False
+    # The guest's own tail latency at its spec's percentile, microseconds,
+    # as last published and still fresh (None: none, or too old).
+    latency_us: float = None
 
     @property
     def host_only(self):
