@@ -105,7 +105,8 @@ class Agent:
         self.specs = {}
         self.invariant_violations = 0
         self.sampler = sampler_mod.Sampler(
-            self.settings.guest_util_tolerance)
+            self.settings.guest_util_tolerance,
+            latency_stale_after=self.settings.latency_stale_after)
         self.enforcer = enforcer_mod.Enforcer(
             self.driver, self.settings.ack_timeout, clock=clock,
             ack_wait=self.settings.ack_wait,
@@ -257,6 +258,7 @@ class Agent:
         self.enforcer.ack_wait = settings.ack_wait
         self.enforcer.max_vcpu_step = max(1, settings.max_vcpu_step)
         self.sampler.tolerance = settings.guest_util_tolerance
+        self.sampler.latency_stale_after = settings.latency_stale_after
         return changes
 
     # -- one tick ------------------------------------------------------------
