@@ -557,7 +557,9 @@ class Agent:
     def _adopt(self, guest, now):
         uuid = guest.uuid
         learned = self.store.load(uuid) if self.store else None
-        spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
+        spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class,
+                               guest.latency_target_us,
+                               guest.latency_percentile)
         try:
             self.controller.add_vm(spec, learned, now)
         except Exception as exc:
@@ -572,8 +574,11 @@ class Agent:
         self.enforcer.track(guest)
         self.guests[uuid] = guest
         self.status[uuid] = VmStatus(uuid, guest.name, guest.vcpus)
-        LOG.info('Managing guest %s (%s, %d vCPUs, class %s%s)', uuid,
+        LOG.info('Managing guest %s (%s, %d vCPUs, class %s%s%s)', uuid,
                  guest.name, guest.vcpus, guest.vm_class,
+                 '' if guest.latency_target_us is None else
+                 ', latency target %d us at p%g' % (
+                     guest.latency_target_us, guest.latency_percentile),
                  ', learned state restored' if learned else '')
 
     def _drop(self, uuid, keep_state):
