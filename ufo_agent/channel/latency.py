@@ -27,6 +27,7 @@ STATE_ABSENT = 'absent'         # never published, or no valid page
 STATE_FRESH = 'fresh'
 STATE_STALE = 'stale'           # no new report for stale_after seconds
 STATE_REJECTED = 'rejected'     # the last report was out of bounds
+STATES = (STATE_FRESH, STATE_STALE, STATE_REJECTED, STATE_ABSENT)
 
 _SEQ_MOD = 1 << 32
 

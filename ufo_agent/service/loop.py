@@ -27,6 +27,7 @@ import logging
 import math
 import time
 
+from ufo_agent.channel import latency as latency_mod
 from ufo_agent.controller import controller as controller_mod
 from ufo_agent.controller import invariants
 from ufo_agent.controller import plan as plan_mod
@@ -76,6 +77,15 @@ class VmStatus:
     emulator_cpu_seconds: float = None
     vcpu_run_delay_seconds: float = None
     emulator_run_delay_seconds: float = None
+    # The flavor's latency target (us, None: none) and its percentile;
+    # the guest's published latency, as last judged (channel.latency):
+    # its last accepted value (us), how old it is, and its state.
+    latency_target_us: int = None
+    latency_percentile: float = None
+    latency_us: float = None
+    latency_age_s: float = None
+    latency_state: str = latency_mod.STATE_ABSENT
+    latency_fresh: bool = False     # the controller gets latency_us
 
 
 @functools.lru_cache(maxsize=1024)
@@ -573,7 +583,11 @@ class Agent:
         self.specs[uuid] = spec
         self.enforcer.track(guest)
         self.guests[uuid] = guest
-        self.status[uuid] = VmStatus(uuid, guest.name, guest.vcpus)
+        self.status[uuid] = VmStatus(
+            uuid, guest.name, guest.vcpus,
+            latency_target_us=guest.latency_target_us,
+            latency_percentile=guest.latency_percentile
+            if guest.latency_target_us is not None else None)
         LOG.info('Managing guest %s (%s, %d vCPUs, class %s%s%s)', uuid,
                  guest.name, guest.vcpus, guest.vm_class,
                  '' if guest.latency_target_us is None else
@@ -669,6 +683,10 @@ class Agent:
             status.emulator_pct = rates.emulator_pct
             status.run_delay_ms = rates.run_delay_ms
             status.online_vcpus = rates.online_vcpus
+            status.latency_us = rates.latency.value_us
+            status.latency_age_s = rates.latency.age_s
+            status.latency_state = rates.latency.state
+            status.latency_fresh = rates.latency.fresh
         return samples, online, emulator_busy
 
     def _update_status(self, plan):
