@@ -3,8 +3,9 @@
 nova-api loads :func:`register` through the ``nova.api.extra_spec_validators``
 entry point (setup.cfg) when ufo-nova is installed in its Python
 environment. From API microversion 2.86 Nova then refuses, with 400, a
-flavor extra spec ``ufo:managed`` or ``ufo:class`` whose value ufo-agent
-would not accept, and any other ``ufo:`` key (a typo such as
+flavor extra spec ``ufo:managed``, ``ufo:class``,
+``ufo:latency_target_us`` or ``ufo:latency_percentile`` whose value
+ufo-agent would not accept, and any other ``ufo:`` key (a typo such as
 ``ufo:manged``), instead of letting ufo-agent ignore it on the compute
 node.
 
@@ -25,6 +26,7 @@ def _one_of(values):
 MANAGED_PATTERN = _one_of(extraspecs.MANAGED_TRUE +
                           extraspecs.MANAGED_FALSE)
 CLASS_PATTERN = _one_of(extraspecs.CLASS_VALUES)
+PERCENTILE_PATTERN = extraspecs.PERCENTILE_PATTERN
 
 
 def register():
@@ -55,6 +57,35 @@ def register():
                 'type': str,
                 'description': ', '.join(extraspecs.CLASS_VALUES),
                 'pattern': CLASS_PATTERN,
+            },
+        ),
+        base.ExtraSpecValidator(
+            name=extraspecs.LATENCY_TARGET,
+            description=(
+                'Tail latency, in microseconds, that ufo-agent sizes '
+                'instances of this flavor for, at ufo:latency_percentile, '
+                'by the latency software in the guest publishes through '
+                'the ufo_guest module (1.1.0 or later). Without it, or '
+                'while the guest publishes none, ufo-agent sizes the guest '
+                'by its CPU signals alone.'),
+            value={
+                'type': int,
+                'description': 'microseconds, %d to %d' % (
+                    extraspecs.LATENCY_TARGET_MIN,
+                    extraspecs.LATENCY_TARGET_MAX),
+                'min': extraspecs.LATENCY_TARGET_MIN,
+                'max': extraspecs.LATENCY_TARGET_MAX,
+            },
+        ),
+        base.ExtraSpecValidator(
+            name=extraspecs.LATENCY_PERCENTILE,
+            description=(
+                'Percentile of the guest\'s latency that '
+                'ufo:latency_target_us bounds (default 99).'),
+            value={
+                'type': str,
+                'description': '50 to 99.99, at most two decimals',
+                'pattern': PERCENTILE_PATTERN,
             },
         ),
     ]

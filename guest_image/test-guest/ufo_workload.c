@@ -28,6 +28,12 @@
  *                      ends on the guest's clock, which runs on while the
  *                      host does not run the vCPU, so it would count time
  *                      the guest did not get
+ *   publish=P          after every report, write the interval's P-th
+ *                      percentile latency (us, 1..10000000) to the
+ *                      ufo_guest module's /sys/kernel/ufo/latency_us, and
+ *                      add published_us=<x> to the report line (0: none
+ *                      written); default 0: off
+ *   latency_path=F     where publish= writes (default the module's file)
  */
 
 #define _GNU_SOURCE
@@ -43,6 +49,8 @@
 #define MAX_PHASES 64
 #define QUEUE_LEN 65536
 #define LAT_LEN (1 << 18)
+#define LATENCY_PATH "/sys/kernel/ufo/latency_us"
+#define LATENCY_MAX_US 10000000u
 
 struct phase {
 	double rate;
@@ -58,6 +66,8 @@ static int loop_phases;
 static double duration;
 static int batch;
 static long unit_iters = 100000;
+static double publish_pct;
+static char latency_path[256] = LATENCY_PATH;
 static volatile uint64_t sink;
 
 static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;
@@ -135,6 +145,10 @@ static void set_option(const char *kv)
 		batch = atoi(v);
 	else if (klen == 4 && !strncmp(kv, "unit", 4))
 		unit_iters = atol(v);
+	else if (klen == 7 && !strncmp(kv, "publish", 7))
+		publish_pct = atof(v);
+	else if (klen == 12 && !strncmp(kv, "latency_path", 12))
+		snprintf(latency_path, sizeof(latency_path), "%s", v);
 }
 
 static void read_cmdline(void)
@@ -275,12 +289,34 @@ static uint32_t pct(uint32_t *v, unsigned long n, double p)
 	return v[i];
 }
 
+/*
+ * Writes one latency report; returns the value written, 0 when none was
+ * (no requests done, or no module file). The first failure is printed.
+ */
+static uint32_t publish_latency(uint32_t us)
+{
+	static int warned;
+	FILE *f;
+
+	if (!us)
+		return 0;
+	if (us > LATENCY_MAX_US)
+		us = LATENCY_MAX_US;
+	f = fopen(latency_path, "w");
+	if (!f || fprintf(f, "%u\n", us) < 0 || fclose(f)) {
+		if (!warned++)
+			printf("UFO-WL publish failed: %s\n", strerror(errno));
+		return 0;
+	}
+	return us;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t gen, *workers;
 	uint64_t start, next;
 	unsigned long n, done, arr, drop, backlog;
-	uint32_t *v;
+	uint32_t *v, published;
 	int i;
 
 	read_cmdline();
@@ -296,6 +332,8 @@ int main(int argc, char **argv)
 		unit_iters = 1;
 	if (svc_us < 0)
 		svc_us = 0;
+	if (!(publish_pct > 0 && publish_pct <= 100))
+		publish_pct = 0;
 	lat = calloc(LAT_LEN, sizeof(*lat));
 	lat_spare = calloc(LAT_LEN, sizeof(*lat));
 	workers = calloc(nworkers, sizeof(*workers));
@@ -332,10 +370,16 @@ int main(int argc, char **argv)
 		backlog = qtail - qhead;
 		pthread_mutex_unlock(&qlock);
 		qsort(v, n, sizeof(*v), cmp_u32);
-		printf("UFO-WL t=%.1f phase=%d rate=%.0f arrivals=%lu done=%lu dropped=%lu backlog=%lu p50_us=%u p95_us=%u p99_us=%u max_us=%u\n",
+		published = 0;
+		if (publish_pct > 0 && !batch)
+			published = publish_latency(pct(v, n, publish_pct / 100));
+		printf("UFO-WL t=%.1f phase=%d rate=%.0f arrivals=%lu done=%lu dropped=%lu backlog=%lu p50_us=%u p95_us=%u p99_us=%u max_us=%u",
 		       (next - start) / 1e9, cur_phase, cur_rate, arr, done,
 		       drop, backlog, pct(v, n, 0.50), pct(v, n, 0.95),
 		       pct(v, n, 0.99), n ? v[n - 1] : 0);
+		if (publish_pct > 0)
+			printf(" published_us=%u", published);
+		printf("\n");
 		if (duration > 0 && (next - start) / 1e9 >= duration)
 			return 0;
 	}

@@ -21,11 +21,12 @@
 #define UFO_HOST_OFFSET 0
 #define UFO_HOST_SIZE 128
 #define UFO_GUEST_OFFSET 128
-#define UFO_GUEST_SIZE 128
+#define UFO_GUEST_SIZE 192
 #define UFO_GUEST_FLAG_HOST_VALID 0x1U
 #define UFO_GUEST_FLAG_WATCHDOG 0x2U
 #define UFO_GUEST_FLAG_APPLYING 0x4U
 #define UFO_GUEST_FLAG_SCHED_IN 0x8U
+#define UFO_GUEST_FLAG_LATENCY 0x10U
 
 struct ufo_host_area {
 	/* HOST_MAGIC once the host set up the page */
@@ -96,13 +97,22 @@ struct ufo_guest_area {
 	 * it)
 	 */
 	__le64 sched_in_per_sec;
+	/*
+	 * tail latency software in the guest last published, in
+	 * microseconds (with GUEST_FLAG_LATENCY; zero without it)
+	 */
+	__le32 latency_us;
+	/* incremented by the guest with every latency_us it publishes */
+	__le32 latency_seq;
+	/* zero, room to grow */
+	__le64 reserved[7];
 };
 
 struct ufo_channel_page {
 	struct ufo_host_area host;
 	struct ufo_guest_area guest;
 	/* zero, room to grow */
-	__u8 reserved[3840];
+	__u8 reserved[3776];
 };
 
 #endif /* UFO_CHANNEL_H */

@@ -9,6 +9,9 @@
  * The scheduling frequency UFO reads is the rate of switches into a
  * thread: a switch into the idle task schedules no work, and counting it
  * makes threads that hand work over on a busy vCPU look half as busy.
+ *
+ * Software in the guest may publish its tail latency through
+ * /sys/kernel/ufo/latency_us; the thread copies it to the page.
  */
 
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -18,6 +21,7 @@
 #include <linux/debugfs.h>
 #include <linux/io.h>
 #include <linux/kernel_stat.h>
+#include <linux/kobject.h>
 #include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/math64.h>
@@ -29,6 +33,7 @@
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/string.h>
+#include <linux/sysfs.h>
 #include <linux/tick.h>
 #include <linux/tracepoint.h>
 
@@ -38,6 +43,9 @@
 #define UFO_PCI_DEVICE 0x1110
 #define UFO_SHM_BAR 2
 #define UFO_READ_TRIES 8
+/* Bounds of a published latency: what the host accepts. */
+#define UFO_LATENCY_MIN_US 1U
+#define UFO_LATENCY_MAX_US 10000000U
 
 static unsigned int poll_ms = 20;
 module_param(poll_ms, uint, 0644);
@@ -70,6 +78,8 @@ struct ufo_pub {
 	u64 mask[UFO_MASK_WORDS];
 	u32 host_errors;
 	u32 watchdog_fires;
+	u32 latency_us;
+	u32 latency_seq;
 };
 
 /* A consistent copy of the host area. */
@@ -88,6 +98,8 @@ struct ufo_state {
 	unsigned long generation;
 	struct ufo_pub pub;
 	u32 guest_seq;
+	/* A latency was written that the page does not show yet. */
+	bool latency_dirty;
 
 	/* Owned by the thread, read by debugfs under the lock. */
 	bool host_valid;
@@ -109,6 +121,7 @@ static struct ufo_state ufo;
 static struct task_struct *ufo_task;
 static struct tracepoint *ufo_tp_switch;
 static struct dentry *ufo_debugfs;
+static struct kobject *ufo_kobj;
 
 static DEFINE_PER_CPU(u64, ufo_switches);
 static DEFINE_PER_CPU(u64, ufo_own_switches);
@@ -208,6 +221,9 @@ static void ufo_publish_locked(void)
 		WRITE_ONCE(g->online_mask[i], cpu_to_le64(p->mask[i]));
 	WRITE_ONCE(g->host_errors, cpu_to_le32(p->host_errors));
 	WRITE_ONCE(g->watchdog_fires, cpu_to_le32(p->watchdog_fires));
+	WRITE_ONCE(g->latency_us, cpu_to_le32(p->latency_us));
+	WRITE_ONCE(g->latency_seq, cpu_to_le32(p->latency_seq));
+	ufo.latency_dirty = false;
 	/* Fields visible before the even sequence. */
 	smp_wmb();
 	ufo.guest_seq++;
@@ -511,6 +527,9 @@ static int ufo_thread(void *unused)
 					r.next_sample_ns = now + (u64)period * NSEC_PER_MSEC;
 			}
 		}
+		/* At most one latency write to the page per poll. */
+		if (r.attached && READ_ONCE(ufo.latency_dirty))
+			ufo_publish();
 		poll = clamp(READ_ONCE(poll_ms), 1U, 1000U);
 		schedule_timeout_interruptible(msecs_to_jiffies(poll));
 	}
@@ -543,6 +562,8 @@ static int ufo_state_show(struct seq_file *m, void *v)
 	seq_printf(m, "sched_in_per_sec %llu\n", p->sched_in);
 	seq_printf(m, "host_errors %u\n", p->host_errors);
 	seq_printf(m, "watchdog_fires %u\n", p->watchdog_fires);
+	seq_printf(m, "latency_us %u\n", p->latency_us);
+	seq_printf(m, "latency_seq %u\n", p->latency_seq);
 	seq_puts(m, "online_mask");
 	for (i = 0; i < UFO_MASK_WORDS; i++)
 		seq_printf(m, " %016llx", p->mask[i]);
@@ -551,6 +572,45 @@ static int ufo_state_show(struct seq_file *m, void *v)
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(ufo_state);
+
+/* The tail latency guest software last published, in microseconds. */
+static ssize_t latency_us_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	u32 v;
+
+	mutex_lock(&ufo.lock);
+	v = ufo.pub.latency_us;
+	mutex_unlock(&ufo.lock);
+	return sysfs_emit(buf, "%u\n", v);
+}
+
+/*
+ * Each write is one new report, even of the same value: the host takes a
+ * value only while reports keep coming.
+ */
+static ssize_t latency_us_store(struct kobject *kobj,
+				struct kobj_attribute *attr,
+				const char *buf, size_t count)
+{
+	u32 v;
+	int ret;
+
+	ret = kstrtou32(buf, 10, &v);
+	if (ret)
+		return ret;
+	if (v < UFO_LATENCY_MIN_US || v > UFO_LATENCY_MAX_US)
+		return -ERANGE;
+	mutex_lock(&ufo.lock);
+	ufo.pub.latency_us = v;
+	ufo.pub.latency_seq++;
+	ufo_set_flag(UFO_GUEST_FLAG_LATENCY, true);
+	ufo.latency_dirty = true;
+	mutex_unlock(&ufo.lock);
+	return count;
+}
+
+static struct kobj_attribute ufo_latency_attr = __ATTR_RW(latency_us);
 
 static int ufo_pci_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
@@ -677,10 +737,15 @@ static int __init ufo_init(void)
 	}
 	ufo_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("state", 0444, ufo_debugfs, NULL, &ufo_state_fops);
-	wake_up_process(task);
-
-	ret = pci_register_driver(&ufo_pci_driver);
+	ufo_kobj = kobject_create_and_add("ufo", kernel_kobj);
+	ret = ufo_kobj ? sysfs_create_file(ufo_kobj, &ufo_latency_attr.attr) :
+		-ENOMEM;
+	if (!ret) {
+		wake_up_process(task);
+		ret = pci_register_driver(&ufo_pci_driver);
+	}
 	if (ret) {
+		kobject_put(ufo_kobj);
 		debugfs_remove_recursive(ufo_debugfs);
 		kthread_stop(task);
 		tracepoint_probe_unregister(ufo_tp_switch, ufo_probe_switch,
@@ -694,6 +759,7 @@ static int __init ufo_init(void)
 static void __exit ufo_exit(void)
 {
 	pci_unregister_driver(&ufo_pci_driver);
+	kobject_put(ufo_kobj);
 	debugfs_remove_recursive(ufo_debugfs);
 	/* No probe may compare against the thread once it is gone. */
 	tracepoint_probe_unregister(ufo_tp_switch, ufo_probe_switch, NULL);
@@ -708,4 +774,4 @@ module_exit(ufo_exit);
 MODULE_DESCRIPTION("UFO guest agent: vCPU count control over an ivshmem page");
 MODULE_AUTHOR("ufo-nova developers");
 MODULE_LICENSE("GPL");
-MODULE_VERSION("1.0.0");
+MODULE_VERSION("1.1.0");

@@ -62,6 +62,7 @@ def render():
         '#define UFO_GUEST_FLAG_WATCHDOG 0x%xU' % L.GUEST_FLAG_WATCHDOG,
         '#define UFO_GUEST_FLAG_APPLYING 0x%xU' % L.GUEST_FLAG_APPLYING,
         '#define UFO_GUEST_FLAG_SCHED_IN 0x%xU' % L.GUEST_FLAG_SCHED_IN,
+        '#define UFO_GUEST_FLAG_LATENCY 0x%xU' % L.GUEST_FLAG_LATENCY,
         '',
     ]
     out += _struct('ufo_host_area', L.HOST_FIELDS)

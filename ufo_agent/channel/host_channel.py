@@ -614,7 +614,12 @@ class HostChannel(object):
             host_errors=g.host_errors,
             watchdog_fires=g.watchdog_fires,
             sched_in_per_sec=g.sched_in_per_sec
-            if g.flags & layout.GUEST_FLAG_SCHED_IN else None)
+            if g.flags & layout.GUEST_FLAG_SCHED_IN else None,
+            # Judged by ufo_agent.channel.latency, not here: a bad
+            # latency report costs the guest its latency, not its page.
+            latency_us=g.latency_us
+            if g.flags & layout.GUEST_FLAG_LATENCY else None,
+            latency_seq=g.latency_seq)
         return report.GuestReport(report.STATUS_OK, '', sample)
 
     def _validate(self, g, mask):
@@ -627,9 +632,7 @@ class HostChannel(object):
             return 'bad guest magic 0x%08x' % g.magic
         if g.abi_version != layout.ABI_VERSION:
             return 'unsupported guest ABI version %d' % g.abi_version
-        known = (layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_WATCHDOG |
-                 layout.GUEST_FLAG_APPLYING | layout.GUEST_FLAG_SCHED_IN)
-        if g.flags & ~known:
+        if g.flags & ~layout.GUEST_FLAGS_KNOWN:
             return 'unknown guest flags 0x%x' % g.flags
         if not g.flags & layout.GUEST_FLAG_SCHED_IN and \
                 g.sched_in_per_sec:

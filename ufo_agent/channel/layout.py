@@ -8,7 +8,7 @@ places every field at the offset given here.
 
 The page is 4096 bytes, little-endian. The host writes only the host area
 (first two cache lines), the guest writes only the guest area (cache lines
-2 and 3); the rest is reserved and must be zero. Each area carries its own
+2 to 4); the rest is reserved and must be zero. Each area carries its own
 sequence counter used as a seqlock: the writer makes it odd, writes the
 fields, then makes it even again; a reader retries while it is odd or when
 it changed during the read. See doc/source/channel.rst.
@@ -34,6 +34,10 @@ GUEST_FLAG_HOST_VALID = 1 << 0      # host area passed the last check
 GUEST_FLAG_WATCHDOG = 1 << 1        # heartbeat stale: every vCPU online
 GUEST_FLAG_APPLYING = 1 << 2        # a target is being applied
 GUEST_FLAG_SCHED_IN = 1 << 3        # sched_in_per_sec is published
+GUEST_FLAG_LATENCY = 1 << 4         # latency_us is published
+GUEST_FLAGS_KNOWN = (GUEST_FLAG_HOST_VALID | GUEST_FLAG_WATCHDOG |
+                     GUEST_FLAG_APPLYING | GUEST_FLAG_SCHED_IN |
+                     GUEST_FLAG_LATENCY)
 
 # Host flags (host area "flags"); none defined yet, reserved for growth.
 HOST_FLAGS_KNOWN = 0
@@ -47,7 +51,9 @@ _STRUCT = {'u32': 'I', 'u64': 'Q'}
 HOST_OFFSET = 0
 HOST_SIZE = 2 * CACHE_LINE
 GUEST_OFFSET = 2 * CACHE_LINE
-GUEST_SIZE = 2 * CACHE_LINE
+# Three cache lines since the latency fields; a module that predates them
+# leaves the third line as the host wrote it: zero.
+GUEST_SIZE = 3 * CACHE_LINE
 
 # Host area: written by the host, read (untrusted) by the guest.
 HOST_FIELDS = (
@@ -103,6 +109,12 @@ GUEST_FIELDS = (
           'switches into a thread other than the idle task, per second, '
           'without the module\'s own (with GUEST_FLAG_SCHED_IN; zero '
           'without it)'),
+    Field('latency_us', 'u32', 128, 1,
+          'tail latency software in the guest last published, in '
+          'microseconds (with GUEST_FLAG_LATENCY; zero without it)'),
+    Field('latency_seq', 'u32', 132, 1,
+          'incremented by the guest with every latency_us it publishes'),
+    Field('reserved', 'u64', 136, 7, 'zero, room to grow'),
 )
 
 
@@ -150,20 +162,24 @@ def unpack(fields, st, data):
 
 
 GuestArea = collections.namedtuple(
-    'GuestArea', [f.name for f in GUEST_FIELDS])
+    'GuestArea', [f.name for f in GUEST_FIELDS if f.name != 'reserved'])
 _MASK_FIRST = [f.name for f in GUEST_FIELDS].index('online_mask')
 _MASK_END = _MASK_FIRST + MASK_WORDS
+# The trailing reserved words (the last field) are no field of GuestArea.
+assert GUEST_FIELDS[-1].name == 'reserved'
+_RESERVED_FIRST = sum(f.count for f in GUEST_FIELDS[:-1])
 
 
 def unpack_guest(data):
     """Decode the guest area into a :class:`GuestArea` (see :func:`unpack`).
 
     A tuple, not a dict: the host reads every guest's area on each tick.
+    The reserved words are left out.
     """
     values = GUEST_STRUCT.unpack(data)
     return GuestArea._make(values[:_MASK_FIRST] +
                            (values[_MASK_FIRST:_MASK_END],) +
-                           values[_MASK_END:])
+                           values[_MASK_END:_RESERVED_FIRST])
 
 
 def pack(fields, st, values):

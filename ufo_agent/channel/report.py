@@ -35,6 +35,11 @@ class GuestSample:
     # Switches into a thread other than idle, per second; None from a
     # module that does not publish them (it predates the field).
     sched_in_per_sec: int = None
+    # The tail latency software in the guest last published (us) and its
+    # sequence; None from a module that predates them or a guest that
+    # never published. Unchecked: see ufo_agent.channel.latency.
+    latency_us: int = None
+    latency_seq: int = 0
 
     @property
     def scheduling_frequency(self):

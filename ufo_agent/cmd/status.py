@@ -52,8 +52,10 @@ def format_status(snap):
                        if pools['overloaded'] else ''))
     # EMU%: the guest's emulator, I/O and vhost threads over the last
     # tick, in % of one CPU: the CPU its I/O costs outside its vCPUs.
+    # LAT/TGT: the guest's published latency (us; "(stale)" or "rejected"
+    # when the controller does not use it) over its flavor's target.
     header = ('NAME', 'UUID', 'MODE', 'SIGNAL', 'CORES', 'WANT', 'VCPUS',
-              'UTIL%', 'EMU%', 'SF/s', 'R2', 'NOTE')
+              'UTIL%', 'EMU%', 'SF/s', 'R2', 'LAT/TGT(us)', 'NOTE')
     rows = [header]
     for vm in snap.get('vms', []):
         rows.append((
@@ -66,12 +68,29 @@ def format_status(snap):
             '%.0f' % vm['util'], '%.0f' % vm.get('emulator_pct', 0.0),
             '%.0f' % vm['sf'],
             '-' if vm['r2'] is None else '%.2f' % vm['r2'],
+            _latency(vm),
             (vm['reason'] or vm['note'])[:60]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for row in rows:
         out.append('  '.join(cell.ljust(w) for cell, w in
                              zip(row, widths)).rstrip())
     return '\n'.join(out)
+
+
+def _latency(vm):
+    """The LAT/TGT cell; an agent that predates them has neither."""
+    state = vm.get('latency_state') or 'absent'
+    value = vm.get('latency_us')
+    if state == 'rejected':
+        lat = 'rejected'
+    elif value is None:
+        lat = '-'
+    else:
+        lat = '%.0f%s' % (value, '' if state == 'fresh' else '(stale)')
+    target = vm.get('latency_target_us')
+    if target is None:
+        return lat
+    return '%s/%d@p%g' % (lat, target, vm.get('latency_percentile') or 99)
 
 
 def endpoint(conf):

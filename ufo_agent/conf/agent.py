@@ -114,6 +114,15 @@ OPTS = [
              'A failed tick does not feed systemd\'s watchdog. Ticks that '
              'fail for one guest only (a driver call on that guest) do '
              'not count.'),
+    cfg.FloatOpt(
+        'latency_stale_after', default=_DEFAULTS.latency_stale_after,
+        min=1.0, max=60.0, mutable=True,
+        help='Seconds a tail latency a guest published (through its guest '
+             'module, /sys/kernel/ufo/latency_us) stands without a new one. '
+             'Past that, as for a guest that publishes none or a value '
+             'outside 1 us to 10 s, the controller judges the guest by its '
+             'black-box signals alone. Guest software is asked to publish '
+             'every second.'),
     cfg.BoolOpt(
         'manage_non_nova_domains', default=False,
         help='Manage libvirt domains that carry no Nova instance metadata.'),

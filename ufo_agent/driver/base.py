@@ -79,6 +79,9 @@ class Guest:
     has_channel: bool
     restore_vcpus: dict = dataclasses.field(default_factory=dict)
     restore_iothreads: dict = dataclasses.field(default_factory=dict)
+    # The flavor's tail-latency target (us; None: none) and percentile.
+    latency_target_us: int = None
+    latency_percentile: float = 99.0
 
 
 class NicCounters(typing.NamedTuple):

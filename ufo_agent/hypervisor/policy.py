@@ -31,7 +31,10 @@ Those pins are then ufo-agent's, numbered for the source host, and are
 ignored as a live XML's are (for a NUMA-bound guest Nova rewrites every
 pin for the destination, and they are kept).
 
-``ufo:class=lc|be|auto`` hints the service class.
+``ufo:class=lc|be|auto`` hints the service class;
+``ufo:latency_target_us`` and ``ufo:latency_percentile`` carry the
+operator's tail-latency target. An invalid hint or target is ignored
+(and said in the reason): the guest is still managed, in black-box mode.
 
 A managed guest's :class:`Verdict` carries what the driver needs: the
 exact restore pins per vCPU, for the emulator and per I/O thread (from the
@@ -73,6 +76,33 @@ class Verdict:
     restore_emulator: frozenset = frozenset()
     restore_iothreads: dict = dataclasses.field(default_factory=dict)
     allowed_cpus: frozenset = frozenset()
+    # The flavor's tail-latency target, microseconds (None: none).
+    latency_target_us: int = None
+    latency_percentile: float = extraspecs.DEFAULT_PERCENTILE
+
+
+def _latency_target(specs):
+    """(target us or None, percentile, note on ignored values)."""
+    notes = []
+    target = specs.get(extraspecs.LATENCY_TARGET)
+    if target is not None:
+        try:
+            target = extraspecs.latency_target(target)
+        except ValueError:
+            notes.append('ignored invalid %s=%r' % (
+                extraspecs.LATENCY_TARGET, target))
+            target = None
+    percentile = specs.get(extraspecs.LATENCY_PERCENTILE)
+    if percentile is None:
+        percentile = extraspecs.DEFAULT_PERCENTILE
+    else:
+        try:
+            percentile = extraspecs.latency_percentile(percentile)
+        except ValueError:
+            notes.append('ignored invalid %s=%r' % (
+                extraspecs.LATENCY_PERCENTILE, percentile))
+            percentile = extraspecs.DEFAULT_PERCENTILE
+    return target, percentile, ''.join('; ' + n for n in notes)
 
 
 def _fmt(cpus):
@@ -237,5 +267,8 @@ def decide(domain, managed_cpus, manage_non_nova=False, persistent=True,
     reason += note
     if hint != vm_class.value:
         reason += '; ignored invalid %s=%r' % (EXTRA_SPEC_CLASS, hint)
+    target, percentile, ignored = _latency_target(specs)
+    reason += ignored
     return Verdict(True, reason, vm_class, max(1, vcpus), dict(pins.vcpus),
-                   pins.emulator, dict(pins.iothreads), allowed)
+                   pins.emulator, dict(pins.iothreads), allowed,
+                   latency_target_us=target, latency_percentile=percentile)

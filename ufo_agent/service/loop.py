@@ -27,6 +27,7 @@ import logging
 import math
 import time
 
+from ufo_agent.channel import latency as latency_mod
 from ufo_agent.controller import controller as controller_mod
 from ufo_agent.controller import invariants
 from ufo_agent.controller import plan as plan_mod
@@ -76,6 +77,15 @@ class VmStatus:
     emulator_cpu_seconds: float = None
     vcpu_run_delay_seconds: float = None
     emulator_run_delay_seconds: float = None
+    # The flavor's latency target (us, None: none) and its percentile;
+    # the guest's published latency, as last judged (channel.latency):
+    # its last accepted value (us), how old it is, and its state.
+    latency_target_us: int = None
+    latency_percentile: float = None
+    latency_us: float = None
+    latency_age_s: float = None
+    latency_state: str = latency_mod.STATE_ABSENT
+    latency_fresh: bool = False     # the controller gets latency_us
 
 
 @functools.lru_cache(maxsize=1024)
@@ -105,7 +115,8 @@ class Agent:
         self.specs = {}
         self.invariant_violations = 0
         self.sampler = sampler_mod.Sampler(
-            self.settings.guest_util_tolerance)
+            self.settings.guest_util_tolerance,
+            latency_stale_after=self.settings.latency_stale_after)
         self.enforcer = enforcer_mod.Enforcer(
             self.driver, self.settings.ack_timeout, clock=clock,
             ack_wait=self.settings.ack_wait,
@@ -257,6 +268,7 @@ class Agent:
         self.enforcer.ack_wait = settings.ack_wait
         self.enforcer.max_vcpu_step = max(1, settings.max_vcpu_step)
         self.sampler.tolerance = settings.guest_util_tolerance
+        self.sampler.latency_stale_after = settings.latency_stale_after
         return changes
 
     # -- one tick ------------------------------------------------------------
@@ -555,7 +567,9 @@ class Agent:
     def _adopt(self, guest, now):
         uuid = guest.uuid
         learned = self.store.load(uuid) if self.store else None
-        spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class)
+        spec = plan_mod.VmSpec(uuid, guest.vcpus, guest.vm_class,
+                               guest.latency_target_us,
+                               guest.latency_percentile)
         try:
             self.controller.add_vm(spec, learned, now)
         except Exception as exc:
@@ -569,9 +583,16 @@ class Agent:
         self.specs[uuid] = spec
         self.enforcer.track(guest)
         self.guests[uuid] = guest
-        self.status[uuid] = VmStatus(uuid, guest.name, guest.vcpus)
-        LOG.info('Managing guest %s (%s, %d vCPUs, class %s%s)', uuid,
+        self.status[uuid] = VmStatus(
+            uuid, guest.name, guest.vcpus,
+            latency_target_us=guest.latency_target_us,
+            latency_percentile=guest.latency_percentile
+            if guest.latency_target_us is not None else None)
+        LOG.info('Managing guest %s (%s, %d vCPUs, class %s%s%s)', uuid,
                  guest.name, guest.vcpus, guest.vm_class,
+                 '' if guest.latency_target_us is None else
+                 ', latency target %d us at p%g' % (
+                     guest.latency_target_us, guest.latency_percentile),
                  ', learned state restored' if learned else '')
 
     def _drop(self, uuid, keep_state):
@@ -662,6 +683,10 @@ class Agent:
             status.emulator_pct = rates.emulator_pct
             status.run_delay_ms = rates.run_delay_ms
             status.online_vcpus = rates.online_vcpus
+            status.latency_us = rates.latency.value_us
+            status.latency_age_s = rates.latency.age_s
+            status.latency_state = rates.latency.state
+            status.latency_fresh = rates.latency.fresh
         return samples, online, emulator_busy
 
     def _update_status(self, plan):

@@ -22,6 +22,7 @@ from prometheus_client import exposition
 from prometheus_client import process_collector
 from prometheus_client import registry as registry_mod
 
+from ufo_agent.channel import latency
 from ufo_agent.controller import plan as plan_mod
 from ufo_agent import hostsignal
 from ufo_agent.service import acks
@@ -29,6 +30,10 @@ from ufo_agent.service import enforcer
 from ufo_agent.service import sampler
 
 LOG = logging.getLogger(__name__)
+
+
+def _from_micro(value):
+    return value / 1e6
 
 
 def _ratio(percent):
@@ -103,6 +108,20 @@ _VM_GAUGES = (
      'R^2 of the fitted SF model at the current cores (1: a perfect '
      'fit).', 'r2', None),
     ('ufo_vm_paused', '1 while the guest\'s vCPUs are stopped.', 'paused',
+     None),
+    ('ufo_vm_latency_target_seconds',
+     'Tail-latency target of the guest\'s flavor (ufo:latency_target_us) '
+     'at its percentile; absent without one.', 'latency_target_us',
+     _from_micro),
+    ('ufo_vm_latency_target_quantile',
+     'Quantile (0-1) the latency target bounds (ufo:latency_percentile '
+     '/ 100).', 'latency_percentile', _ratio),
+    ('ufo_vm_latency_seconds',
+     'Tail latency the guest last published and the agent accepted, '
+     'fresh or not (ufo_vm_latency_state); absent without one.',
+     'latency_us', _from_micro),
+    ('ufo_vm_latency_age_seconds',
+     'Host time since the agent first saw that latency.', 'latency_age_s',
      None),
 )
 
@@ -236,7 +255,11 @@ class SnapshotCollector(registry_mod.Collector):
                  [sampler.MODE_GUEST, sampler.MODE_HOST_ONLY]),
                 ('ufo_vm_channel_state', 'Whether the guest acknowledges '
                  'vCPU targets: 1 for its state, 0 for the others.',
-                 'channel', [str(s) for s in acks.AckState])):
+                 'channel', [str(s) for s in acks.AckState]),
+                ('ufo_vm_latency_state', 'The latency the guest publishes: '
+                 'fresh (the controller uses it), stale, rejected (out of '
+                 'bounds) or absent; 1 for its state, 0 for the others.',
+                 'latency_state', list(latency.STATES))):
             family = core.GaugeMetricFamily(name, text,
                                             labels=['uuid', key])
             for vm in vms:

@@ -8,12 +8,17 @@ threads' CPU time and the scheduling-frequency signal is how often they
 were scheduled in; the steal share (run delay against run time) is what
 the controller judges such a guest by. The emulator pool's load is the
 CPU time of every other thread of every guest.
+
+The tail latency a guest publishes (:mod:`ufo_agent.channel.latency`)
+goes to the controller in guest mode only, while fresh: a guest whose
+page or claims the host does not trust gets none.
 """
 
 import collections
 import typing
 
 from ufo_agent.channel import crosscheck
+from ufo_agent.channel import latency as latency_mod
 from ufo_agent.channel import report as report_mod
 from ufo_agent.controller.plan import VmSample
 from ufo_agent.driver import base
@@ -40,6 +45,8 @@ class GuestRates:
     # Host-only for something wrong with the guest's page or claims, not
     # for want of a module or of a sample the host can check yet.
     fault: bool = False
+    # The guest's published latency as judged this tick.
+    latency: latency_mod.LatencyReading = latency_mod.ABSENT
 
 
 def _traffic_rates(before, after, span):
@@ -74,8 +81,9 @@ def _stats(sample):
 class _History:
     """What the sampler remembers of one guest."""
 
-    def __init__(self):
+    def __init__(self, latency_stale_after):
         self.last = None                  # the previous Observation
+        self.latency = latency_mod.LatencyWatch(latency_stale_after)
         # The host's recent points, as the cross-check reads them.
         self.counters = crosscheck.HostCounters(
             maxlen=crosscheck.HISTORY + 6)
@@ -96,11 +104,24 @@ class Sampler:
     """
 
     def __init__(self, tolerance=0.10, stale_after=2.5,
-                 busy_forgiven=BUSY_FORGIVEN):
+                 busy_forgiven=BUSY_FORGIVEN,
+                 latency_stale_after=latency_mod.DEFAULT_STALE_AFTER):
         self.tolerance = tolerance
         self.stale_after = stale_after
         self.busy_forgiven = busy_forgiven
+        self._latency_stale_after = latency_stale_after
         self._guests = {}        # uuid -> _History
+
+    @property
+    def latency_stale_after(self):
+        """Seconds a published latency stands ([agent] latency_stale_after)."""
+        return self._latency_stale_after
+
+    @latency_stale_after.setter
+    def latency_stale_after(self, seconds):
+        self._latency_stale_after = seconds
+        for hist in self._guests.values():
+            hist.latency.stale_after = seconds
 
     def forget(self, uuid):
         self._guests.pop(uuid, None)
@@ -109,11 +130,11 @@ class Sampler:
         """Return :class:`GuestRates`, or None on the first observation."""
         hist = self._guests.get(uuid)
         if hist is None:
-            hist = self._guests[uuid] = _History()
+            hist = self._guests[uuid] = _History(self._latency_stale_after)
         last, hist.last = hist.last, obs
         if last is not None and obs.time <= last.time:
             # The clock went backwards: nothing before is comparable.
-            self._guests[uuid] = hist = _History()
+            self._guests[uuid] = hist = _History(self._latency_stale_after)
             hist.last = obs
             last = None
         point = crosscheck.HostPoint(
@@ -121,6 +142,7 @@ class Sampler:
         hist.counters.append(point)
         report = obs.guest
         self._note_sighting(hist, obs.time, report)
+        latency = self._latency(hist, obs.time, report)
         if last is None:
             return None
         span = obs.time - last.time
@@ -138,14 +160,23 @@ class Sampler:
         if sample is not None:
             vm_sample = VmSample(
                 sample.util, float(sample.scheduling_frequency),
-                sf_counts_idle=sample.sf_counts_idle, **emu)
+                sf_counts_idle=sample.sf_counts_idle,
+                latency_us=latency.usable_us, **emu)
             return GuestRates(vm_sample, MODE_GUEST, '', vcpu_pct, emu_pct,
-                              delay_ms, sample.online_vcpus)
+                              delay_ms, sample.online_vcpus, False, latency)
         online = report.sample.online_vcpus if (
             report is not None and report.ok) else 0
         return GuestRates(host_only_sample(vcpu_pct, slices, delay_ms, **emu),
                           MODE_HOST_ONLY, reason,
-                          vcpu_pct, emu_pct, delay_ms, online, fault)
+                          vcpu_pct, emu_pct, delay_ms, online, fault, latency)
+
+    @staticmethod
+    def _latency(hist, now, report):
+        """Judge the page's latency report (every read, in any mode)."""
+        if report is not None and report.status == report_mod.STATUS_BUSY:
+            return hist.latency.held(now)
+        return hist.latency.update(
+            report.sample if report is not None and report.ok else None, now)
 
     def _note_sighting(self, hist, now, report):
         """Note when a guest sample first shows on the page."""

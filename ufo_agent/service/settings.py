@@ -21,6 +21,7 @@ class AgentSettings:
     libvirt_call_timeout: float = 5.0
     heartbeat_interval: float = 0.5
     max_failed_ticks: int = 10
+    latency_stale_after: float = 3.0
 
     def liveness_window(self, tick_interval):
         """Seconds without a completed tick after which the loop is stuck.

@@ -238,7 +238,9 @@ class LibvirtDriver(base.HypervisorDriver):
                           verdict.vm_class.value, restore_vcpu, restore_emu,
                           channel is not None,
                           dict(verdict.restore_vcpus),
-                          dict(verdict.restore_iothreads))
+                          dict(verdict.restore_iothreads),
+                          verdict.latency_target_us,
+                          verdict.latency_percentile)
         self._guests[uuid] = libvirt_guest.Guest(
             self._host, info, dom.ID(), pid, channel, self.managed_cpus,
             self.proc_root, domain_name=parsed.name,

@@ -9,6 +9,7 @@ prometheus_client's parser. promtool (Prometheus's own PromQL parser)
 checks the expressions themselves.
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -91,6 +92,9 @@ def _exposed():
     """Sample names of the agent's exposition of a realistic snapshot."""
     driver = fakes.FakeDriver(cores=6)
     busy = driver.add(fakes.FakeGuest('0b7e9a1c-busy', 8))
+    # With a flavor latency target and a latency it publishes.
+    busy.info = dataclasses.replace(busy.info, latency_target_us=2000)
+    busy.latency_us = 1500
     driver.add(fakes.FakeGuest('5f2d4c3e-nomodule', 4, channel=False))
     quiet = driver.add(fakes.FakeGuest('9a8b7c6d-quiet', 4))
     agent, tick = test_loop._agent(driver)

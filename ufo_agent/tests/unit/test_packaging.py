@@ -2,6 +2,7 @@
 
 import configparser
 import os
+import re
 import subprocess
 import sys
 
@@ -177,3 +178,15 @@ def test_agent_sample_documents_the_messaging_options():
     assert 'transport_url' in sample['DEFAULT']
     assert 'driver' in sample['oslo_messaging_notifications']
     assert 'ssl' in sample['oslo_messaging_rabbit']
+
+
+def test_the_guest_module_and_its_dkms_package_have_one_version():
+    # The version says which guests can publish a latency (1.1.0 on).
+    src = os.path.join(TOP, 'guest_image', 'ufo-guest')
+    with open(os.path.join(src, 'ufo_guest.c')) as f:
+        module = re.search(r'^MODULE_VERSION\("([^"]+)"\);', f.read(),
+                           re.M).group(1)
+    with open(os.path.join(src, 'dkms.conf')) as f:
+        dkms = re.search(r'^PACKAGE_VERSION="([^"]+)"', f.read(),
+                         re.M).group(1)
+    assert module == dkms

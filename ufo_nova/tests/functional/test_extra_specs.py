@@ -43,6 +43,25 @@ class TestUFOExtraSpecs(integrated_helpers._IntegratedTestBase):
         self.assert_refused('ufo:managed', 'maybe', "'maybe' is not of the")
         self.assert_refused('ufo:managed', '', "'' is not of the")
 
+    def test_latency_target_accepted(self):
+        self.set_specs(**{'ufo:latency_target_us': '2500',
+                          'ufo:latency_percentile': '99.9'})
+        self.assertEqual({'ufo:latency_target_us': '2500',
+                          'ufo:latency_percentile': '99.9'},
+                         self.api.get_extra_specs(self.flavor_id))
+
+    def test_latency_target_out_of_bounds_refused(self):
+        self.assert_refused('ufo:latency_target_us', '0',
+                            "'0' is less than the min value")
+        self.assert_refused('ufo:latency_target_us', '10000001',
+                            "is greater than the max value")
+        self.assert_refused('ufo:latency_target_us', '2ms',
+                            "'2ms' is not a valid integer value")
+        self.assert_refused('ufo:latency_percentile', '100',
+                            "'100' is not of the")
+        self.assert_refused('ufo:latency_percentile', 'p99',
+                            "'p99' is not of the")
+
     def test_unknown_ufo_key_refused(self):
         self.assert_refused('ufo:manged', 'false',
                             "extra spec 'ufo:manged' does not appear to be "

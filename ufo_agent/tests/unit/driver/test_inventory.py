@@ -29,6 +29,15 @@ def test_shared_nova_instance_is_adopted_from_its_metadata(host, hv):
         restore_vcpus={0: every, 1: every})]
 
 
+def test_the_flavor_s_latency_target_comes_with_the_guest(host, hv):
+    xml = nova_xml(U1, cpuset='2-7', specs={
+        'ufo:latency_target_us': '1500', 'ufo:latency_percentile': '95',
+        'hw:cpu_policy': 'shared'})
+    host.boot(U1, xml, pid=500)
+    [guest] = host.driver().guests()
+    assert (guest.latency_target_us, guest.latency_percentile) == (1500, 95)
+
+
 def test_persistent_definition_decides_policy_and_restore_pins(host, hv):
     # Live XML after a crashed agent: its own one-CPU pins.
     config = nova_xml(U1, cpuset='2-7', emulatorpin='2-3')

@@ -128,3 +128,47 @@ def test_the_namespace_tools_write_is_the_one_nova_writes():
     assert dom.NOVA_NS == 'http://openstack.org/xmlns/libvirt/nova/1.1'
     assert dom.NOVA_NS.startswith(dom.NOVA_NS_PREFIX)
     assert dom.NOVA_NS in SHARED
+
+
+def _with_specs(**specs):
+    extra = ''.join('<nova:extraSpec name="%s">%s</nova:extraSpec>'
+                    % (k.replace('__', ':'), v) for k, v in specs.items())
+    return dom.parse_domain(SHARED.replace('<nova:extraSpecs>',
+                                           '<nova:extraSpecs>' + extra))
+
+
+def test_the_flavor_s_latency_target_reaches_the_verdict():
+    verdict = policy.decide(_with_specs(ufo__latency_target_us='2500',
+                                        ufo__latency_percentile='99.9'),
+                            range(2, 16))
+    assert verdict.managed
+    assert (verdict.latency_target_us, verdict.latency_percentile) == \
+        (2500, 99.9)
+    # The percentile defaults to 99; no target, black-box mode.
+    verdict = policy.decide(_with_specs(ufo__latency_target_us=' 800 '),
+                            range(2, 16))
+    assert (verdict.latency_target_us, verdict.latency_percentile) == \
+        (800, 99.0)
+    verdict = policy.decide(dom.parse_domain(SHARED), range(2, 16))
+    assert verdict.latency_target_us is None
+
+
+@pytest.mark.parametrize('specs,ignored', [
+    ({'ufo__latency_target_us': '0'}, 'ufo:latency_target_us'),
+    ({'ufo__latency_target_us': '10000001'}, 'ufo:latency_target_us'),
+    ({'ufo__latency_target_us': '1.5ms'}, 'ufo:latency_target_us'),
+    ({'ufo__latency_target_us': '900',
+      'ufo__latency_percentile': '100'}, 'ufo:latency_percentile'),
+    ({'ufo__latency_target_us': '900',
+      'ufo__latency_percentile': 'p99'}, 'ufo:latency_percentile'),
+])
+def test_an_invalid_latency_spec_is_ignored_not_fatal(specs, ignored):
+    # A flavor made before the validators, or through an old microversion.
+    verdict = policy.decide(_with_specs(**specs), range(2, 16))
+    assert verdict.managed
+    assert 'ignored invalid %s' % ignored in verdict.reason
+    if ignored == 'ufo:latency_target_us':
+        assert verdict.latency_target_us is None
+    else:
+        assert verdict.latency_target_us == 900
+        assert verdict.latency_percentile == 99.0

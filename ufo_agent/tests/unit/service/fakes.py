@@ -13,16 +13,24 @@ from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
 
 
-def fake_guest_report(util, ctxsw, online, count):
-    """A valid report from a module that publishes its switch-in rate."""
+def fake_guest_report(util, ctxsw, online, count, latency=None):
+    """A valid report from a module that publishes its switch-in rate.
+
+    ``latency``: (us, seq) guest software published last, or None.
+    """
+    flags = layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_SCHED_IN
+    if latency is not None:
+        flags |= layout.GUEST_FLAG_LATENCY
     sample = report.GuestSample(
-        flags=layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_SCHED_IN,
+        flags=flags,
         ack_target_seq=0, applied_target=0, online_vcpus=online,
         present_vcpus=online, online_cpus=tuple(range(online)),
         sample_count=count, timestamp_ns=count * 10 ** 9,
         interval_ns=10 ** 9, util=util, steal=0.0, ctxsw_per_sec=ctxsw,
         own_ctxsw_per_sec=0, host_errors=0, watchdog_fires=0,
-        sched_in_per_sec=ctxsw)
+        sched_in_per_sec=ctxsw,
+        latency_us=latency[0] if latency else None,
+        latency_seq=latency[1] if latency else 0)
     return report.GuestReport(report.STATUS_OK, '', sample)
 
 
@@ -43,6 +51,11 @@ class FakeGuest:
         self.util = 50.0
         self.sf = 1000.0
         self.lie = False
+        # Guest software's latency (us; None: none published), a new
+        # report each observation while latency_live.
+        self.latency_us = None
+        self.latency_live = True
+        self.latency_seq = 0
         self.cpu_ns = self.slices = self.emu_ns = self.count = 0
 
 
@@ -93,7 +106,12 @@ class FakeDriver(base.HypervisorDriver):
         report = None
         if guest.info.has_channel:
             claimed = util * (5 if guest.lie else 1)
-            report = fake_guest_report(claimed, guest.sf, online, guest.count)
+            latency = None
+            if guest.latency_us is not None:
+                guest.latency_seq += guest.latency_live
+                latency = (guest.latency_us, guest.latency_seq)
+            report = fake_guest_report(claimed, guest.sf, online, guest.count,
+                                       latency)
         return base.Observation(self.clock, guest.cpu_ns, 0, guest.slices,
                                 guest.emu_ns, report,
                                 emulator_wait_ns=guest.emu_ns // 4)

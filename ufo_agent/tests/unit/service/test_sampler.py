@@ -31,6 +31,9 @@ class Guest:
         # Switches into threads per switch, when the module publishes
         # them (None: a module that predates the field).
         self.sched_in_share = None
+        # Guest software's latency: t -> (us, seq) published by host
+        # time t; None: never published.
+        self.latency = None
         self.busy_reads = 0
         self._cum = [0.0]
 
@@ -55,6 +58,10 @@ class Guest:
         if self.sched_in_share is not None:
             flags |= layout.GUEST_FLAG_SCHED_IN
             sched_in = int(switches * self.sched_in_share)
+        latency_us, latency_seq = None, 0
+        if self.latency is not None:
+            flags |= layout.GUEST_FLAG_LATENCY
+            latency_us, latency_seq = self.latency(t)
         return report.GuestSample(
             flags=flags, ack_target_seq=0,
             applied_target=0, online_vcpus=self.vcpus,
@@ -63,7 +70,8 @@ class Guest:
             timestamp_ns=int(end * 1e9), interval_ns=10 ** 9,
             util=min(util, 100.0 * self.vcpus), steal=0.0,
             ctxsw_per_sec=int(switches), own_ctxsw_per_sec=int(self.own),
-            host_errors=0, watchdog_fires=0, sched_in_per_sec=sched_in)
+            host_errors=0, watchdog_fires=0, sched_in_per_sec=sched_in,
+            latency_us=latency_us, latency_seq=latency_seq)
 
     def observe(self, t):
         if self.busy_reads:
@@ -381,3 +389,46 @@ def test_an_honest_guest_published_around_the_host_s_reads_is_believed():
     assert steps == {0, 1, 2}
     assert {r.mode for r in out[1:]} == {sampler_mod.MODE_GUEST}, \
         [r.reason for r in out if r.reason]
+
+
+def test_a_fresh_latency_reaches_the_controller_in_guest_mode():
+    guest = Guest(steady(0.6))
+    guest.latency = lambda t: (1500, int(t * 2))
+    _, out = run(guest, 6)
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+    assert out[-1].sample.latency_us == 1500.0
+    assert out[-1].latency.fresh
+
+
+def test_a_latency_that_stops_moving_goes_stale():
+    guest = Guest(steady(0.6))
+    guest.latency = lambda t: (1500, min(int(t), 102))
+    sampler = sampler_mod.Sampler(latency_stale_after=2.0)
+    _, out = run(guest, 8, sampler)
+    # Published last at 102: fresh to 104, stale after (at 101 the
+    # guest's first sample is not checkable yet: host-only).
+    assert [r.sample.latency_us for r in out] == \
+        [None] + [1500.0] * 3 + [None] * 3
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+    assert out[-1].latency.state == 'stale'
+    sampler.latency_stale_after = 10.0
+    assert sampler.rates('g', guest.observe(108.0)).sample.latency_us == \
+        1500.0
+
+
+def test_a_lying_guest_s_latency_is_not_used():
+    # Its page is valid, its latency new and in bounds; its utilization
+    # is a lie the host sees: host-only, and no latency.
+    guest = Guest(steady(0.01))
+    guest.lie_util = 50.0
+    guest.latency = lambda t: (100000, int(t))
+    _, out = run(guest, 6)
+    assert out[-1].mode == sampler_mod.MODE_HOST_ONLY
+    assert out[-1].latency.fresh
+    assert out[-1].sample.latency_us is None
+
+
+def test_a_module_without_latency_gives_none():
+    _, out = run(Guest(steady(0.6)), 5)
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+    assert out[-1].sample.latency_us is None
