@@ -219,14 +219,16 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
 
 
 def assign_cores(topology, emulator_current, emulator_count, vm_current,
-                 vm_counts, held=None, idle_needed=False):
+                 vm_counts, held=None, idle_needed=False, emulator_min=0):
     """Return (emulator cores, {key: cores}, idle cores) as frozensets.
 
     ``held`` maps ``'emulator'`` or a key to cores it keeps whatever its
     count (threads there cannot move): others may get fewer than their
     counts. Held cores of a key without a count stay idle. Where held
     cores leave the idle pool empty while a VM runs there (``idle_needed``:
-    one is parked; or one was left without a core), a VM core goes idle.
+    one is parked; or one was left without a core), a VM core goes idle;
+    where they leave the emulator pool below ``emulator_min``, VM cores
+    go to it (:func:`_keep_emulator_min`).
     """
     managed = topology.core_ids
     held = held or {}
@@ -258,6 +260,10 @@ def assign_cores(topology, emulator_current, emulator_count, vm_current,
             core = _pick(topology, kept[key], free, key == 'emulator')
             free.remove(core)
             kept[key].add(core)
+    if len(kept['emulator']) < emulator_min:
+        _keep_emulator_min(topology, kept, pinned, emulator_min,
+                           emulator_current)
+    taken = set().union(*kept.values())
     idle = set(free) | (pinned - taken)
     if held and not idle and (idle_needed or any(
             not kept[key] for key, _, _ in owners[1:])):
@@ -266,6 +272,34 @@ def assign_cores(topology, emulator_current, emulator_count, vm_current,
     emulator = frozenset(kept.pop('emulator'))
     vms = {key: frozenset(cores) for key, cores in kept.items()}
     return emulator, vms, frozenset(idle)
+
+
+def _keep_emulator_min(topology, kept, pinned, minimum, current):
+    """Cores for an emulator pool that held cores left below ``minimum``.
+
+    Its cores are held where a hung guest's vCPUs sit on them (pinned
+    there before the pool took them). Every guest's emulator threads
+    would wait for that guest: the pool takes a movable core of the VM
+    with most of them instead, or, without one, a core held for no
+    pool (its own first), which it then shares with the hung threads.
+    """
+    emulator = kept['emulator']
+    while len(emulator) < minimum:
+        movable = {key: sorted(cores - pinned)
+                   for key, cores in kept.items() if key != 'emulator'}
+        movable = {key: cores for key, cores in movable.items() if cores}
+        if movable:
+            donor = max(movable, key=lambda key: (len(movable[key]), key))
+            cores = movable[donor]
+            core = set(cores) - set(_shrink(topology, cores,
+                                            len(cores) - 1))
+            kept[donor] -= core
+        else:
+            spare = pinned - set().union(*kept.values())
+            if not spare:
+                return
+            core = {min(spare, key=lambda c: (c not in current, c))}
+        emulator.update(core)
 
 
 def _make_room(topology, kept, pinned, counts):

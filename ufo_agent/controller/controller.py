@@ -80,6 +80,9 @@ IDLE_POOL_SUPPLIED = reason.rule('idle-pool-supplied', 'idle pool supplied '
                                  '%(got)d of %(wanted)d')
 OVERLOADED = reason.rule('overloaded', 'host overloaded: wanted '
                          '%(committed)d committed cores')
+HELD_BY_HUNG = reason.rule('held-by-hung', 'placed on %(cores)d of its '
+                           '%(counted)d cores: the others are held where '
+                           'hung guests\' threads cannot move')
 NO_IDLE_CORE = reason.rule('no-idle-core', 'no idle core for a probe to '
                            '%(cores)d cores')
 PROBE_DENIED = reason.rule('probe-denied', 'probe denied')
@@ -854,7 +857,8 @@ class Controller:
             {s.spec.uuid: s.cores for s in active}, counts.vms,
             held=self._held(held_cores),
             idle_needed=bool(self.config.idle_pool_min_cores and
-                             self._some_vm_shares()))
+                             self._some_vm_shares()),
+            emulator_min=self.config.emulator_min_cores)
         if counts.emulator != emu_want and decisions and \
                 decisions[0].vm == 'emulator':
             decisions[0] = Decision(
@@ -877,8 +881,9 @@ class Controller:
             old = len(state.cores)
             if state.mode == VmMode.ACTIVE:
                 new_cores = vm_cores[uuid]
+                # Fewer than counted only where held cores took them.
                 self._record_change(state, old, len(new_cores), now,
-                                    decisions)
+                                    decisions, counts.vms[uuid])
                 state.cores = new_cores
             else:
                 state.cores = frozenset()
@@ -914,10 +919,17 @@ class Controller:
                 frozenset(cores) - held[key])
         return held
 
-    def _record_change(self, state, old, new, now, decisions):
+    def _record_change(self, state, old, new, now, decisions,
+                       counted=None):
         uuid = state.spec.uuid
         action, why = state.last_action.action, state.last_action.reason
-        if new < state.committed:
+        if counted is not None and new < min(old, counted):
+            if new < state.committed:
+                state.trial = None
+            decisions.append(Decision(
+                now, uuid, Action.SQUEEZE, old, new,
+                reason.of(HELD_BY_HUNG, cores=new, counted=counted)))
+        elif new < state.committed:
             state.trial = None
             if new != old:
                 decisions.append(Decision(

@@ -614,6 +614,24 @@ class Enforcer:
                      for entry in (self.ledger.get((uuid, kind))
                                    for kind in (VCPU, EMULATOR)))
 
+    def placed_cpus(self, uuid):
+        """(vCPU CPUs, emulator CPUs) where the agent's pins put the guest.
+
+        The parts of its pinnings in its own pool, the idle pool or the
+        emulator pool: its threads may sit there whatever the plan made
+        of those CPUs since. Not parts found as they are (they may be
+        every CPU), nor at idle priority (every CPU by design), nor a
+        guessed pinning's.
+        """
+        placed = (ledger_mod.vm_pool(uuid), ledger_mod.SHARED,
+                  ledger_mod.EMULATOR)
+        return tuple(
+            frozenset().union(*[cpus for pool, cpus in entry.parts
+                                if pool in placed])
+            if entry is not None and not entry.guessed else frozenset()
+            for entry in (self.ledger.get((uuid, kind))
+                          for kind in (VCPU, EMULATOR)))
+
     def own_pool_cpus(self, uuid):
         """The CPUs of the guest's own vCPU pool its vCPUs may run on.
 

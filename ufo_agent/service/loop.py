@@ -420,31 +420,35 @@ class Agent:
         those cores to another pool would only make it wait for them.
         So the emulator pool keeps the cores of their emulator threads,
         and each guest the cores of its vCPUs (idle ones if it has none).
-        Threads pinned wider than their pool and the idle pool, over
-        every managed core, or not known hold nothing: freezing every
-        core for them would leave no pool for anyone else. (Before the
-        first plan, and while no guest has cores of its own, the
-        emulator and idle pools are every core: threads still on their
-        definition's pins lie within them, over every core.) The cores
-        the agent pinned a guest's vCPUs to as its own are held all the
-        same, even where a plan made before its call hung gave them to
-        another pool (they are whole cores of that guest alone): that
-        pool would wait for them as long as the call hangs.
+        Those are the cores its pinnings lie within when they lie within
+        its own cores, the emulator and the idle pool; else the cores
+        the agent's pins put it on (:meth:`Enforcer.placed_cpus`), even
+        where a later plan gave them to another pool: its own cores,
+        idle-pool and emulator cores it was pinned to then. Threads
+        over every managed core, or not known, hold nothing: freezing
+        every core for them would leave no pool for anyone else.
+        (Before the first plan, and while no guest has cores of its
+        own, the emulator and idle pools are every core: threads still
+        on their definition's pins lie within them, over every core.)
         """
         ctl = self.controller
         every = self.topology.core_ids
         held = {}
         for uuid in busy:
             vcpu, emulator = self.enforcer.held_cpus(uuid)
+            placed_vcpu, placed_emulator = self.enforcer.placed_cpus(uuid)
             cores = self._cores_of(emulator)
-            if cores != every and \
-                    cores <= ctl.emulator_cores | ctl.idle_cores:
+            if not cores <= ctl.emulator_cores | ctl.idle_cores:
+                cores = self._cores_of(placed_emulator)
+            if cores != every:
                 held.setdefault('emulator', set()).update(cores)
             state = ctl.vms.get(uuid)
             own = state.cores if state is not None else frozenset()
             mine = self._cores_of(self.enforcer.own_pool_cpus(uuid))
             cores = self._cores_of(vcpu)
-            if cores != every and cores <= own | mine | ctl.idle_cores:
+            if not cores <= own | mine | ctl.idle_cores:
+                cores = self._cores_of(placed_vcpu)
+            if cores != every:
                 held[uuid] = cores
         return held
 

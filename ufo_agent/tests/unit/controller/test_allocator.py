@@ -275,3 +275,17 @@ def test_held_cores_beyond_their_count_give_the_idle_pool_a_core():
         host, frozenset({0}), 1, {'a': frozenset({1})}, {'a': 1},
         held={'emulator': {0, 2, 3}, 'a': {1}}, idle_needed=True)
     assert (emu, vms['a'], idle) == ({0, 2}, {1}, {3})
+
+
+def test_held_cores_over_the_emulator_pool_keep_its_minimum():
+    """A hung VM's vCPUs sit on the emulator's core and the idle one.
+
+    No core is free: the pool takes one of the VM with most movable
+    cores, not one beside the hung threads.
+    """
+    host = HostTopology.uniform(4, 2)
+    current = {'a': frozenset({1}), 'b': frozenset({2})}
+    emu, vms, idle = allocator.assign_cores(
+        host, frozenset({0}), 1, current, {'a': 1, 'b': 1},
+        held={None: {0, 3}}, idle_needed=True, emulator_min=1)
+    assert (emu, vms['a'], vms['b'], idle) == ({2}, {1}, set(), {0, 3})

@@ -526,3 +526,32 @@ def test_a_sample_that_is_not_a_number_is_left_out():
     assert 'util=nan' in str(controller.vm_errors['a'])
     for uuid in ('a', 'bad', 'c'):
         assert plan.vms[uuid].cores == before.vms[uuid].cores
+
+
+def test_cores_held_by_a_hung_guest_keep_the_emulator_pool_at_its_minimum():
+    # c was parked on the idle pool's cores, one of which the emulator
+    # pool has since taken; its pin calls hang, so both cores are held
+    # for it. The pool keeps its minimum from a busy VM's cores, not
+    # beside the hung threads, and the VM's squeeze names why.
+    topology = HostTopology.uniform(6, 2)
+    controller = Controller(topology)
+    specs = {u: VmSpec(u, n) for u, n in (('a', 8), ('b', 8), ('c', 2))}
+    for spec in specs.values():
+        controller.add_vm(spec)
+    busy, quiet = VmSample(790.0, 9000.0), VmSample(0.2, 3.0)
+    for t in range(30):
+        plan = controller.tick(float(t), {'a': busy, 'b': busy,
+                                          'c': quiet}, 5.0)
+    assert plan.vms['c'].mode == plan_mod.VmMode.IDLE
+    held = plan.emulator_cores | plan.idle_cores
+    assert len(plan.emulator_cores) == 1 and \
+        not plan.vms['a'].cores & held and not plan.vms['b'].cores & held
+    plan = controller.tick(30.0, {'a': busy, 'b': busy}, 5.0,
+                           held_cores={'c': held})
+    invariants.check_plan(plan, topology, specs, controller.config)
+    assert len(plan.emulator_cores) == 1
+    assert not plan.emulator_cores & held and plan.idle_cores == held
+    squeezed = [d for d in plan.decisions
+                if d.reason.rule == ctl.HELD_BY_HUNG]
+    assert [(d.action, d.old - d.new) for d in squeezed] == \
+        [(plan_mod.Action.SQUEEZE, 1)]

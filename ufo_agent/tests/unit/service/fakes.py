@@ -248,3 +248,15 @@ def ticking_agent(driver, store=None):
         driver.clock = clock[0]
         return agent.tick()
     return agent, tick
+
+
+def record_outcomes(agent):
+    """The list each of the enforcer's outcomes is appended to."""
+    outcomes = []
+    apply = agent.enforcer.apply
+
+    def recorded(*args):
+        outcomes.append(apply(*args))
+        return outcomes[-1]
+    agent.enforcer.apply = recorded
+    return outcomes

@@ -34,10 +34,7 @@ def _a_holds_cores(driver, **settings):
     driver.all['c'].util = 0.0
     agent, tick = fakes.ticking_agent(driver)
     agent.settings = dataclasses.replace(agent.settings, **settings)
-    outcomes = []
-    apply = agent.enforcer.apply
-    agent.enforcer.apply = lambda *args: outcomes.append(apply(*args)) \
-        or outcomes[-1]
+    outcomes = fakes.record_outcomes(agent)
     agent.start()
     for _ in range(12):
         plan = tick()
@@ -145,3 +142,44 @@ def test_a_guest_whose_pin_hangs_keeps_its_cores_from_the_next_tick():
     tick()
     assert 'a' in driver.hung
     _b_enforced_apart(driver, tick, outcomes, held)
+
+
+def test_a_parked_guest_whose_pin_hangs_keeps_its_idle_cores_idle():
+    # c is parked on the idle pool when the plan gives one of its cores
+    # to the emulator pool, and c's pin off that core hangs. Its vCPUs
+    # stay on every idle core it had: from the next tick on, the plan
+    # keeps them all idle, so the other guests' pins wait for nobody
+    # (enforced within a tick, well inside the call deadline).
+    driver = _StallingDriver(cores=8, stall_on='pin')
+    a = driver.add(fakes.FakeGuest('a', 4, channel=False))
+    b = driver.add(fakes.FakeGuest('b', 8, channel=False))
+    c = driver.add(fakes.FakeGuest('c', 2, channel=False))
+    a.util, b.util, c.util = 390.0, 100.0, 0.0
+    agent, tick = fakes.ticking_agent(driver)
+    outcomes = fakes.record_outcomes(agent)
+    agent.start()
+    for _ in range(15):
+        plan = tick()
+    assert plan.vms['c'].mode.value == 'idle'
+    parked = c.vcpu_pins
+    assert parked == plan.idle_cpus
+    b.util = 800.0
+    driver.stall.add('c')
+    plan = tick()
+    assert 'c' in driver.hung and plan.emulator_cpus & parked
+    for t in range(8):
+        plan = tick()
+        assert not outcomes[-1].deferred, (t, outcomes[-1].deferred)
+        assert c.vcpu_pins == parked and parked <= plan.idle_cpus, t
+        for guest in (a, b):
+            uuid = guest.info.uuid
+            assert not plan.vms[uuid].cpus & parked, (t, uuid)
+            assert guest.vcpu_pins == plan.vms[uuid].cpus, (t, uuid)
+            assert guest.emulator_pins == plan.emulator_cpus, (t, uuid)
+        _pools_apart(driver, plan)
+    # Its calls return: it follows the idle pool, which may shrink again.
+    driver.hung.clear()
+    for _ in range(8):
+        plan = tick()
+    assert c.vcpu_pins == plan.shared_cpus
+    assert not outcomes[-1].deferred

@@ -92,10 +92,7 @@ def test_pins_that_move_a_guest_wait_while_the_record_cannot_be_written(
     driver = fakes.FakeDriver(cores=5)
     a, b, c = _guests(driver)
     agent, tick, record = _agent(tmp_path, driver)
-    outcomes = []
-    apply = agent.enforcer.apply
-    agent.enforcer.apply = lambda *args: outcomes.append(apply(*args)) \
-        or outcomes[-1]
+    outcomes = fakes.record_outcomes(agent)
     agent.start()
     for _ in range(15):
         tick()
