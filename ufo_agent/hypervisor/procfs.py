@@ -302,10 +302,16 @@ def allowed_cpus(pid, tid, root='/proc'):
             data += more
     finally:
         os.close(fd)
-    for line in data.splitlines():
-        if line.startswith(b'Cpus_allowed_list:'):
-            return _cpu_list(line.split(b':', 1)[1].strip().decode())
-    return None
+    # Found, not split into its fifty-odd lines.
+    at = data.find(b'\nCpus_allowed_list:')
+    if at < 0:
+        if not data.startswith(b'Cpus_allowed_list:'):
+            return None
+        at = -1
+    start = at + len(b'\nCpus_allowed_list:')
+    end = data.find(b'\n', start)
+    return _cpu_list(data[start:end if end >= 0 else len(data)].strip()
+                     .decode())
 
 
 @functools.lru_cache(maxsize=1024)

@@ -75,6 +75,12 @@ class Entry:
     @functools.cached_property
     def cpus(self):
         # Asked for every pinning several times a tick: computed once.
+        # One part's is that part's set itself: a pinning pinned to its
+        # plan's set holds that very set, which the enforcer tells by
+        # identity and compares in no time (a union was a new set, so
+        # every pinning was compared CPU by CPU, tick after tick).
+        if len(self.parts) == 1 and type(self.parts[0][1]) is frozenset:
+            return self.parts[0][1]
         return frozenset().union(*[cpus for _, cpus in self.parts])
 
     @property

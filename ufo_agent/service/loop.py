@@ -35,6 +35,7 @@ from ufo_agent.controller import topology as topology_mod
 from ufo_agent.driver import base
 from ufo_agent import hostsignal
 from ufo_agent.service import enforcer as enforcer_mod
+from ufo_agent.service import gcsize
 from ufo_agent.service import guard
 from ufo_agent.service import inflight as inflight_mod
 from ufo_agent.service import sampler as sampler_mod
@@ -567,6 +568,7 @@ class Agent:
         if added:
             # Adopted ones found paused say so by an event: park them now.
             self._handle_events()
+        gcsize.fit(len(self.guests))
 
     def _adopt(self, guest, now):
         uuid = guest.uuid

@@ -88,6 +88,10 @@ def add_arguments(parser):
     fake.add_argument('--profile', metavar='FILE',
                       help='write cProfile statistics of the timed ticks '
                            '(FILE.<guests> for a list of counts)')
+    fake.add_argument('--steps', action='store_true',
+                      help='print the agent CPU of each step of the timed '
+                           'ticks (listing, observing, drift check, '
+                           'controller, enforcer, status)')
     fake.add_argument('--log', metavar='FILE',
                       help='keep the agent\'s log (INFO) in FILE '
                            '(FILE.<guests> for a list of counts)')
@@ -196,6 +200,8 @@ def _fake_options(args, count):
                str(args.hang_ticks), '--hang-calls', args.hang_calls]
     if args.call_timeout is not None:
         options += ['--call-timeout', repr(args.call_timeout)]
+    if args.steps:
+        options += ['--steps']
     if args.profile:
         options += ['--profile', '%s.%d' % (args.profile, count)]
     if args.log:
@@ -343,6 +349,47 @@ class _Ticker:
         return start, wall, cpu, daemon, calls
 
 
+# The steps of a tick whose agent CPU --steps adds up: (name, the
+# agent's attribute that owns it or None for the loop, method).
+_STEPS = (('guests', None, '_sync_guests'), ('observe', None, '_observe'),
+          ('drift check', None, '_check_drift'),
+          ('controller', 'controller', 'tick'),
+          ('enforcer', 'enforcer', 'apply'),
+          ('status', None, '_update_status'))
+
+
+class _StepClock:
+    """The agent CPU of each step of the ticks, while ``on``.
+
+    Counted as :class:`_Ticker` counts a tick's: the fakes' time is
+    left out.
+    """
+
+    def __init__(self, agent, host):
+        self.host = host
+        self.on = False
+        self.seconds = dict.fromkeys([name for name, _, _ in _STEPS], 0.0)
+        for name, owner, method in _STEPS:
+            target = agent if owner is None else getattr(agent, owner)
+            setattr(target, method, self._timed(name, getattr(target,
+                                                              method)))
+
+    def _fakes(self):
+        return self.host.guest_seconds + self.host.libvirt.daemon_seconds
+
+    def _timed(self, name, func):
+        def timed(*args, **kwargs):
+            if not self.on:
+                return func(*args, **kwargs)
+            fakes, cpu = self._fakes(), time.process_time()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self.seconds[name] += (time.process_time() - cpu) - (
+                    self._fakes() - fakes)
+        return timed
+
+
 class _Lag:
     """How long each guest's pins trail the agent's plan.
 
@@ -439,6 +486,7 @@ def measure(args, count, out=print):
         beat.start()
         stack.callback(beat.stop)
         ticker = _Ticker(agent, host, args.interval, profile)
+        steps = _StepClock(agent, host) if args.steps else None
         for _ in range(args.warmup):
             ticker.tick()
 
@@ -452,7 +500,11 @@ def measure(args, count, out=print):
             daemon0 = lv.daemon_seconds
             wall0 = time.monotonic()
             for _ in range(args.ticks):
+                if steps is not None:
+                    steps.on = True
                 start, wall, cpu, daemon, sent = ticker.tick(timed=True)
+                if steps is not None:
+                    steps.on = False
                 lag.after_tick(agent, start)
                 wall_ms.append(1000.0 * wall)
                 cpu_ms.append(1000.0 * cpu)
@@ -476,6 +528,11 @@ def measure(args, count, out=print):
                    max(wall_ms), cpus[-1], max(cpu_ms), per_s[-1],
                    daemons[-1], calls[-1], len(host.pin_log),
                    _pins_digest(host.pin_log)))
+        if steps is not None:
+            timed = args.repeats * args.ticks
+            out('agent CPU ms a tick by step (mean): %s' % ', '.join(
+                '%s %.2f' % (name, 1000.0 * seconds / timed)
+                for name, seconds in steps.seconds.items()))
         lag_ms = 1000.0 * lag.worst(time.monotonic())
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         managed = len(agent.guests)

@@ -75,6 +75,7 @@ class LibvirtDriver(base.HypervisorDriver):
         self._guests = {}             # uuid -> libvirt_guest.Guest
         self._polls = 0               # guests() calls so far
         self._vhost_scan = None       # (poll, vhost kernel threads)
+        self._cpus_read = None        # (poll, HostCpus)
         self._skipped = {}            # uuid -> reason (logged once)
         self._host = libvirt_host.Host(libvirt, uri, call_timeout,
                                        pin_wait)
@@ -186,6 +187,15 @@ class LibvirtDriver(base.HypervisorDriver):
                 self.proc_root))
         return self._vhost_scan[1]
 
+    def _poll_host_cpus(self):
+        """The host's CPUs, read from sysfs once a poll at most.
+
+        Adopting hundreds of guests at a start read them for each.
+        """
+        if self._cpus_read is None or self._cpus_read[0] != self._polls:
+            self._cpus_read = (self._polls, self.host_cpus())
+        return self._cpus_read[1]
+
     def _adopt(self, dom, uuid, known):
         def call(what, func, *args):
             return self._host.call(what, func, *args, key=uuid)
@@ -200,7 +210,7 @@ class LibvirtDriver(base.HypervisorDriver):
                 self.libvirt.VIR_DOMAIN_XML_INACTIVE))
         else:
             parsed = domain_xml.parse_domain(xml)
-        host = self.host_cpus()
+        host = self._poll_host_cpus()
         verdict = policy.decide(
             parsed, self.managed_cpus, self.manage_non_nova, persistent,
             online_cpus=host.online, numa_of_cpu=host.numa_of_cpu,

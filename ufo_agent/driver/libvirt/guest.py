@@ -68,13 +68,21 @@ def nic_counters(stats):
     if count is None:
         return None
     out = {}
+    get = stats.get
     for index in range(count):
-        prefix = 'net.%d.' % index
-        name = stats.get(prefix + 'name')
-        values = [stats.get(prefix + key) for key in _NIC_STATS]
+        name, rx_pkts, tx_pkts, rx_bytes, tx_bytes = _nic_keys(index)
+        name = get(name)
+        values = (get(rx_pkts), get(tx_pkts), get(rx_bytes), get(tx_bytes))
         if name is not None and None not in values:
-            out[name] = base.NicCounters(*values)
+            out[name] = base.NicCounters._make(values)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _nic_keys(index):
+    # Every guest's record, on every tick: the names made once.
+    prefix = 'net.%d.' % index
+    return (prefix + 'name',) + tuple(prefix + key for key in _NIC_STATS)
 
 
 class Guest:

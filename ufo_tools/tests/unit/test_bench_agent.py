@@ -61,6 +61,24 @@ def test_fake_run_prints_results_and_pins_the_guests(hang_calls):
     assert set(run.released.values()) == {(host.managed, host.managed)}
 
 
+def test_steps_add_up_the_agent_cpu_of_each_step():
+    lines = []
+    args = _args('--fake', '--guests', '5', '--ticks', '3', '--repeats',
+                 '2', '--warmup', '3', '--interval', '0.05',
+                 '--hang-ticks', '0', '--steps')
+    bench_agent.measure(args, 5, out=lines.append)
+    [line] = [x for x in lines if x.startswith('agent CPU ms a tick by')]
+    steps = dict(step.rpartition(' ')[::2]
+                 for step in line.split(': ', 1)[1].split(', '))
+    assert list(steps) == ['guests', 'observe', 'drift check', 'controller',
+                           'enforcer', 'status']
+    assert float(steps['observe']) > 0 and float(steps['controller']) > 0
+    # Parts of the ticks' CPU: together about a tick's mean, not more.
+    tick = float(_result(lines, 'agent_cpu_ms_per_tick_median')[
+        'agent_cpu_ms_per_tick_median'])
+    assert sum(float(v) for v in steps.values()) < 5 * tick
+
+
 def test_guests_takes_a_count_or_a_list_of_counts():
     assert _args('--guests', '100,300').guests == [100, 300]
     for bad in ('0', 'x', '100,'):

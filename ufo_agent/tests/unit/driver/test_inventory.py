@@ -148,3 +148,29 @@ def test_a_running_guest_is_adopted_once(host, hv):
 def test_hostname_is_libvirts_as_nova_reads_it(host, hv):
     hv.hostname = 'compute-7.rack2.example.org'
     assert host.driver().hostname() == 'compute-7.rack2.example.org'
+
+
+def test_host_cpus_are_read_once_a_poll(host, hv, monkeypatch):
+    from ufo_agent.hypervisor import sysfs
+    reads = []
+    real = sysfs.host_cpus
+
+    def counting(root):
+        reads.append(root)
+        return real(root)
+
+    monkeypatch.setattr(sysfs, 'host_cpus', counting)
+    host.boot(U1, nova_xml(U1, cpuset=None), pid=500)
+    host.boot(U2, nova_xml(U2, name='instance-0000002b', cpuset=None),
+              pid=600, name='instance-0000002b')
+    driver = host.driver()
+    assert len(driver.guests()) == 2
+    assert len(reads) == 1
+    # The next poll reads them again: a guest adopted then sees CPUs
+    # taken offline meanwhile.
+    (host.sysfs / 'online').write_text('0-5\n')
+    host.boot(U3, nova_xml(U3, name='instance-0000002c', cpuset=None),
+              pid=700, name='instance-0000002c')
+    guests = {g.uuid: g for g in driver.guests()}
+    assert len(reads) == 2
+    assert guests[U3].restore_vcpu_cpus == frozenset(range(6))

@@ -90,6 +90,18 @@ def test_allowed_cpus_are_the_kernels(tmp_path):
     assert procfs.allowed_cpus(500, 501, str(tmp_path)) == {2, 3, 6}
 
 
+def test_allowed_cpus_line_anywhere_or_absent(tmp_path):
+    _task(tmp_path, 500, 501, 'CPU 0/KVM')
+    status = tmp_path / '500' / 'task' / '501' / 'status'
+    for text, cpus in (
+            ('Cpus_allowed_list:\t4\nCpus_allowed:\tff\n', {4}),
+            ('Name:\tx\nCpus_allowed:\t30\nCpus_allowed_list:\t4-5',
+             {4, 5}),
+            ('Name:\tx\nCpus_allowed:\t30\n', None)):
+        status.write_text(text)
+        assert procfs.allowed_cpus(500, 501, str(tmp_path)) == cpus
+
+
 def test_schedstat_of_this_process_is_real_and_monotonic():
     pid = os.getpid()
     before = procfs.schedstat(pid)

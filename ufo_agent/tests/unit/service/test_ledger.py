@@ -59,3 +59,17 @@ def test_holders_match_a_walk_over_every_pinning():
             _walk(ledger, cpus, pool, exclude, joining, floating)
         assert ledger.guessed() == {k for k in ledger.keys()
                                     if ledger.get(k).guessed}
+
+
+def test_a_pinning_on_one_set_holds_that_very_set():
+    ledger = ledger_mod.Ledger()
+    key = ('g', 'vcpu')
+    plan_cpus = frozenset({2, 3})
+    ledger.succeeded(key, ledger_mod.SHARED, plan_cpus)
+    # The enforcer's "pinned on this very set" check is by identity.
+    assert ledger.get(key).cpus is plan_cpus
+    ledger.joined(key, ledger_mod.vm_pool('g'))
+    assert ledger.get(key).cpus is plan_cpus
+    # Two parts (a failed pin): their union, as before.
+    ledger.failed(key, ledger_mod.SHARED, {5})
+    assert ledger.get(key).cpus == {2, 3, 5}

@@ -284,6 +284,13 @@ def test_traffic_rates_cover_the_nics_seen_in_both_observations():
     # tap1 is unplugged: its counters leave the sum, not a negative rate.
     sample = sampler.rates('g', observe(16.0, {'tap2': (1000, 1000, 8, 9)}))
     assert traffic(sample.sample) == (100.0, 50.0, 0.0, 0.0)
+    # One NIC replaced by another: nothing in both, no rate.
+    sample = sampler.rates('g', observe(18.0, {'tap3': (5, 5, 5, 5)}))
+    assert traffic(sample.sample) == (None,) * 4
+    # One NIC, a counter reset: no negative rate, every rate a float.
+    sample = sampler.rates('g', observe(20.0, {'tap3': (3, 9, 5, 7)}))
+    assert traffic(sample.sample) == (0.0, 2.0, 0.0, 1.0)
+    assert all(type(v) is float for v in traffic(sample.sample))
 
 
 class Scripted:
