@@ -61,6 +61,28 @@ def test_overload_clears_only_after_clear_window():
     assert states[30] == hostsignal.UNDERLOADED
 
 
+def test_overload_clears_while_the_idle_pool_flickers():
+    tracker = hostsignal.HostSignalTracker(W)
+    run(tracker, [usage(t, unmet=2) for t in range(0, 11)])
+    assert tracker.signal.state == hostsignal.OVERLOADED
+    # Demand is met from t=11 on; a core enters and leaves the idle pool
+    # every tick (3, 2, 3, ... idle cores: underloaded, saturated, ...).
+    states = run(tracker, [usage(t, idle=3 - t % 2) for t in range(11, 61)])
+    assert states[:30] == [hostsignal.OVERLOADED] * 30   # t=11..40
+    # t=41: 30 s without unmet demand; the pool never stayed large for
+    # underloaded_after, so the host is only saturated ("send no more").
+    assert states[30:] == [hostsignal.SATURATED] * 20
+
+
+def test_unmet_demand_keeps_the_host_overloaded():
+    tracker = hostsignal.HostSignalTracker(W)
+    run(tracker, [usage(t, unmet=2) for t in range(0, 11)])
+    # A tick of unmet demand every 20 s restarts the clear window.
+    samples = [usage(t, idle=8, unmet=1 if t % 20 == 0 else 0)
+               for t in range(11, 101)]
+    assert set(run(tracker, samples)) == {hostsignal.OVERLOADED}
+
+
 def test_single_noisy_tick_does_not_flap():
     tracker = hostsignal.HostSignalTracker(W)
     run(tracker, [usage(t, idle=8) for t in range(0, 31)])
@@ -160,7 +182,8 @@ def test_state_changes_only_after_a_full_window(samples):
     """Property: no change of state without a full window.
 
     Every change of state is backed by a run of raw states at least as long
-    as the transition's window.
+    as the transition's window; leaving overload, by a run without unmet
+    demand (and a run of underloaded ticks to become underloaded).
     """
     tracker = hostsignal.HostSignalTracker(W)
     raws, states = [], []
@@ -172,9 +195,15 @@ def test_state_changes_only_after_a_full_window(samples):
     for t, state in enumerate(states):
         if state != previous:
             window = W.window(previous, state)
-            start = t - int(window)
-            assert start >= 0
-            assert all(r == state for r in raws[start:t + 1])
+            assert t - int(window) >= 0
+            run = raws[t - int(window):t + 1]
+            if previous == hostsignal.OVERLOADED:
+                assert hostsignal.OVERLOADED not in run
+                if state == hostsignal.SATURATED:
+                    run = []    # whatever the idle pool did meanwhile
+                else:
+                    run = raws[t - int(W.underloaded_after):t + 1]
+            assert all(r == state for r in run)
         previous = state
     assert [s.sequence for s in [tracker.signal]] == [len(samples)]
 
