@@ -236,3 +236,53 @@ def test_usage_charges_offloaded_io_running_on_the_idle_pool():
     assert usage.timestamp == 5.0
     assert hostsignal.HostUsage.from_plan(plan(0, 0.0), 5.0).idle_cores \
         == len(plan(0, 0.0).idle_cores)
+
+
+def _shared_pool_plan(be_policy, be_util, parked_util=0.5):
+    from ufo_agent.controller import Controller
+    from ufo_agent.controller import ControllerConfig
+    from ufo_agent.controller import HostTopology
+    from ufo_agent.controller import VmSample
+    from ufo_agent.controller import VmSpec
+
+    # 8 cores of 2 CPUs: one emulator core, 7 idle cores (14 CPUs).
+    controller = Controller(HostTopology.uniform(8, 2),
+                            ControllerConfig(be_policy=be_policy))
+    for uuid in ('be1', 'be2'):
+        controller.add_vm(VmSpec(uuid, 8, 'be'))
+    controller.add_vm(VmSpec('lc', 2, 'lc'))
+    samples = {'be1': VmSample(be_util, 100.0),
+               'be2': VmSample(be_util, 100.0),
+               'lc': VmSample(parked_util, 10.0)}
+    for t in range(30):
+        plan = controller.tick(float(t), samples, 20.0)
+    assert {vm.mode.value for vm in plan.vms.values()} == {'be', 'idle'}
+    return plan
+
+
+def test_an_idle_pool_full_of_best_effort_work_is_not_underloaded():
+    # Two BE VMs run 7 threads on the 7 idle cores, one a core: a parked
+    # LC VM waking there shares a core with one of them.
+    full = _shared_pool_plan('idle-pool', 350.0)
+    assert len(full.idle_cores) == 7
+    assert full.shared_busy_pct == 700.5
+    usage = hostsignal.HostUsage.from_plan(full, 5.0)
+    assert (usage.idle_cores, usage.reclaimable_cores) == (0, 0)
+    assert hostsignal.HostSignalTracker(W).classify(usage) == \
+        hostsignal.SATURATED
+    # Two threads (and the parked VM's 0.5 %) leave 4 cores free, more
+    # than saturated_max_idle_cores.
+    light = hostsignal.HostUsage.from_plan(
+        _shared_pool_plan('idle-pool', 100.0), 5.0)
+    assert light.idle_cores == 4
+    assert hostsignal.HostSignalTracker(W).classify(light) == \
+        hostsignal.UNDERLOADED
+
+
+def test_soaking_best_effort_work_is_not_the_idle_pool_load():
+    # At idle priority BE threads give way at once: only the parked VM
+    # is the idle pool's load.
+    plan = _shared_pool_plan('soak', 700.0)
+    assert plan.shared_busy_pct == 0.5
+    assert hostsignal.HostUsage.from_plan(plan, 5.0).idle_cores == \
+        len(plan.idle_cores) - 1
