@@ -10,9 +10,14 @@ Each tick is first classified on its own (the *raw* state):
 
 The reported state only moves to a new raw state once that raw state has
 held without interruption for the window of the transition (for example
-``overloaded_after`` seconds to enter overload, ``overloaded_clear_after``
-seconds to leave it), so a single noisy tick never flips it. A new tracker
+``overloaded_after`` seconds to enter overload, ``underloaded_after`` to
+become underloaded), so a single noisy tick never flips it. A new tracker
 starts saturated ("send no more") until its windows have seen enough.
+
+Overload is left on unmet demand alone: once no tick has had unmet demand
+for ``overloaded_clear_after`` seconds the host leaves it, however the
+idle pool moved meanwhile. It becomes underloaded if the idle pool has
+also been large for ``underloaded_after``, saturated otherwise.
 """
 
 import dataclasses
@@ -72,6 +77,7 @@ class HostSignalTracker:
         self._state = model.SATURATED
         self._pending = None        # raw state waiting for its window
         self._pending_since = None  # timestamp of its first tick
+        self._met_since = None      # first tick of the run without unmet
         self._last_timestamp = None
         self._sequence = 0
         self.signal = None
@@ -93,19 +99,45 @@ class HostSignalTracker:
             # The wall clock went back: restart the running window rather
             # than trust a negative duration.
             self._pending_since = now if self._pending else None
+            self._met_since = now if self._met_since is not None else None
         self._last_timestamp = now
 
         raw = self.classify(usage)
+        if raw == model.OVERLOADED:
+            self._met_since = None
+        elif self._met_since is None:
+            self._met_since = now
         if raw == self._state:
             self._pending = self._pending_since = None
-        else:
-            if raw != self._pending:
-                self._pending, self._pending_since = raw, now
-            if now - self._pending_since >= self._windows.window(
-                    self._state, raw):
-                self._state = raw
-                self._pending = self._pending_since = None
+            return self._emit(usage)
+        if raw != self._pending:
+            self._pending, self._pending_since = raw, now
+        if self._state == model.OVERLOADED:
+            self._leave_overload(now)
+        elif now - self._pending_since >= self._windows.window(
+                self._state, raw):
+            self._become(raw)
+        return self._emit(usage)
 
+    def _leave_overload(self, now):
+        # Only unmet demand holds a host in overload: an idle pool that
+        # flickers around saturated_max_idle_cores must not restart the
+        # clock, or the host stays refused long after its demand is met.
+        if now - self._met_since < self._windows.overloaded_clear_after:
+            return
+        if (self._pending == model.UNDERLOADED
+                and now - self._pending_since
+                >= self._windows.underloaded_after):
+            self._become(model.UNDERLOADED)
+        else:
+            self._become(model.SATURATED)
+
+    def _become(self, state):
+        self._state = state
+        if self._pending == state:
+            self._pending = self._pending_since = None
+
+    def _emit(self, usage):
         self._sequence += 1
         self.signal = model.HostSignal(
             state=self._state,
@@ -114,6 +146,6 @@ class HostSignalTracker:
             managed_cores=usage.managed_cores,
             unmet_cores=usage.unmet_cores,
             sequence=self._sequence,
-            timestamp=float(now),
+            timestamp=float(usage.timestamp),
             source=self.source)
         return self.signal

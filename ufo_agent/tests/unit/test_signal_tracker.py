@@ -61,6 +61,28 @@ def test_overload_clears_only_after_clear_window():
     assert states[30] == hostsignal.UNDERLOADED
 
 
+def test_overload_clears_while_the_idle_pool_flickers():
+    tracker = hostsignal.HostSignalTracker(W)
+    run(tracker, [usage(t, unmet=2) for t in range(0, 11)])
+    assert tracker.signal.state == hostsignal.OVERLOADED
+    # Demand is met from t=11 on; a core enters and leaves the idle pool
+    # every tick (3, 2, 3, ... idle cores: underloaded, saturated, ...).
+    states = run(tracker, [usage(t, idle=3 - t % 2) for t in range(11, 61)])
+    assert states[:30] == [hostsignal.OVERLOADED] * 30   # t=11..40
+    # t=41: 30 s without unmet demand; the pool never stayed large for
+    # underloaded_after, so the host is only saturated ("send no more").
+    assert states[30:] == [hostsignal.SATURATED] * 20
+
+
+def test_unmet_demand_keeps_the_host_overloaded():
+    tracker = hostsignal.HostSignalTracker(W)
+    run(tracker, [usage(t, unmet=2) for t in range(0, 11)])
+    # A tick of unmet demand every 20 s restarts the clear window.
+    samples = [usage(t, idle=8, unmet=1 if t % 20 == 0 else 0)
+               for t in range(11, 101)]
+    assert set(run(tracker, samples)) == {hostsignal.OVERLOADED}
+
+
 def test_single_noisy_tick_does_not_flap():
     tracker = hostsignal.HostSignalTracker(W)
     run(tracker, [usage(t, idle=8) for t in range(0, 31)])
@@ -160,7 +182,8 @@ def test_state_changes_only_after_a_full_window(samples):
     """Property: no change of state without a full window.
 
     Every change of state is backed by a run of raw states at least as long
-    as the transition's window.
+    as the transition's window; leaving overload, by a run without unmet
+    demand (and a run of underloaded ticks to become underloaded).
     """
     tracker = hostsignal.HostSignalTracker(W)
     raws, states = [], []
@@ -172,9 +195,15 @@ def test_state_changes_only_after_a_full_window(samples):
     for t, state in enumerate(states):
         if state != previous:
             window = W.window(previous, state)
-            start = t - int(window)
-            assert start >= 0
-            assert all(r == state for r in raws[start:t + 1])
+            assert t - int(window) >= 0
+            run = raws[t - int(window):t + 1]
+            if previous == hostsignal.OVERLOADED:
+                assert hostsignal.OVERLOADED not in run
+                if state == hostsignal.SATURATED:
+                    run = []    # whatever the idle pool did meanwhile
+                else:
+                    run = raws[t - int(W.underloaded_after):t + 1]
+            assert all(r == state for r in run)
         previous = state
     assert [s.sequence for s in [tracker.signal]] == [len(samples)]
 
@@ -207,3 +236,53 @@ def test_usage_charges_offloaded_io_running_on_the_idle_pool():
     assert usage.timestamp == 5.0
     assert hostsignal.HostUsage.from_plan(plan(0, 0.0), 5.0).idle_cores \
         == len(plan(0, 0.0).idle_cores)
+
+
+def _shared_pool_plan(be_policy, be_util, parked_util=0.5):
+    from ufo_agent.controller import Controller
+    from ufo_agent.controller import ControllerConfig
+    from ufo_agent.controller import HostTopology
+    from ufo_agent.controller import VmSample
+    from ufo_agent.controller import VmSpec
+
+    # 8 cores of 2 CPUs: one emulator core, 7 idle cores (14 CPUs).
+    controller = Controller(HostTopology.uniform(8, 2),
+                            ControllerConfig(be_policy=be_policy))
+    for uuid in ('be1', 'be2'):
+        controller.add_vm(VmSpec(uuid, 8, 'be'))
+    controller.add_vm(VmSpec('lc', 2, 'lc'))
+    samples = {'be1': VmSample(be_util, 100.0),
+               'be2': VmSample(be_util, 100.0),
+               'lc': VmSample(parked_util, 10.0)}
+    for t in range(30):
+        plan = controller.tick(float(t), samples, 20.0)
+    assert {vm.mode.value for vm in plan.vms.values()} == {'be', 'idle'}
+    return plan
+
+
+def test_an_idle_pool_full_of_best_effort_work_is_not_underloaded():
+    # Two BE VMs run 7 threads on the 7 idle cores, one a core: a parked
+    # LC VM waking there shares a core with one of them.
+    full = _shared_pool_plan('idle-pool', 350.0)
+    assert len(full.idle_cores) == 7
+    assert full.shared_busy_pct == 700.5
+    usage = hostsignal.HostUsage.from_plan(full, 5.0)
+    assert (usage.idle_cores, usage.reclaimable_cores) == (0, 0)
+    assert hostsignal.HostSignalTracker(W).classify(usage) == \
+        hostsignal.SATURATED
+    # Two threads (and the parked VM's 0.5 %) leave 4 cores free, more
+    # than saturated_max_idle_cores.
+    light = hostsignal.HostUsage.from_plan(
+        _shared_pool_plan('idle-pool', 100.0), 5.0)
+    assert light.idle_cores == 4
+    assert hostsignal.HostSignalTracker(W).classify(light) == \
+        hostsignal.UNDERLOADED
+
+
+def test_soaking_best_effort_work_is_not_the_idle_pool_load():
+    # At idle priority BE threads give way at once: only the parked VM
+    # is the idle pool's load.
+    plan = _shared_pool_plan('soak', 700.0)
+    assert plan.shared_busy_pct == 0.5
+    assert hostsignal.HostUsage.from_plan(plan, 5.0).idle_cores == \
+        len(plan.idle_cores) - 1
