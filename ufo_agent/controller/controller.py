@@ -374,7 +374,7 @@ class Controller:
             if self._charged:
                 fair = emu_want
         plan = self._allocate(now, emu_want, decisions, fair, yielded_to,
-                              held_cores, samples)
+                              held_cores)
         self.last_plan = plan
         return plan
 
@@ -850,7 +850,7 @@ class Controller:
         return max(1, committed - charge) if charge else committed
 
     def _allocate(self, now, emu_want, decisions, emu_fair=None,
-                  yielded_to=None, held_cores=None, samples=None):
+                  yielded_to=None, held_cores=None):
         active, counts = self._counts(emu_want, emu_fair, yielded_to)
         emu_cores, vm_cores, idle = allocator.assign_cores(
             self.topology, self.emulator_cores, counts.emulator,
@@ -888,11 +888,6 @@ class Controller:
             else:
                 state.cores = frozenset()
             vm_plans[uuid] = self._vm_plan(state, shared_cpus, shared_pcpus)
-        samples = samples or {}
-        # Idle-priority (soak) guests yield at once: not the pool's load.
-        shared_busy = sum(samples[u].util for u, vm in vm_plans.items()
-                          if u in samples and not vm.cores and
-                          not vm.sched_idle)
         return HostPlan(
             time=now, vms=vm_plans, emulator_cores=emu_cores,
             emulator_cpus=self.topology.cpus_of(emu_cores) or shared_cpus,
@@ -901,7 +896,7 @@ class Controller:
             emulator_util=self.emulator_util,
             overloaded=counts.shortfall > 0,
             shortfall_cores=counts.shortfall,
-            decisions=tuple(decisions), shared_busy_pct=shared_busy)
+            decisions=tuple(decisions))
 
     def _held(self, held_cores):
         """``held_cores`` a VM may hold: its flavor at most; others idle.

@@ -179,10 +179,6 @@ class HostPlan:
     or every managed CPU while the idle pool is empty. ``overloaded``
     is set when the idle pool could not supply what the vCPU or emulator
     pools needed; ``shortfall_cores`` says how many cores were missing.
-    ``shared_busy_pct`` is the CPU time that the VMs left on
-    ``shared_cpus`` (parked, best-effort under ``be_policy = idle-pool``,
-    or active without a core) ran in this tick's samples, in percent of
-    one CPU: the load the idle pool carries.
     """
 
     time: float
@@ -197,4 +193,3 @@ class HostPlan:
     shortfall_cores: int
     decisions: tuple
     shared_cpus: frozenset = frozenset()
-    shared_busy_pct: float = 0.0

@@ -45,22 +45,14 @@ class HostUsage:
     def from_plan(cls, plan, timestamp):
         """The usage of one controller tick (a ``HostPlan``).
 
-        Idle cores are those the idle pool has beyond the load it already
-        carries, which are not free for a new VM: the guests without
-        cores of their own that run there (parked and best-effort ones,
-        ``shared_busy_pct``) and, with an empty emulator pool (small
-        hosts), the emulator, I/O and vhost threads (``emulator_util`` is
-        measured against one core then). A busy guest thread counts as a
-        core: the kernel spreads runnable threads over idle cores before
-        it doubles them up on SMT siblings, and a core whose sibling is
-        busy is no core for a latency-critical guest.
+        Offloaded I/O is charged: with an empty emulator pool (small
+        hosts) the emulator, I/O and vhost threads run on the idle pool,
+        so the cores they keep busy there (``emulator_util`` is measured
+        against one core then) are not free for a new VM.
         """
         idle = len(plan.idle_cores)
-        busy_cores = plan.shared_busy_pct / 100.0
-        if not plan.emulator_cores:
-            busy_cores += plan.emulator_util
-        if busy_cores > 0:
-            idle -= min(idle, math.ceil(busy_cores - 1e-9))
+        if not plan.emulator_cores and plan.emulator_util > 0:
+            idle -= min(idle, math.ceil(plan.emulator_util - 1e-9))
         return cls(managed_cores=plan.managed_cores, idle_cores=idle,
                    reclaimable_cores=idle,
                    unmet_cores=plan.shortfall_cores, timestamp=timestamp)

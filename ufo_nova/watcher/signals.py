@@ -204,9 +204,8 @@ def _signal(fields, timestamp, label):
     if fields['state'] not in hostsignal.STATES:
         return None
     # The signal's idle cores are not exported; they are the idle pool
-    # less the load it carries (guests sharing it, offloaded I/O), which
-    # the reclaimable cores also are (HostUsage.from_plan): the smaller
-    # is the signal's.
+    # less what offloaded I/O keeps busy there, which the reclaimable
+    # cores also are (HostUsage.from_plan): the smaller is the signal's.
     idle = min(fields['pool_idle_cores'], fields['reclaimable_cores'])
     try:
         return hostsignal.HostSignal(
