@@ -328,8 +328,9 @@ class Agent:
                 LOG.warning('Pins of guest %s changed behind ufo-agent; '
                             'applying them again', uuid)
         busy = self._busy_guests()
-        plan = self.controller.tick(now, samples, emulator_busy,
-                                    self._held_cores(busy))
+        held = self._held_cores(busy)
+        held.update(self._unadopted_cores())
+        plan = self.controller.tick(now, samples, emulator_busy, held)
         for uuid, exc in self.controller.vm_errors.items():
             self._guest_error(uuid, 'controller update', exc)
         try:
@@ -452,6 +453,20 @@ class Agent:
                 held[uuid] = cores
         return held
 
+    def _unadopted_cores(self):
+        """{uuid: cores} where domains not adopted hold CPUs.
+
+        The plan gives them to no pool: the enforcer would only wait for
+        them. Not every core (pins not read): as for a hung guest.
+        """
+        every = self.topology.core_ids
+        held = {}
+        for uuid, cpus in self.enforcer.unadopted_cpus().items():
+            cores = self._cores_of(cpus)
+            if cores and cores != every:
+                held[uuid] = cores
+        return held
+
     def _cores_of(self, cpus):
         return {core.core_id for core in self.topology.cores
                 if not cpus.isdisjoint(core.cpus)}
@@ -564,9 +579,24 @@ class Agent:
                 self.status.pop(uuid, None)
                 self.paused.discard(uuid)
                 self._guest_error(uuid, 'adoption', exc)
+        self._hold_unadopted()
         if added:
             # Adopted ones found paused say so by an event: park them now.
             self._handle_events()
+
+    def _hold_unadopted(self):
+        """Keep the CPUs of domains not adopted out of every pool.
+
+        After a restart such a domain may sit in a pool of the agent
+        before: until it is adopted no other guest's pool takes them.
+        """
+        try:
+            found = self.driver.unadopted_pins()
+        except base.DriverError as exc:
+            LOG.warning('Could not read the pins of guests not adopted: '
+                        '%s', exc)
+            return
+        self.enforcer.hold_unadopted(found)
 
     def _adopt(self, guest, now):
         uuid = guest.uuid
