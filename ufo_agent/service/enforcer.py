@@ -764,11 +764,11 @@ def _pooled(sets, every):
     """The CPUs of the pin ``sets`` that may be a pool's.
 
     Not those of a set over every managed CPU (``every``): no pool but
-    the floating one is that wide.
+    the floating one is that wide. An empty set (None) was not read.
     """
     return frozenset().union(*[cpus & every if every else cpus
-                               for cpus in sets
-                               if not every or not cpus >= every])
+                               for cpus in sets if cpus and
+                               (not every or not cpus >= every)])
 
 
 def _known(pool):

@@ -566,6 +566,7 @@ class Agent:
                 self._drop(uuid, keep_state=True)
         now = self.clock()
         added = sorted(set(current) - set(self.guests))
+        failed = []
         for uuid in added:
             try:
                 self._adopt(current[uuid], now)
@@ -579,16 +580,19 @@ class Agent:
                 self.status.pop(uuid, None)
                 self.paused.discard(uuid)
                 self._guest_error(uuid, 'adoption', exc)
-        self._hold_unadopted()
+                failed.append(uuid)
+        self._hold_unadopted(failed)
         if added:
             # Adopted ones found paused say so by an event: park them now.
             self._handle_events()
 
-    def _hold_unadopted(self):
+    def _hold_unadopted(self, failed=()):
         """Keep the CPUs of domains not adopted out of every pool.
 
-        After a restart such a domain may sit in a pool of the agent
-        before: until it is adopted no other guest's pool takes them.
+        Those the driver could not adopt, and ``failed``: guests it
+        listed whose adoption here failed. After a restart such a guest
+        may sit in a pool of the agent before: until it is adopted no
+        other guest's pool takes its CPUs.
         """
         try:
             found = self.driver.unadopted_pins()
@@ -596,6 +600,11 @@ class Agent:
             LOG.warning('Could not read the pins of guests not adopted: '
                         '%s', exc)
             return
+        for uuid in failed:
+            try:
+                found[uuid] = self.driver.read_pins(uuid)
+            except base.DriverError:
+                found[uuid] = None
         self.enforcer.hold_unadopted(found)
 
     def _adopt(self, guest, now):

@@ -78,3 +78,24 @@ def test_the_cpus_an_earlier_agents_calls_may_land_on_are_held(tmp_path):
     for _ in range(10):
         tick()
         assert not _reach(busy) & CORE_1
+
+
+def test_a_guest_whose_adoption_fails_in_the_agent_keeps_its_cpus():
+    driver, busy = _host(None)
+    del driver.unadopted['x']
+    held = driver.add(fakes.FakeGuest('x', 2, channel=False))
+    held.vcpu_pins = held.emulator_pins = CORE_1
+    agent, tick = fakes.ticking_agent(driver)
+    add_vm = agent.controller.add_vm
+
+    def refuse_x(spec, *args):
+        if spec.uuid == 'x':
+            raise ValueError('injected')
+        return add_vm(spec, *args)
+    agent.controller.add_vm = refuse_x
+    agent.start()
+    for _ in range(10):
+        tick()
+        assert 'x' not in agent.guests
+        assert not _reach(busy) & CORE_1
+    assert len(_reach(busy)) >= 4
