@@ -170,6 +170,17 @@ class HypervisorDriver(abc.ABC):
         """
         return frozenset()
 
+    def unadopted_pins(self):
+        """{uuid: pins} of running domains not adopted for want of answers.
+
+        :meth:`guests` left them out because their definition or state
+        could not be read, not by policy. Such a domain may be one an
+        earlier agent placed in a pool: its threads run where they were
+        pinned. ``pins`` is (set of the vCPU pin sets, emulator set) as
+        :meth:`read_pins`, or None when they cannot be read either.
+        """
+        return {}
+
     def guest_exists(self, uuid):
         """False only when the hypervisor says ``uuid`` does not exist.
 

@@ -87,6 +87,9 @@ class Enforcer:
         self.acks = {}            # uuid -> acks.GuestAcks
         self.guests = {}          # uuid -> driver Guest
         self.paused = set()       # uuids whose vCPUs are stopped
+        # Running domains the driver could not adopt: their CPUs are
+        # held in the ledger (hold_unadopted).
+        self.unadopted = set()
         # be_policy = soak: uuid -> whether its vCPUs are at idle priority
         # (None: not known, as for a guest found running).
         self.be_soak = be_soak
@@ -102,6 +105,7 @@ class Enforcer:
 
     # -- inventory ---------------------------------------------------------
     def track(self, guest):
+        self.unadopted.discard(guest.uuid)
         self.guests[guest.uuid] = guest
         self.acks[guest.uuid] = acks_mod.GuestAcks.for_guest(
             guest.vcpus, guest.has_channel)
@@ -120,6 +124,7 @@ class Enforcer:
         self._adopt_pins(uuid)
 
     def forget(self, uuid):
+        self.unadopted.discard(uuid)
         self.ledger.forget_guest(uuid)
         self.idle.pop(uuid, None)
         self.acks.pop(uuid, None)
@@ -189,6 +194,53 @@ class Enforcer:
                                   exact and not landing,
                                   guessed or bool(landing - cpus),
                                   seen[kind])
+
+    def hold_unadopted(self, found):
+        """Hold the CPUs of running domains the driver could not adopt.
+
+        ``found`` maps their uuids to their live pins (as ``read_pins``),
+        or None where those could not be read. An earlier agent may have
+        placed such a domain in a pool, and its threads stay there: no
+        pool may take their CPUs. A thread on every managed CPU is in no
+        pool (but the floating shared pool, which shares them with every
+        pool by design) and holds none. Pins not read, and CPUs an
+        earlier agent's calls may still put it on, are held as guessed.
+        Once adopted the guest's pins are read as any guest's
+        (:meth:`track`); a domain no longer found holds nothing.
+        """
+        every = self.managed_cpus or frozenset()
+        for uuid in self.unadopted - set(found):
+            if uuid not in self.guests:
+                self.ledger.forget_guest(uuid)
+        self.unadopted = set()
+        for uuid, pins in sorted(found.items()):
+            if uuid in self.guests:
+                continue
+            self.unadopted.add(uuid)
+            self.ledger.forget_guest(uuid)
+            if pins is None:
+                held = {VCPU: every, EMULATOR: every}
+            else:
+                held = {VCPU: _pooled(pins[0], every),
+                        EMULATOR: _pooled([pins[1]], every)}
+            for kind, cpus in held.items():
+                landing = (self.in_flight.cpus((uuid, kind))
+                           if uuid in self.in_flight.inherited
+                           else frozenset())
+                if cpus | landing:
+                    self.ledger.adopt((uuid, kind), cpus | landing,
+                                      guessed=pins is None or
+                                      bool(landing - cpus))
+
+    def unadopted_cpus(self):
+        """{uuid: CPUs} held for the domains not adopted (see above)."""
+        held = {}
+        for uuid in self.unadopted:
+            entries = [self.ledger.get((uuid, kind))
+                       for kind in (VCPU, EMULATOR)]
+            held[uuid] = frozenset().union(*[entry.cpus for entry in entries
+                                             if entry is not None])
+        return held
 
     def _read_guessed(self, uuids):
         """Read again the pins that could not be read when adopted.
@@ -706,6 +758,17 @@ class Enforcer:
 def _common(sets):
     """The CPUs in every one of ``sets`` (None if there is none)."""
     return frozenset.intersection(*sets) if sets else None
+
+
+def _pooled(sets, every):
+    """The CPUs of the pin ``sets`` that may be a pool's.
+
+    Not those of a set over every managed CPU (``every``): no pool but
+    the floating one is that wide. An empty set (None) was not read.
+    """
+    return frozenset().union(*[cpus & every if every else cpus
+                               for cpus in sets if cpus and
+                               (not every or not cpus >= every)])
 
 
 def _known(pool):

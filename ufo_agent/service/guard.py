@@ -57,6 +57,9 @@ class GuardedDriver(base.HypervisorDriver):
     def busy_guests(self):
         return self.driver.busy_guests()
 
+    def unadopted_pins(self):
+        return self.driver.unadopted_pins()
+
     def close(self):
         return self.driver.close()
 

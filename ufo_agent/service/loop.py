@@ -329,8 +329,9 @@ class Agent:
                 LOG.warning('Pins of guest %s changed behind ufo-agent; '
                             'applying them again', uuid)
         busy = self._busy_guests()
-        plan = self.controller.tick(now, samples, emulator_busy,
-                                    self._held_cores(busy))
+        held = self._held_cores(busy)
+        held.update(self._unadopted_cores())
+        plan = self.controller.tick(now, samples, emulator_busy, held)
         for uuid, exc in self.controller.vm_errors.items():
             self._guest_error(uuid, 'controller update', exc)
         try:
@@ -453,6 +454,20 @@ class Agent:
                 held[uuid] = cores
         return held
 
+    def _unadopted_cores(self):
+        """{uuid: cores} where domains not adopted hold CPUs.
+
+        The plan gives them to no pool: the enforcer would only wait for
+        them. Not every core (pins not read): as for a hung guest.
+        """
+        every = self.topology.core_ids
+        held = {}
+        for uuid, cpus in self.enforcer.unadopted_cpus().items():
+            cores = self._cores_of(cpus)
+            if cores and cores != every:
+                held[uuid] = cores
+        return held
+
     def _cores_of(self, cpus):
         return {core.core_id for core in self.topology.cores
                 if not cpus.isdisjoint(core.cpus)}
@@ -552,6 +567,7 @@ class Agent:
                 self._drop(uuid, keep_state=True)
         now = self.clock()
         added = sorted(set(current) - set(self.guests))
+        failed = []
         for uuid in added:
             try:
                 self._adopt(current[uuid], now)
@@ -565,10 +581,33 @@ class Agent:
                 self.status.pop(uuid, None)
                 self.paused.discard(uuid)
                 self._guest_error(uuid, 'adoption', exc)
+                failed.append(uuid)
+        self._hold_unadopted(failed)
         if added:
             # Adopted ones found paused say so by an event: park them now.
             self._handle_events()
         gcsize.fit(len(self.guests))
+
+    def _hold_unadopted(self, failed=()):
+        """Keep the CPUs of domains not adopted out of every pool.
+
+        Those the driver could not adopt, and ``failed``: guests it
+        listed whose adoption here failed. After a restart such a guest
+        may sit in a pool of the agent before: until it is adopted no
+        other guest's pool takes its CPUs.
+        """
+        try:
+            found = self.driver.unadopted_pins()
+        except base.DriverError as exc:
+            LOG.warning('Could not read the pins of guests not adopted: '
+                        '%s', exc)
+            return
+        for uuid in failed:
+            try:
+                found[uuid] = self.driver.read_pins(uuid)
+            except base.DriverError:
+                found[uuid] = None
+        self.enforcer.hold_unadopted(found)
 
     def _adopt(self, guest, now):
         uuid = guest.uuid

@@ -77,6 +77,9 @@ class LibvirtDriver(base.HypervisorDriver):
         self._vhost_scan = None       # (poll, vhost kernel threads)
         self._cpus_read = None        # (poll, HostCpus)
         self._skipped = {}            # uuid -> reason (logged once)
+        # Running domains not adopted for want of an answer (not by
+        # policy): uuid -> virDomain. Their threads' pins stand.
+        self._unadopted = {}
         self._host = libvirt_host.Host(libvirt, uri, call_timeout,
                                        pin_wait)
         self._nics = nicstats.NicStats(self._host, lambda: self._guests)
@@ -109,12 +112,15 @@ class LibvirtDriver(base.HypervisorDriver):
         self._nics.listed(generation, {dom.UUIDString(): dom
                                        for dom, _ in domains})
         seen = set()
+        unadopted = {}
         for dom, paused_reason in domains:
             uuid = dom.UUIDString()
             known = self._guests.get(uuid)
             if paused_reason == libvirt_host.UNKNOWN:
                 if known is not None:
                     seen.add(uuid)      # as it was: its state is unknown
+                else:
+                    unadopted[uuid] = dom
                 continue
             # Paused by its own live migration (the source's switchover)
             # is not paused: it leaves, or runs on if the migration fails.
@@ -138,6 +144,8 @@ class LibvirtDriver(base.HypervisorDriver):
             if not self._host.current(generation):
                 # A call hung and its connection was retired: these
                 # domain objects belong to it. Adopted on the next tick.
+                if uuid not in self._guests:
+                    unadopted[uuid] = dom
                 continue
             try:
                 self._adopt(dom, uuid, known)
@@ -146,6 +154,8 @@ class LibvirtDriver(base.HypervisorDriver):
                 if self._skipped.get(uuid) != str(exc):
                     LOG.warning('Not managing domain %s: %s', uuid, exc)
                 self._skipped[uuid] = str(exc)
+                if uuid not in self._guests:
+                    unadopted[uuid] = dom
                 continue
             if paused and uuid in self._guests:
                 # Found paused: the loop parks it like one paused now.
@@ -154,7 +164,32 @@ class LibvirtDriver(base.HypervisorDriver):
         for uuid in list(self._guests):
             if uuid not in seen:
                 self._drop(uuid, base.GuestEvent.STOPPED)
+        self._unadopted = unadopted
         return [g.info for g in self._guests.values()]
+
+    def unadopted_pins(self):
+        """The live pins of the domains the last listing could not adopt.
+
+        See the interface. Read with the pin wait, as the drift check
+        reads a guest's: a read that does not answer holds its domain
+        on unknown CPUs (None).
+        """
+        live = self.libvirt.VIR_DOMAIN_AFFECT_LIVE
+        out = {}
+        for uuid, dom in sorted(self._unadopted.items()):
+            try:
+                vcpus, emulator = self._host.call_each(
+                    [('pins of %s' % uuid, dom.vcpuPinInfo, (live,)),
+                     ('emulator pin of %s' % uuid, dom.emulatorPinInfo,
+                      (live,))], key=uuid, wait=self._host.pin_wait)
+            except base.DriverError as exc:
+                LOG.debug('Pins of unadopted domain %s unknown: %s',
+                          uuid, exc)
+                out[uuid] = None
+                continue
+            out[uuid] = (frozenset(libvirt_guest.cpu_set(m) for m in vcpus),
+                         libvirt_guest.cpu_set(emulator))
+        return out
 
     def _same_process(self, known, generation):
         """False once the domain runs another QEMU than the one adopted.

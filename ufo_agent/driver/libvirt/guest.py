@@ -44,7 +44,7 @@ def _cpumap(cpus, managed_cpus, host_cpus):
 
 
 @functools.lru_cache(maxsize=1024)
-def _as_set(bits):
+def cpu_set(bits):
     # The drift check reads a few pins that rarely change, each as wide
     # as the host.
     return frozenset(i for i, on in enumerate(bits) if on)
@@ -412,7 +412,7 @@ class Guest:
             [('pins of %s' % self.uuid, 'vcpuPinInfo', (live,)),
              ('emulator pin of %s' % self.uuid, 'emulatorPinInfo',
               (live,))], self.host.pin_wait)
-        sets = {_as_set(m) for m in vcpus}
+        sets = {cpu_set(m) for m in vcpus}
         try:
             tids = self.threads().vcpus.values()
         except base.DriverError:
@@ -424,7 +424,7 @@ class Guest:
                 continue            # gone meanwhile, or not readable
             if allowed is not None:
                 sets.add(allowed)
-        return frozenset(sets), _as_set(emulator)
+        return frozenset(sets), cpu_set(emulator)
 
     def set_vcpu_target(self, vcpus):
         if self.channel is None:

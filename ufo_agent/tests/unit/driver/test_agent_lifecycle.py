@@ -277,3 +277,42 @@ def test_a_guest_whose_calls_hang_keeps_its_cores_until_they_return(
     # Once its pins moved, its cores went to the busy guest.
     assert given
     assert world.violations == []
+
+
+def test_a_restarted_agent_keeps_the_cpus_of_a_guest_it_cannot_adopt(
+        world, hv, host):
+    """A guest an earlier agent placed stays there until it is adopted.
+
+    The agent dies (nothing given back) and starts again while one
+    guest's definition cannot be read: that guest keeps the pins the
+    earlier agent gave it, and no pool of the new agent may take them.
+    """
+    world.agent.start()
+    for _ in range(6):
+        plan = world.tick()
+    assert plan.vms[PAUSED].cores and plan.vms[BUSY].cores
+    held = _pins(world.doms[PAUSED])
+    assert held != frozenset(range(8))
+    # SIGKILL, and a new agent over the same host.
+    world.driver.close()
+    dom = world.doms[PAUSED]
+    dom.fail['XMLDesc'] = lv.libvirtError('internal error: injected')
+    world.driver = host.driver()
+    agent = world.agent = loop.Agent(
+        world.driver, frozenset(range(8)), ControllerConfig(),
+        settings_mod.AgentSettings(), clock=world.clock)
+    agent.start()
+    assert PAUSED not in agent.guests
+    for _ in range(6):
+        world.tick()
+        # The busy guest grows, but not onto the other one's CPUs.
+        assert not _pins(world.doms[BUSY]) & held
+        assert _pins(dom) == held
+    # Its definition answers again: adopted, and each in its own pool.
+    del dom.fail['XMLDesc']
+    for _ in range(6):
+        plan = world.tick()
+    assert PAUSED in agent.guests
+    assert plan.vms[PAUSED].cores and plan.vms[BUSY].cores
+    assert not _pins(world.doms[BUSY]) & _pins(dom)
+    assert world.violations == []

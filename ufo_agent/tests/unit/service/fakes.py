@@ -73,6 +73,9 @@ class FakeDriver(base.HypervisorDriver):
         self.idle = set()         # guests whose vCPUs are at idle priority
         self.fail_idle = set()    # guests whose priority cannot be set
         self.hung = set()         # guests whose calls do not return
+        # Running domains not adopted: uuid -> (vCPU pin sets, emulator
+        # pins), or None when their pins cannot be read.
+        self.unadopted = {}
 
     def add(self, guest):
         self.all[guest.info.uuid] = guest
@@ -92,6 +95,9 @@ class FakeDriver(base.HypervisorDriver):
 
     def busy_guests(self):
         return frozenset(self.hung)
+
+    def unadopted_pins(self):
+        return dict(self.unadopted)
 
     def observe(self, uuid):
         guest = self._get(uuid)
