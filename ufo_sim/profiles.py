@@ -2,11 +2,12 @@
 
 The LC profiles are in the spirit of the paper's Memcached, Nginx and
 MySQL (Table 2): per-request guest CPU time, its distribution, worker
-thread count, and the emulator (virtio/vhost) work on the way in and
-out. All durations are real-world values stretched by
-:data:`ufo_sim.engine.spec.TIME_SCALE`; rates are divided by it, so
-``qos_p99_us`` and ``max_rps`` are in simulated units. The QoS targets
-are the paper's (0.5, 2 and 15 ms) stretched. ``max_rps`` is measured on
+threads (a fixed count, or so many per vCPU of the flavor), and the
+emulator (virtio/vhost) work on the way in and out. All durations are
+real-world values stretched by :data:`ufo_sim.engine.spec.TIME_SCALE`;
+rates are divided by it, so ``qos_p99_us`` and ``max_rps`` are in
+simulated units. The QoS targets are the paper's (0.5, 2 and 15 ms)
+stretched. ``max_rps`` is measured on
 the model, never copied from the paper: the highest load whose p99 meets
 ``qos_p99_us`` with ``vcpus`` dedicated logical CPUs and the emulator
 threads on CPUs of their own (paper §5.2), the mean over three seeds;
@@ -31,7 +32,10 @@ class AppProfile:
     name: str
     kind: str                   # 'lc' or 'be'
     vcpus: int = 8              # flavor size used in the experiments
-    threads: int = 8            # guest worker threads
+    threads: int = 8            # guest worker threads (a fixed count)
+    # Worker threads per vCPU of the flavor, the count the service
+    # starts at boot; 0: ``threads`` whatever the flavor.
+    threads_per_vcpu: int = 0
     emulator_threads: int = 4   # QEMU main loop + vhost queues
     qos_p99_us: float = 0.0     # QoS target (LC), simulated microseconds
     max_rps: float = 0.0        # the 100% load point (LC), simulated
@@ -61,6 +65,12 @@ class AppProfile:
         """True for a latency-critical profile."""
         return self.kind == 'lc'
 
+    def workers(self, vcpus):
+        """Guest worker threads in a VM of ``vcpus`` vCPUs."""
+        if self.threads_per_vcpu:
+            return self.threads_per_vcpu * int(vcpus)
+        return self.threads
+
     def emulator_share(self):
         """Emulator CPU per unit of guest request CPU (no overheads)."""
         if self.is_lc:
@@ -69,18 +79,20 @@ class AppProfile:
         return self.be_io / self.be_chunk
 
 
-# Key-value store: ~13 us GETs, exponential; 8 workers; QoS 0.5 ms.
+# Key-value store: ~13 us GETs, exponential; one worker per vCPU
+# (``-t`` set to the cores); QoS 0.5 ms.
 MEMCACHED = AppProfile(
-    name='memcached', kind='lc', threads=8,
+    name='memcached', kind='lc', threads_per_vcpu=1,
     qos_p99_us=scaled(500.0), max_rps=5702.0,
     service=scaled(12.7e-6), dist=EXP,
     emu_in=scaled(2e-6), emu_out=scaled(2.5e-6), irq=scaled(2e-6),
     cache_footprint=0.42)
 
 # Web server serving 4 KiB files: ~45 us, log-normal with CV 1; the
-# response carries the data, so more emulator work out than in. QoS 2 ms.
+# response carries the data, so more emulator work out than in; one
+# worker per vCPU (``worker_processes auto``). QoS 2 ms.
 NGINX = AppProfile(
-    name='nginx', kind='lc', threads=8,
+    name='nginx', kind='lc', threads_per_vcpu=1,
     qos_p99_us=scaled(2000.0), max_rps=1897.0,
     service=scaled(45e-6), dist=LOGNORMAL, dist_a=1.0,
     emu_in=scaled(3e-6), emu_out=scaled(8e-6), irq=scaled(2e-6),
@@ -107,20 +119,26 @@ def BE(threads=8):
 # What ``PROFILE.FIELD=VALUE`` may set: the workload's shape and costs.
 # Not its name, kind or flavor (``--vcpus``), nor its QoS target and max
 # load, which define the experiment's loads.
-OPTION_FIELDS = ('threads', 'emulator_threads', 'service', 'dist_a',
-                 'dist_b', 'rounds', 'emu_in', 'emu_out', 'irq',
-                 'lock_share', 'cache_footprint', 'smt_emu_sensitivity')
-# The engine's bounds of the integer fields.
-_MOST = {'threads': 1024, 'emulator_threads': 16, 'rounds': 1 << 20}
+OPTION_FIELDS = ('threads', 'threads_per_vcpu', 'emulator_threads',
+                 'service', 'dist_a', 'dist_b', 'rounds', 'emu_in',
+                 'emu_out', 'irq', 'lock_share', 'cache_footprint',
+                 'smt_emu_sensitivity')
+# The engine's bounds of the integer fields (per vCPU: 1024 workers in
+# a VM of up to 64 vCPUs).
+_MOST = {'threads': 1024, 'threads_per_vcpu': 16, 'emulator_threads': 16,
+         'rounds': 1 << 20}
+# ... and their lower bounds: 1 but where 0 means something.
+_LEAST = {'threads_per_vcpu': 0}
 
 
 def parse_option(text):
     """``PROFILE.FIELD=VALUE`` of an LC profile: ('PROFILE.FIELD', value).
 
     VALUE is JSON and must fit the field: an integer field (threads up
-    to 1024, emulator threads up to 16, rounds) an integer of at least
-    1, any other a number of at least 0 (durations in simulated
-    seconds), ``service`` above 0 and ``lock_share`` below 1.
+    to 1024, threads per vCPU from 0 up to 16, emulator threads up to
+    16, rounds) an integer of at least 1 unless said, any other a
+    number of at least 0 (durations in simulated seconds), ``service``
+    above 0 and ``lock_share`` below 1.
     ValueError says what is wrong.
     """
     key, sep, raw = text.partition('=')
@@ -138,9 +156,11 @@ def parse_option(text):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError('%r: %s takes a number' % (text, field))
     if field in _MOST:
-        if not isinstance(value, int) or not 1 <= value <= _MOST[field]:
-            raise ValueError('%r: %s takes an integer from 1 to %d'
-                             % (text, field, _MOST[field]))
+        least = _LEAST.get(field, 1)
+        if not isinstance(value, int) or \
+                not least <= value <= _MOST[field]:
+            raise ValueError('%r: %s takes an integer from %d to %d'
+                             % (text, field, least, _MOST[field]))
         return key, value
     low_ok = value > 0 if field == 'service' else value >= 0
     if not math.isfinite(value) or not low_ok or \
@@ -153,9 +173,15 @@ def parse_option(text):
 
 
 def with_options(profile, options):
-    """``profile`` with the ``(PROFILE.FIELD, value)`` pairs naming it."""
+    """``profile`` with the ``(PROFILE.FIELD, value)`` pairs naming it.
+
+    Setting ``threads`` alone fixes the worker count whatever the flavor
+    (``threads_per_vcpu`` 0).
+    """
     mine = {key.partition('.')[2]: value for key, value in options
             if key.partition('.')[0] == profile.name}
+    if 'threads' in mine:
+        mine.setdefault('threads_per_vcpu', 0)
     return dataclasses.replace(profile, **mine) if mine else profile
 
 

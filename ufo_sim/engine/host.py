@@ -93,7 +93,8 @@ class SimHost:
         seed = zlib.crc32(name.encode()) ^ (self.seed * 0x9E3779B1)
         ns = 1e9
         idx = self._core.add_vm(
-            int(vcpus), p.threads, p.emulator_threads, 0 if p.is_lc else 1,
+            int(vcpus), p.workers(vcpus), p.emulator_threads,
+            0 if p.is_lc else 1,
             p.dist, p.service * ns, p.dist_a, p.dist_b, p.rounds,
             p.emu_in * ns, p.emu_out * ns, p.be_chunk * ns, p.be_io * ns,
             p.irq * ns, p.lock_share if self.spec.guest_locks else 0.0,

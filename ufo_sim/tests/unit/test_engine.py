@@ -148,6 +148,28 @@ def test_offlined_vcpus_hand_their_threads_over():
     assert after.requests_done > before.requests_done
 
 
+def _p99_share_of_16_vcpu_memcached(profile, seed):
+    """p99 / QoS: 16 vCPUs on 16 CPUs of their own, emulator on 4 more."""
+    host = SimHost(HostSpec(cores=10, smt=2), seed=seed)
+    vm = host.add_vm('a', 16, profile, rps=1.7 * profile.max_rps)
+    host.pin_vcpus(vm, range(16))
+    host.pin_emulator(vm, range(16, 20))
+    host.advance(0.5)
+    host.take_latencies(vm)
+    host.advance(10.0)
+    return np.percentile(host.take_latencies(vm), 99) / profile.qos_p99_us
+
+
+@pytest.mark.parametrize('seed', (1, 2, 3))
+def test_a_larger_flavor_starts_more_workers(seed):
+    # 1.7 times the 8-vCPU flavor's max load: one worker per vCPU serves
+    # it within QoS; the eight workers of that flavor cannot.
+    per_vcpu = profiles.MEMCACHED
+    eight = profiles.with_options(per_vcpu, [('memcached.threads', 8)])
+    assert _p99_share_of_16_vcpu_memcached(per_vcpu, seed) < 0.9
+    assert _p99_share_of_16_vcpu_memcached(eight, seed) > 2
+
+
 def test_busy_sibling_slows_work():
     def chunks(cpus):
         host = SimHost(HostSpec(cores=2, smt=2, smt_slowdown=1.5))

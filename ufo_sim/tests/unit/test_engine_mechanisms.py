@@ -11,6 +11,7 @@ from ufo_sim.engine.spec import scaled
 from ufo_sim import profiles
 
 MC = profiles.MEMCACHED
+EIGHT_WORKERS = profiles.with_options(MC, [('memcached.threads', 8)])
 OFF = dict(cache_refill=0.0, emu_wakeup=0.0, irq_inject=0.0,
            smt_cross_slowdown=1.5, smt_emu_slowdown=1.5, guest_locks=False,
            guest_migration_cost=0.0)
@@ -81,13 +82,16 @@ def test_a_guests_own_vcpus_evict_its_vpid_tagged_warmth():
 def test_emulator_wakeup_costs_each_thread_woken():
     wakeup = scaled(5e-6)
     host = SimHost(_spec(2, 1, emu_wakeup=wakeup), seed=3)
-    vm = host.add_vm('vm', 1, MC, rps=MC.max_rps * 0.1)
+    # Eight connections over the four vhost queues: the engine ties a
+    # connection to a worker, and a 1-vCPU Memcached's one worker would
+    # put every packet on one queue.
+    vm = host.add_vm('vm', 1, EIGHT_WORKERS, rps=MC.max_rps * 0.1)
     host.pin_vcpus(vm, [0])
     host.pin_emulator(vm, [1])
     host.advance(20.0)
     woken = host.counters(vm)
     base = _vm_cpu_per_request(_spec(2, 1), 1, [0], [1], load=0.1,
-                               vcpus=1)[0][1]
+                               profile=EIGHT_WORKERS, vcpus=1)[0][1]
     extra = woken.emulator_cpu_ns / woken.requests_done - base
     # At low load nearly every packet, in and out, finds its worker
     # asleep: up to two wake-ups a request, each costing its time.
