@@ -442,13 +442,21 @@ class Controller:
             state.trial = None
             state.confirm.reset()
         loop = state.latency
+        settled = state.settled(now, self.config.settle_time)
         pred = loop.revert(count, sample.latency_us, state.trial)
         if pred is not None:
-            self._adopt(state, pred, count, sample.util, now, False,
-                        Traffic(False, sample.util))
+            # Unsettled, the first second on fewer cores spikes with every
+            # move (hotplug, cold caches): a revert then needs the
+            # samples a move needs.
+            if settled or state.confirm.agree((True, count), now):
+                self._adopt(state, pred, count, sample.util, now, False,
+                            Traffic(False, sample.util))
+                return
+            state.hold()
             return
-        if not state.settled(now, self.config.settle_time) or \
-                emulator_grows:
+        if not settled or emulator_grows:
+            if not settled:
+                state.confirm.reset()
             state.hold()
             return
         traffic = self._traffic(state, sample, count, now)

@@ -9,9 +9,9 @@ loop on the measured latency, one decision a settled sample:
 * latency below ``latency_slack`` times the target: try one core fewer
   (``latency-slack-trial``), unless the work would not fit on it
   (``latency-pcu-guard``);
-* a trial whose latency goes above the target, settled or not, goes
-  back at once (``latency-trial-revert``); one that holds is kept
-  (``latency-trial-accept``);
+* a trial whose latency goes above the target goes back
+  (``latency-trial-revert``), before it settles too; one that holds is
+  kept (``latency-trial-accept``);
 * in between: stay (``latency-in-band``).
 
 The controller runs these through its usual guards and confirmation
@@ -82,7 +82,7 @@ class LatencyLoop:
         """A :class:`Prediction` ending ``trial`` if it violates, or None.
 
         Asked on every sample, settled or not: a trial that costs the
-        guest its target is not kept a second longer than seen.
+        guest its target is not kept until it settles.
         """
         if trial is None or latency <= self.target or cores >= trial.origin:
             return None
