@@ -228,3 +228,29 @@ def test_every_command_module_is_registered_once():
     # Each adds the subcommand named after its module.
     assert cmd.parser().parse_args(['dynamic-diff', 'a', 'b']).func is \
         commands.dynamic_diff.run
+
+
+def test_qos_target_reaches_ufo_and_keeps_the_other_managers(
+        tmp_path, capsys):
+    short = ('--no-plots', '--loads', '0.2', '--converge', '3', '--judge',
+             '2', '--processes', '1', '--seeds', '1')
+    _, black_box, out = _grid(tmp_path / 'a', capsys, '--managers',
+                              'dyniso,ufo', *short)
+    lines, qos, _ = _grid(tmp_path / 'b', capsys, '--managers', 'ufo',
+                          '--qos-target', '--keep-from',
+                          os.path.join(out, 'grid.json'), *short)
+    assert qos['settings']['qos_target'] is True
+    assert 'qos_target=on' in qos['conditions']
+    assert 'qos_target' not in black_box['conditions']
+    # UFO's mode changes no other manager's result.
+    assert [r for r in qos['results'] if r['manager'] == 'dyniso'] == [
+        r for r in black_box['results'] if r['manager'] == 'dyniso']
+
+    assert cmd.main(['dynamic', '--scale', '0.03', '--managers', 'ufo',
+                     '--qos-target', '--no-plots', '--processes', '1',
+                     '--out', str(tmp_path / 'd')]) == 0
+    with open(str(tmp_path / 'd' / 'dynamic.json')) as f:
+        dyn = json.load(f)
+    decisions = [d for second in dyn['results']['ufo']['trace']['decisions']
+                 for d in second]
+    assert any('target' in d for d in decisions), decisions
