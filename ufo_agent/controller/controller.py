@@ -465,6 +465,11 @@ class Controller:
                            state.trial)
         self._adopt(state, self._latency_bounded(state, pred, sample.util),
                     count, sample.util, now, True, traffic)
+        if pred.action == Action.GROW and \
+                state.last_action.action == Action.GROW:
+            # The cores it had violated at this load: no trial back to
+            # them until the load falls (_shrink_undone).
+            state.shrink_undone = Shrink(pred.cores, sample.util, now)
 
     def _latency_bounded(self, state, pred, util):
         """``pred`` committing no more than the VM's work justifies.

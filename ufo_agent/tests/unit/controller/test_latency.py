@@ -178,3 +178,14 @@ def test_latency_slack_is_checked():
     host = Host(config=ControllerConfig(latency_slack=0.3))
     host.run(30, a=sample(0.4 * TARGET))
     assert host.cores() == 4
+
+
+def test_no_trial_back_to_the_cores_a_violation_grew_from():
+    host = shrunk_to_one()
+    host.run(2, a=sample(3 * TARGET))
+    assert host.cores() == 2
+    host.run(30, a=sample(200.0))
+    assert host.cores() == 2
+    # Until the load falls.
+    host.run(30, a=sample(200.0, util=100.0))
+    assert host.cores() == 1
