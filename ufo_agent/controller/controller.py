@@ -451,6 +451,12 @@ class Controller:
             if settled or state.confirm.agree((True, count), now):
                 self._adopt(state, pred, count, sample.util, now, False,
                             Traffic(False, sample.util))
+                # Undone whatever the trial's utilization: a saturated
+                # trial reads busier than the load it was tried at.
+                last = state.last_shrink
+                state.shrink_undone = Shrink(
+                    pred.cores, last.util if last is not None and
+                    last.cores == pred.cores else sample.util, now)
                 return
             state.hold()
             return

@@ -189,3 +189,15 @@ def test_no_trial_back_to_the_cores_a_violation_grew_from():
     # Until the load falls.
     host.run(30, a=sample(200.0, util=100.0))
     assert host.cores() == 1
+
+
+def test_a_reverted_trial_waits_even_when_it_read_busier():
+    host = Host()
+    host.run(5, a=sample(200.0))
+    assert host.cores() == 3            # trial from 4
+    # Saturated on the trial, the guest reads far busier than before.
+    host.run(2, a=sample(50 * TARGET, util=590.0))
+    assert host.cores() == 4
+    host.run(30, a=sample(200.0))
+    assert host.cores() == 4
+    assert host.rules().count(latency.SLACK_TRIAL) == 1
