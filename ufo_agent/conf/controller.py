@@ -230,6 +230,16 @@ OPTS = [
              'instead of a core at a time. Traffic is counted on the '
              'guest\'s NICs by libvirt; a guest without them, or one '
              'managed host-only, is not affected.'),
+    cfg.FloatOpt(
+        'latency_slack', default=_DEFAULTS.latency_slack, min=0.05,
+        max=0.95, mutable=True,
+        help='QoS-target mode (guests whose flavor sets a latency target '
+             'and that publish their tail latency): a guest is tried on '
+             'one core fewer only while its latency is below this '
+             'fraction of its target. Lower keeps more headroom and '
+             'more cores; a trial that violates the target is reverted '
+             'at once. Guests without a target, or without a fresh '
+             'latency, are not affected.'),
     cfg.StrOpt(
         'be_policy', default=_DEFAULTS.be_policy,
         choices=[('idle-pool', 'Best-effort guests share the idle pool '

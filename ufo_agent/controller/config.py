@@ -49,6 +49,7 @@ class ControllerConfig:
     drain_hold_max: float = 5.0
     grow_to_traffic_demand: bool = True
     be_policy: str = 'idle-pool'
+    latency_slack: float = 0.7
 
     def __post_init__(self):
         errors = []
@@ -79,6 +80,8 @@ class ControllerConfig:
         if self.be_policy not in BE_POLICIES:
             errors.append('be_policy must be one of %s'
                           % ', '.join(BE_POLICIES))
+        if not 0.0 < self.latency_slack < 1.0:
+            errors.append('latency_slack must be between 0 and 1')
         if errors:
             raise ValueError('[controller] ' + '; '.join(errors))
 

@@ -24,6 +24,7 @@ from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import confirm
 from ufo_agent.controller import emulator as emulator_pool
 from ufo_agent.controller import hostonly
+from ufo_agent.controller import latency
 from ufo_agent.controller import memory
 from ufo_agent.controller import plan as plans
 from ufo_agent.controller import predictor as core_predictor
@@ -162,6 +163,13 @@ class VmState:
         self.plan = None            # and the VmPlan made of them
         self.drain_back = None  # cores to go back to after a drain tick
         self.reset_by = None    # the error its last update raised, if any
+        # QoS-target mode: its latency loop (None: no target), and
+        # whether its last sample was judged by it.
+        self.latency = None
+        if spec.latency_target_us is not None:
+            self.latency = latency.LatencyLoop(config, self.max_cores,
+                                               pcpus_per_core, spec)
+        self.judged_latency = False
         self.forget_sf(config, pcpus_per_core)
 
     def forget_sf(self, config, pcpus_per_core):
@@ -275,8 +283,10 @@ class Controller:
                                        'detect_flat_sf'))
         for state in self.vms.values():
             for part in (state.model, state.predictor, state.idle,
-                         state.vm_class, state.confirm, state.backlog):
-                part.config = config
+                         state.vm_class, state.confirm, state.backlog,
+                         state.latency):
+                if part is not None:
+                    part.config = config
             if rethreshold:
                 flat = state.flat_sf and config.detect_flat_sf
                 state.model.set_threshold(config.flat_sf_threshold if flat
@@ -392,6 +402,21 @@ class Controller:
         if state.drain_back is not None:
             self._end_drain(state)
             return
+        if state.latency is not None:
+            if sample.latency_us is not None and not sample.host_only:
+                self._latency_step(state, sample, now, emulator_grows)
+                return
+            self._leave_latency(state)
+        self._black_box_step(state, sample, now, emulator_grows)
+        if state.latency is not None:
+            why = state.last_action.reason
+            if why.find(latency.STALE) is None:
+                state.last_action = Step(state.last_action.action,
+                                         why.before_all(
+                                             reason.of(latency.STALE)))
+
+    def _black_box_step(self, state, sample, now, emulator_grows):
+        """The paper's rules for one active VM's settled sample."""
         if not state.settled(now, self.config.settle_time):
             state.hold()
             return
@@ -402,6 +427,80 @@ class Controller:
             state.hold()
             return
         self._predict(state, sample, now)
+
+    def _latency_step(self, state, sample, now, emulator_grows):
+        """QoS-target mode (:mod:`.latency`): a step on the VM's latency.
+
+        A trial that violates goes back at once; otherwise the settled
+        sample decides, through the guards and the confirmation of the
+        black-box rules, with the VM's committed cores bounded by what
+        its utilization keeps busy (:meth:`_latency_bounded`).
+        """
+        count = len(state.cores)
+        if count == 0:
+            return      # not placed yet: keep asking for what it asked
+        if not state.judged_latency:
+            # A trial of the black-box rules means nothing here.
+            state.judged_latency = True
+            state.trial = None
+            state.confirm.reset()
+        loop = state.latency
+        settled = state.settled(now, self.config.settle_time)
+        pred = loop.revert(count, sample.latency_us, state.trial)
+        if pred is not None:
+            # Unsettled, the first second on fewer cores spikes with every
+            # move (hotplug, cold caches): a revert then needs the
+            # samples a move needs.
+            if settled or state.confirm.agree((True, count), now):
+                self._adopt(state, pred, count, sample.util, now, False,
+                            Traffic(False, sample.util))
+                # Undone whatever the trial's utilization: a saturated
+                # trial reads busier than the load it was tried at.
+                last = state.last_shrink
+                state.shrink_undone = Shrink(
+                    pred.cores, last.util if last is not None and
+                    last.cores == pred.cores else sample.util, now)
+                return
+            state.hold()
+            return
+        if not settled or emulator_grows:
+            if not settled:
+                state.confirm.reset()
+            state.hold()
+            return
+        traffic = self._traffic(state, sample, count, now)
+        pred = loop.decide(count, sample.latency_us, sample.util,
+                           traffic.demand, min(state.committed, count), now,
+                           state.trial)
+        self._adopt(state, self._latency_bounded(state, pred, sample.util),
+                    count, sample.util, now, True, traffic)
+        if pred.action == Action.GROW and \
+                state.last_action.action == Action.GROW:
+            # The cores it had violated at this load: no trial back to
+            # them until the load falls (_shrink_undone).
+            state.shrink_undone = Shrink(pred.cores, sample.util, now)
+
+    def _latency_bounded(self, state, pred, util):
+        """``pred`` committing no more than the VM's work justifies.
+
+        A latency report is the guest's word: cores it asks for beyond
+        what it held committed and what its utilization keeps busy at
+        ``pcu_high`` are speculative, served from idle cores only, so
+        that no report takes cores from another VM's committed demand.
+        """
+        cap = max(state.committed,
+                  state.latency.cores_for(util, self.config.pcu_high))
+        if pred.committed <= cap:
+            return pred
+        return dataclasses.replace(pred, committed=cap)
+
+    def _leave_latency(self, state):
+        """Back to the black-box rules: no fresh latency from the guest."""
+        if state.judged_latency:
+            state.judged_latency = False
+            if isinstance(state.trial, latency.LatencyTrial):
+                state.trial = None
+            state.confirm.reset()
 
     def _reset_vm(self, uuid, now, exc, decisions):
         """Start a VM whose update raised afresh, at its flavor size.

@@ -128,7 +128,8 @@ def positive_int(text):
 def settings(args, **quick):
     values = {'seed': getattr(args, 'seed', 1),
               'seeds': getattr(args, 'seeds', 1),
-              'ufo_config': tuple(getattr(args, 'ufo_option', None) or ())}
+              'ufo_config': tuple(getattr(args, 'ufo_option', None) or ()),
+              'qos_target': bool(getattr(args, 'qos_target', False))}
     for name in ('warmup', 'measure', 'converge', 'judge'):
         given = getattr(args, name, None)
         if given is not None:
@@ -271,6 +272,13 @@ def add_common(cmd, processes=True, feedback=True, seed_and_plots=True):
                      metavar='NAME=VALUE',
                      help='what-if: override a [controller] option of '
                      'UFO (repeatable), e.g. sf_threshold=0.2')
+
+
+def add_qos_target(cmd):
+    cmd.add_argument('--qos-target', action='store_true',
+                     help='run UFO in its QoS-target mode: each guest has '
+                          'its profile\'s QoS target and publishes the p99 '
+                          'of the requests it completed each second')
 
 
 def add_host(cmd, cores=True):

@@ -10,6 +10,7 @@ def add_parser(subparsers):
                         '(Fig. 14)')
     common.add_common(cmd)
     common.add_host(cmd)
+    common.add_qos_target(cmd)
     cmd.add_argument('--scale', type=common.positive, default=1.0,
                      help='stretch (>1) or shrink (<1) the 270 s timeline')
     cmd.add_argument('--load-scale', type=common.positive, default=1.0,

@@ -36,6 +36,7 @@ def add_parser(subparsers):
                             'baseline set')
     common.add_common(cmd, seed_and_plots=False)
     common.add_host(cmd, cores=False)
+    common.add_qos_target(cmd)
     cmd.add_argument('--run', type=_run_triple, action='append',
                      metavar='SEED,LOAD_SCALE,CORES',
                      help='one run (repeatable; default: the sixteen of the '

@@ -13,6 +13,7 @@ def add_parser(subparsers):
     cmd = subparsers.add_parser('grid', help='co-location grids (Fig. 12/13)')
     common.add_common(cmd)
     common.add_host(cmd)
+    common.add_qos_target(cmd)
     cmd.add_argument('--quick', action='store_true',
                      help='coarser grid (4 loads) and shorter trials')
     cmd.add_argument('--seeds', type=common.positive_int, default=3,

@@ -122,7 +122,8 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
     emu_cores = scene.cores[settings.cores:settings.cores + extra]
     n = len(scene.vms)
     if manager == 'ufo':
-        ctl = ufo_mod.UfoAgent(scene, ufo_mod.config_of(settings))
+        ctl = ufo_mod.UfoAgent(scene, ufo_mod.config_of(settings),
+                               qos_target=settings.qos_target)
     elif manager == 'dyniso':
         ctl = dyniso_mod.DynIso(scene, settings.cores, settings.smt,
                                 scenario.cpus_of(emu_cores))
@@ -175,7 +176,7 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
         if manager == 'dyniso':
             ctl.step(second + 1.0, lat)
         elif manager == 'ufo':
-            ctl.tick()
+            ctl.tick(lat)
     return _metrics(manager, scene, trace, scale, seconds, settings)
 
 

@@ -252,7 +252,9 @@ def identity(settings, loads, mixes):
                                      if dataclasses.is_dataclass(value)
                                      else value))
     given = dict(plain(cell_mod.Settings()), **plain(settings))
-    return (dict(given, ufo_config=[]), json.loads(json.dumps(loads)),
+    # UFO's mode, like its options, changes no other manager's result.
+    return (dict(given, ufo_config=[], qos_target=False),
+            json.loads(json.dumps(loads)),
             [m if isinstance(m, str) else mix_name(m) for m in mixes])
 
 

@@ -113,6 +113,9 @@ class Settings:
     host_options: tuple = ()    # (name, value) HostSpec fields
     # ('PROFILE.FIELD', value) profile fields (profiles.parse_option)
     profile_options: tuple = ()
+    # UFO in QoS-target mode: each guest has its profile's QoS target and
+    # publishes its p99 every second (ufo_sim.managers.ufo).
+    qos_target: bool = False
 
     def __post_init__(self):
         if self.seeds < 1:
@@ -153,6 +156,8 @@ class Settings:
                              ('profile_option', self.profile_options),
                              ('ufo_option', self.ufo_config)):
             words += ['%s.%s=%s' % (group, k, v) for k, v in pairs]
+        if self.qos_target:
+            words.append('qos_target=on')
         return ' '.join(words)
 
 

@@ -81,3 +81,45 @@ def test_a_removed_guest_is_dropped_and_its_pool_freed():
     before = scene.host.counters(gone)
     scene.host.advance(engine.TIME_SCALE)
     assert scene.host.counters(gone).vcpu_cpu_ns == before.vcpu_cpu_ns
+
+
+def test_qos_target_mode_gives_targets_and_publishes_each_seconds_p99():
+    scene = _scene((0.2, 0.2))
+    u = ufo.UfoAgent(scene, qos_target=True)
+    controller = u.agent.controller
+    for vm in scene.vms:
+        # The profile's QoS target, in the agent's real microseconds.
+        assert controller.vms[vm].spec.latency_target_us == \
+            scene.profiles[0].qos_p99_us / engine.TIME_SCALE
+    seen = []
+    for _ in range(12):
+        scene.host.advance(engine.TIME_SCALE)
+        lat = [scene.host.take_latencies(vm) for vm in scene.vms]
+        plan = u.tick(lat)
+        for i, vm in enumerate(scene.vms):
+            assert u.published.latency_us[vm] == \
+                scenario.p99(lat[i]) / engine.TIME_SCALE
+            seen += plan.vms[vm].note.rules()
+    # At 20 % load the guests' p99s leave slack: they are tried smaller.
+    assert 'latency-slack-trial' in seen
+    # A second without latencies publishes none: the black-box rules.
+    scene.host.advance(engine.TIME_SCALE)
+    plan = u.tick([[] for _ in scene.vms])
+    assert u.published.latency_us == {}
+    assert all(plan.vms[vm].note.rules()[0] == 'latency-stale'
+               for vm in scene.vms)
+
+
+def test_without_qos_target_no_guest_has_a_target():
+    scene = _scene((0.2, 0.2))
+    u = ufo.UfoAgent(scene)
+    rules = []
+    for _ in range(8):
+        scene.host.advance(engine.TIME_SCALE)
+        lat = [scene.host.take_latencies(vm) for vm in scene.vms]
+        plan = u.tick(lat)
+        rules += [r for vm in scene.vms for r in plan.vms[vm].note.rules()]
+    assert u.published is None
+    assert all(s.spec.latency_target_us is None
+               for s in u.agent.controller.vms.values())
+    assert not [r for r in rules if r.startswith('latency-')]

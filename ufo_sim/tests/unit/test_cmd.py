@@ -22,6 +22,9 @@ RESULT = re.compile(
     r'oracle_vs_dyniso_core_saving_avg=(-?[0-9.]+|nan) '
     r'ufo_vs_dyniso_core_saving_avg_common=(-?[0-9.]+|nan)'
     r'( [a-z]+_cpus_(mean_avg|max_max)=([0-9.]+|nan))*$')
+# One load, a few ticks: a grid run to compare with another.
+SHORT = ('--no-plots', '--loads', '0.2', '--converge', '3', '--judge', '2',
+         '--processes', '1', '--seeds', '1')
 TINY = ['--loads', '0.1,0.3', '--apps', 'memcached', '--converge', '8',
         '--judge', '2', '--warmup', '2', '--measure', '8']
 
@@ -73,14 +76,12 @@ def test_grid_is_deterministic_under_a_seed(tmp_path, capsys):
 
 def test_grid_keeps_other_managers_from_a_saved_run_of_the_same_grid(
         tmp_path, capsys):
-    short = ('--no-plots', '--loads', '0.2', '--converge', '3', '--judge',
-             '2', '--processes', '1', '--seeds', '1')
     _, whole, out = _grid(tmp_path / 'a', capsys, '--managers',
-                          'dyniso,ufo,default', *short)
+                          'dyniso,ufo,default', *SHORT)
     saved = os.path.join(out, 'grid.json')
     _, again, _ = _grid(tmp_path / 'b', capsys, '--managers', 'ufo',
                         '--ufo-option', 'pcu_high=0.9', '--keep-from',
-                        saved, *short)
+                        saved, *SHORT)
     assert again['managers'] == ['dyniso', 'ufo', 'default']
     assert [r for r in again['results'] if r['manager'] != 'ufo'] == [
         r for r in whole['results'] if r['manager'] != 'ufo']
@@ -93,7 +94,7 @@ def test_grid_keeps_other_managers_from_a_saved_run_of_the_same_grid(
                     ['--managers', 'dyniso']):
         with pytest.raises(SystemExit):
             cmd.main(['grid', '--out', str(tmp_path / 'c'), '--keep-from',
-                      saved] + TINY + list(short) + refused)
+                      saved] + TINY + list(SHORT) + refused)
         assert '--keep-from' in capsys.readouterr().err
     assert not os.path.exists(str(tmp_path / 'c' / 'grid.json'))
 
@@ -228,3 +229,27 @@ def test_every_command_module_is_registered_once():
     # Each adds the subcommand named after its module.
     assert cmd.parser().parse_args(['dynamic-diff', 'a', 'b']).func is \
         commands.dynamic_diff.run
+
+
+def test_qos_target_reaches_ufo_and_keeps_the_other_managers(
+        tmp_path, capsys):
+    _, black_box, out = _grid(tmp_path / 'a', capsys, '--managers',
+                              'dyniso,ufo', *SHORT)
+    _, qos, _ = _grid(tmp_path / 'b', capsys, '--managers', 'ufo',
+                      '--qos-target', '--keep-from',
+                      os.path.join(out, 'grid.json'), *SHORT)
+    assert qos['settings']['qos_target'] is True
+    assert 'qos_target=on' in qos['conditions']
+    assert 'qos_target' not in black_box['conditions']
+    # UFO's mode changes no other manager's result.
+    assert [r for r in qos['results'] if r['manager'] == 'dyniso'] == [
+        r for r in black_box['results'] if r['manager'] == 'dyniso']
+
+    assert cmd.main(['dynamic', '--scale', '0.03', '--managers', 'ufo',
+                     '--qos-target', '--no-plots', '--processes', '1',
+                     '--out', str(tmp_path / 'd')]) == 0
+    with open(str(tmp_path / 'd' / 'dynamic.json')) as f:
+        dyn = json.load(f)
+    decisions = [d for second in dyn['results']['ufo']['trace']['decisions']
+                 for d in second]
+    assert any('target' in d for d in decisions), decisions
