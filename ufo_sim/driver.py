@@ -6,7 +6,10 @@ The host counters map one to one onto :class:`~ufo_agent.driver.base.
 Observation`. The guest report is what the guest module would write: the
 rates over the interval since the previous read, in the units and bounds
 the host channel validates (utilization in 1/100 percent, never above
-100 % per online vCPU).
+100 % per online vCPU). Software in a simulated guest may publish its
+tail latency (:meth:`SimDriver.publish_latency`); the module's next
+sample carries it as a real guest's page does, for the agent's own
+``LatencyWatch`` to judge.
 
 The engine dilates time (:data:`ufo_sim.engine.TIME_SCALE`: every
 duration is stretched, every rate divided by the same factor). The driver
@@ -57,6 +60,10 @@ class _SimGuest:
     last_sched_in: int = 0
     report: object = None
     vcpus_idle: bool = False
+    # What software in the guest last published (us) and how often:
+    # the page's latency_us and latency_seq.
+    latency_us: int = None
+    latency_seq: int = 0
 
 
 class SimDriver(base.HypervisorDriver):
@@ -70,16 +77,21 @@ class SimDriver(base.HypervisorDriver):
         self._guests = {}
         self._events = []
 
-    def add(self, vm, vcpus, name=None, vm_class='lc', channel=True):
+    def add(self, vm, vcpus, name=None, vm_class='lc', channel=True,
+            latency_target_us=None, latency_percentile=99.0):
         """Manage simulated VM ``vm`` (the id ``SimHost.add_vm`` returned).
 
         It starts the way Nova boots it on a shared host: every vCPU and
         emulator thread floats over all host CPUs, all vCPUs online.
+        ``latency_target_us`` and ``latency_percentile``: its flavor's
+        ``ufo:latency_target_us`` and ``ufo:latency_percentile``.
         """
         guest = base.Guest(
             uuid=vm, name=name or vm, vcpus=vcpus, vm_class=vm_class,
             restore_vcpu_cpus=self.all_cpus,
-            restore_emulator_cpus=self.all_cpus, has_channel=channel)
+            restore_emulator_cpus=self.all_cpus, has_channel=channel,
+            latency_target_us=latency_target_us,
+            latency_percentile=latency_percentile)
         self._guests[vm] = _SimGuest(guest, self.all_cpus, self.all_cpus)
         self.host.pin_vcpus(vm, sorted(self.all_cpus))
         self.host.pin_emulator(vm, sorted(self.all_cpus))
@@ -135,6 +147,16 @@ class SimDriver(base.HypervisorDriver):
             emulator_threads=self.host.profile(uuid).emulator_threads,
             nics={'sim0': _nic(c)})
 
+    def publish_latency(self, uuid, latency_us):
+        """Software in the guest writes its tail latency (real us).
+
+        As to ``/sys/kernel/ufo/latency_us``: the module's next sample
+        carries it, its sequence one further.
+        """
+        g = self._get(uuid)
+        g.latency_us = int(round(latency_us))
+        g.latency_seq += 1
+
     def _guest_report(self, g, c, now):
         """The guest module's latest sample, as the host channel reads it.
 
@@ -161,15 +183,19 @@ class SimDriver(base.HypervisorDriver):
         g.last_time = now
         g.last_busy_ns, g.last_ctxsw = c.guest_busy_ns, c.guest_ctxsw
         g.last_sched_in = c.guest_sched_in
+        flags = layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_SCHED_IN
+        if g.latency_seq:
+            flags |= layout.GUEST_FLAG_LATENCY
         sample = channel_report.GuestSample(
-            flags=layout.GUEST_FLAG_HOST_VALID | layout.GUEST_FLAG_SCHED_IN,
+            flags=flags,
             ack_target_seq=g.seq, applied_target=online if g.seq else 0,
             online_vcpus=online, present_vcpus=g.guest.vcpus,
             online_cpus=tuple(range(online)),
             sample_count=g.sample_count, timestamp_ns=int(now * 1e9),
             interval_ns=interval_ns, util=util / 100.0, steal=0.0,
             ctxsw_per_sec=ctxsw, own_ctxsw_per_sec=0, host_errors=0,
-            watchdog_fires=0, sched_in_per_sec=sched_in)
+            watchdog_fires=0, sched_in_per_sec=sched_in,
+            latency_us=g.latency_us, latency_seq=g.latency_seq)
         g.report = channel_report.GuestReport(channel_report.STATUS_OK,
                                               '', sample)
         return g.report

@@ -9,8 +9,6 @@ budget host and starts, like a freshly started agent, with nothing
 learned.
 """
 
-import dataclasses
-
 from ufo_agent.controller import config as controller_config
 from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
@@ -31,25 +29,29 @@ class UfoAgent:
                  qos_target=False):
         """``vm_class``: one class for every VM, or one per VM.
 
-        ``qos_target``: every guest has its profile's QoS target, and
-        publishes its p99 each second (:class:`PublishedLatency`).
+        ``qos_target``: every guest's flavor has its profile's QoS target
+        as its p99 target, and software in the guest publishes the p99 of
+        each second's requests (:meth:`tick`). Both are in real
+        microseconds (the simulated ones over the time scale), as the
+        agent's clock.
         """
         self.scene = scene
         self.driver = sim_driver.SimDriver(scene.host)
+        self.qos_target = qos_target
+        scale = self.driver.time_scale
         classes = ([vm_class] * len(scene.vms)
                    if isinstance(vm_class, str) else list(vm_class))
         for i, vm in enumerate(scene.vms):
+            target = None
+            if qos_target:
+                target = int(round(scene.profiles[i].qos_p99_us / scale))
             self.driver.add(vm, scene.vcpus[i], vm_class=classes[i],
-                            channel=channel)
+                            channel=channel, latency_target_us=target)
         managed = self.driver.all_cpus
         self.agent = loop.Agent(
             self.driver, managed,
             config or controller_config.ControllerConfig(),
             settings_mod.AgentSettings(), clock=self.driver.now)
-        self.published = None
-        if qos_target:
-            self.published = PublishedLatency(scene, self.driver.time_scale)
-            self.published.attach(self.agent.controller)
         self.agent.start()
 
     def held_cpus(self):
@@ -63,60 +65,17 @@ class UfoAgent:
         return len(cpus)
 
     def tick(self, latencies=None):
-        """One agent tick; ``latencies``: per VM, those of the last second."""
-        if self.published is not None:
-            self.published.publish(latencies)
+        """One agent tick; ``latencies``: per VM, those of the last second.
+
+        In QoS-target mode each guest first publishes their p99; one that
+        completed no request publishes nothing.
+        """
+        if self.qos_target:
+            for vm, values in zip(self.scene.vms, latencies or ()):
+                if len(values):
+                    self.driver.publish_latency(
+                        vm, scenario.p99(values) / self.driver.time_scale)
         return self.agent.tick()
-
-
-class PublishedLatency:
-    """The guests' QoS targets and published p99s, in the agent's samples.
-
-    A guest publishes the p99 of the requests it completed over the last
-    second (none completed: nothing published, and the controller keeps
-    the black-box rules); its target is its profile's QoS target, as an
-    operator would set it in the flavor. Both are in real microseconds
-    (the simulated ones over the time scale), as the agent's clock.
-
-    The agent does not yet carry either from the guest and the flavor:
-    they are put into the ``VmSpec`` the agent adds each guest with and
-    into the ``VmSample`` it passes to the controller, which is what the
-    agent's own path will fill.
-    """
-
-    def __init__(self, scene, time_scale):
-        self.targets = {vm: prof.qos_p99_us / time_scale
-                        for vm, prof in zip(scene.vms, scene.profiles)}
-        self.vms = list(scene.vms)
-        self.time_scale = time_scale
-        self.latency_us = {}
-
-    def publish(self, latencies):
-        """Each guest's p99 of ``latencies`` (per VM, simulated us)."""
-        self.latency_us = {}
-        for vm, values in zip(self.vms, latencies or ()):
-            if len(values):
-                self.latency_us[vm] = scenario.p99(values) / self.time_scale
-
-    def attach(self, controller):
-        """Put targets and latencies into what ``controller`` is given."""
-        add_vm, tick = controller.add_vm, controller.tick
-
-        def add_with_target(spec, learned=None, now=0.0):
-            target = self.targets.get(spec.uuid)
-            if target is not None:
-                spec = dataclasses.replace(spec, latency_target_us=target)
-            return add_vm(spec, learned, now)
-
-        def tick_with_latency(now, samples, emulator_busy_pct,
-                              held_cores=None):
-            samples = {uuid: dataclasses.replace(
-                sample, latency_us=self.latency_us.get(uuid))
-                for uuid, sample in samples.items()}
-            return tick(now, samples, emulator_busy_pct, held_cores)
-
-        controller.add_vm = add_with_target
-        controller.tick = tick_with_latency
 
 
 def config_of(settings):

@@ -83,29 +83,38 @@ def test_a_removed_guest_is_dropped_and_its_pool_freed():
     assert scene.host.counters(gone).vcpu_cpu_ns == before.vcpu_cpu_ns
 
 
-def test_qos_target_mode_gives_targets_and_publishes_each_seconds_p99():
+def test_qos_target_mode_runs_the_agents_own_latency_path():
     scene = _scene((0.2, 0.2))
     u = ufo.UfoAgent(scene, qos_target=True)
     controller = u.agent.controller
     for vm in scene.vms:
-        # The profile's QoS target, in the agent's real microseconds.
-        assert controller.vms[vm].spec.latency_target_us == \
-            scene.profiles[0].qos_p99_us / engine.TIME_SCALE
+        # The profile's QoS target in the flavor, in the agent's real
+        # microseconds.
+        assert u.driver._get(vm).guest.latency_target_us == 500
+        assert controller.vms[vm].spec.latency_target_us == 500
+        assert controller.vms[vm].spec.latency_percentile == 99.0
     seen = []
-    for _ in range(12):
+    for second in range(12):
         scene.host.advance(engine.TIME_SCALE)
         lat = [scene.host.take_latencies(vm) for vm in scene.vms]
         plan = u.tick(lat)
         for i, vm in enumerate(scene.vms):
-            assert u.published.latency_us[vm] == \
-                scenario.p99(lat[i]) / engine.TIME_SCALE
+            status = u.agent.status[vm]
+            # The guest's first value only starts the watch's count.
+            assert status.latency_fresh == (second > 0)
+            if second:
+                assert status.latency_us == round(
+                    scenario.p99(lat[i]) / engine.TIME_SCALE)
             seen += plan.vms[vm].note.rules()
     # At 20 % load the guests' p99s leave slack: they are tried smaller.
     assert 'latency-slack-trial' in seen
-    # A second without latencies publishes none: the black-box rules.
-    scene.host.advance(engine.TIME_SCALE)
-    plan = u.tick([[] for _ in scene.vms])
-    assert u.published.latency_us == {}
+    # Seconds without latencies publish none: the last p99 stands for
+    # three seconds, then the black-box rules.
+    for second in range(4):
+        scene.host.advance(engine.TIME_SCALE)
+        plan = u.tick([[] for _ in scene.vms])
+        for vm in scene.vms:
+            assert u.agent.status[vm].latency_fresh == (second < 3)
     assert all(plan.vms[vm].note.rules()[0] == 'latency-stale'
                for vm in scene.vms)
 
@@ -119,7 +128,7 @@ def test_without_qos_target_no_guest_has_a_target():
         lat = [scene.host.take_latencies(vm) for vm in scene.vms]
         plan = u.tick(lat)
         rules += [r for vm in scene.vms for r in plan.vms[vm].note.rules()]
-    assert u.published is None
+    assert not any(g.latency_target_us for g in u.driver.guests())
     assert all(s.spec.latency_target_us is None
                for s in u.agent.controller.vms.values())
     assert not [r for r in rules if r.startswith('latency-')]

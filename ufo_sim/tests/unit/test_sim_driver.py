@@ -4,6 +4,7 @@ import inspect
 
 import pytest
 
+from ufo_agent.channel import layout
 from ufo_agent.driver import base
 from ufo_agent.service import sampler as sampler_mod
 from ufo_sim import driver as sim_driver
@@ -137,6 +138,36 @@ def test_sampler_accepts_the_guest_report():
         assert rates.mode == sampler_mod.MODE_GUEST, rates.reason
         assert 0.5 * rates.vcpu_pct < rates.sample.util <= rates.vcpu_pct
         assert rates.emulator_pct > 0
+
+
+def test_published_latency_reaches_the_page_and_the_samplers_watch():
+    host, vm = _host(load=0.5)
+    d = sim_driver.SimDriver(host)
+    guest = d.add(vm, 4, latency_target_us=500, latency_percentile=95.0)
+    assert (guest.latency_target_us, guest.latency_percentile) == (500, 95)
+    sampler = sampler_mod.Sampler()
+    sampler.rates(vm, d.observe(vm))
+    host.advance(engine.TIME_SCALE)
+    page = d.observe(vm).guest.sample
+    # Nothing published yet: no flag, no value, as from a real page.
+    assert not page.flags & layout.GUEST_FLAG_LATENCY
+    assert page.latency_us is None
+    lat = []
+    for published in (310.4, 420.6, 380.0):
+        d.publish_latency(vm, published)
+        host.advance(engine.TIME_SCALE)
+        obs = d.observe(vm)
+        assert obs.guest.sample.flags & layout.GUEST_FLAG_LATENCY
+        lat.append(sampler.rates(vm, obs).sample.latency_us)
+    # Whole microseconds, each a step further; the first value seen is
+    # where the agent's watch starts counting, not a measurement.
+    assert obs.guest.sample.latency_seq == 3
+    assert lat == [None, 421, 380]
+    # Nothing new: the last value stands for three seconds, then not.
+    for expected in (380, 380, 380, None):
+        host.advance(engine.TIME_SCALE)
+        assert sampler.rates(vm, d.observe(vm)).sample.latency_us == \
+            expected
 
 
 def test_no_channel_means_host_only():
