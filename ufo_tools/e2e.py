@@ -164,8 +164,10 @@ class AgentProcess:
 
 @contextlib.contextmanager
 def nova_guest(vcpus=2, name='e2e-web', flavor='lc.small', vm_class='lc',
-               **kwargs):
+               extra_specs=None, **kwargs):
     """A test guest carrying Nova's instance metadata, as Nova writes it.
+
+    ``extra_specs`` adds flavor extra specs beside ``ufo:class``.
 
     On exit the guest is destroyed and the channel page ufo-agent attached
     is removed (a running agent would remove it itself).
@@ -174,8 +176,11 @@ def nova_guest(vcpus=2, name='e2e-web', flavor='lc.small', vm_class='lc',
     g = testguest.TestGuest(vcpus=vcpus, channel=False, **kwargs)
     g.start()
     uuid = g.dom.UUIDString()
-    specs = ('<extraSpec name="ufo:class">%s</extraSpec>' % vm_class
-             if vm_class else '')
+    specs = dict(extra_specs or {})
+    if vm_class:
+        specs['ufo:class'] = vm_class
+    specs = ''.join('<extraSpec name="%s">%s</extraSpec>' % item
+                    for item in sorted(specs.items()))
     flags = libvirt.VIR_DOMAIN_AFFECT_LIVE
     if g.persistent:
         # Into the definition too, as Nova writes it there.
@@ -194,18 +199,20 @@ def nova_guest(vcpus=2, name='e2e-web', flavor='lc.small', vm_class='lc',
             pass
 
 
-def set_load(guest, rate, svc_us=500, workers=2, report=False):
+def set_load(guest, rate, svc_us=500, workers=2, report=False,
+             publish=0):
     """(Re)start the guest's LC workload at ``rate`` requests/s; 0 stops it.
 
     With ``report`` the workload prints its latency line (``UFO-WL``)
-    every second on the serial console.
+    every second on the serial console; with ``publish`` it writes its
+    p``publish`` latency to the guest module every second.
     """
     guest.console.sh('killall ufo-workload 2>/dev/null; true')
     if rate:
         out = '/dev/ttyS0' if report else '/dev/null'
         rc, _ = guest.console.sh(
-            '(ufo-workload rate=%d svc_us=%d workers=%d >%s 2>&1 &)'
-            % (rate, svc_us, workers, out))
+            '(ufo-workload rate=%d svc_us=%d workers=%d publish=%g '
+            '>%s 2>&1 &)' % (rate, svc_us, workers, publish, out))
         if rc != 0:
             raise RuntimeError('could not start the workload in %s'
                                % guest.name)

@@ -29,11 +29,16 @@ SMALL_HOST = {'controller__emulator_min_cores': '0',
 # 500 us requests: 4000/s keep two vCPUs busy, 60/s keep one 3% busy.
 HIGH, LOW = 4000, 60
 STABLE_S = 6.0
+# The flavor names a p99 target; the guest is judged on it only while its
+# workload publishes (the tests before the last do not: black-box rules).
+TARGET_US = 50000
+LATENCY_SPECS = {'ufo:latency_target_us': str(TARGET_US),
+                 'ufo:latency_percentile': '99'}
 
 
 @pytest.fixture(scope='module')
 def guest(guest_artifacts):
-    with nova_guest(watchdog_ms=WATCHDOG_MS) as g:
+    with nova_guest(watchdog_ms=WATCHDOG_MS, extra_specs=LATENCY_SPECS) as g:
         yield g
 
 
@@ -66,10 +71,16 @@ def agreed_view(agent, guest, uuid, timeout=20.0):
 
 def decisions(agent, uuid, since=0):
     """(action, old cores, new cores) of ``uuid`` logged after ``since``."""
+    return [decision[:3] for decision in ruled_decisions(agent, uuid, since)]
+
+
+def ruled_decisions(agent, uuid, since=0):
+    """(action, old cores, new cores, rule) of ``uuid`` after ``since``."""
     text = agent.log_text()[since:]
-    return [(action, int(old), int(new)) for action, old, new in re.findall(
-        r'vm=%s action=([\w-]+) cores=(\d+)->(\d+)' % re.escape(uuid),
-        text)]
+    return [(action, int(old), int(new), rule)
+            for action, old, new, rule in re.findall(
+                r'vm=%s action=([\w-]+) cores=(\d+)->(\d+) reason="[^"]*" '
+                r'rule=([\w-]+)' % re.escape(uuid), text)]
 
 
 def log_mark(agent):
@@ -245,6 +256,50 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
         assert max(utils) > high, utils
         assert not [d for d in emulator_decisions(agent, watched)
                     if d[0] == 'emulator-grow'], agent.log
+        assert agent.signal(signal.SIGTERM) == 0
+    finally:
+        if agent.proc.poll() is None:
+            agent.proc.kill()
+        set_load(guest, 0)
+
+
+def test_a_latency_target_grows_on_violation_and_shrinks_with_slack(
+        guest, tmp_path):
+    # 4000 requests/s of 500 us need both vCPUs: on one core the queue,
+    # and the p99 the workload publishes, grows past the target within
+    # seconds. At 60/s the p99 is a few ms, far under the target's slack.
+    uuid = guest.dom.UUIDString()
+    set_load(guest, HIGH, publish=99)
+    agent = AgentProcess(tmp_path, **SMALL_HOST).start()
+    try:
+        def fresh_at(cores):
+            def check(s):
+                vm = vm_status(s, uuid) or {}
+                return vm.get('latency_fresh') is True and \
+                    vm.get('latency_target_us') == TARGET_US and \
+                    vm.get('cores') == cores and \
+                    vm.get('online_vcpus') == cores
+            return check
+
+        agent.wait(stable(fresh_at(2)), timeout=150,
+                   what='two cores on published latencies at high load')
+        mark = log_mark(agent)
+        set_load(guest, LOW, publish=99)
+        agent.wait(stable(fresh_at(1)), timeout=150,
+                   what='one core with slack under the target')
+        shrinks = [d for d in ruled_decisions(agent, uuid, mark)
+                   if d[2] < d[1]]
+        assert shrinks and all(rule == 'latency-slack-trial'
+                               for _, _, _, rule in shrinks), agent.log
+        vm = vm_status(agent.status(), uuid)
+        assert vm['latency_us'] < TARGET_US, vm
+        mark = log_mark(agent)
+        set_load(guest, HIGH, publish=99)
+        agent.wait(stable(fresh_at(2)), timeout=150,
+                   what='two cores again after the violation')
+        grows = [d for d in ruled_decisions(agent, uuid, mark)
+                 if d[2] > d[1]]
+        assert grows and grows[0][3] == 'latency-violation', agent.log
         assert agent.signal(signal.SIGTERM) == 0
     finally:
         if agent.proc.poll() is None:
