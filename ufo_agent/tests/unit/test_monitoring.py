@@ -91,12 +91,13 @@ def _alert_queries():
 def _exposed():
     """Sample names of the agent's exposition of a realistic snapshot."""
     driver = fakes.FakeDriver(cores=6)
+    # On the black-box rules, which fit its SF model.
     busy = driver.add(fakes.FakeGuest('0b7e9a1c-busy', 8))
-    # With a flavor latency target and a latency it publishes.
-    busy.info = dataclasses.replace(busy.info, latency_target_us=2000)
-    busy.latency_us = 1500
     driver.add(fakes.FakeGuest('5f2d4c3e-nomodule', 4, channel=False))
     quiet = driver.add(fakes.FakeGuest('9a8b7c6d-quiet', 4))
+    # With a flavor latency target and a latency it publishes.
+    quiet.info = dataclasses.replace(quiet.info, latency_target_us=2000)
+    quiet.latency_us = 1500
     agent, tick = test_loop._agent(driver)
     agent.signal_tracker = hostsignal.HostSignalTracker()
     agent.start()
