@@ -50,6 +50,12 @@ def format_status(snap):
                        '  OVERLOADED (short %d cores)'
                        % pools['shortfall_cores']
                        if pools['overloaded'] else ''))
+    for row in snap.get('held') or ():
+        # Cores no pool may take until libvirt answers for their guest.
+        owner = ('the emulator threads of hung guests'
+                 if row['owner'] == 'emulator' else 'guest ' + row['owner'])
+        out.append('held: cores %s by %s (%s)' % (
+            ','.join(str(c) for c in row['cores']), owner, row['reason']))
     # EMU%: the guest's emulator, I/O and vhost threads over the last
     # tick, in % of one CPU: the CPU its I/O costs outside its vCPUs.
     # LAT/TGT: the guest's published latency (us; "(stale)" or "rejected"

@@ -130,6 +130,9 @@ class Agent:
         self.paused = set()       # guests whose vCPUs are stopped
         self.status = {}
         self.last_plan = None
+        # The cores the last plan kept out of every pool, for the
+        # status: [(uuid or 'emulator', reason, cores)].
+        self.held = []
         self.tick_seconds = 0.0
         self.tick_seconds_sum = 0.0
         self.ticks = 0
@@ -330,7 +333,12 @@ class Agent:
                             'applying them again', uuid)
         busy = self._busy_guests()
         held = self._held_cores(busy)
-        held.update(self._unadopted_cores())
+        unadopted = self._unadopted_cores()
+        held.update(unadopted)
+        self.held = [(owner, snapshot_mod.HELD_UNADOPTED
+                      if owner in unadopted else snapshot_mod.HELD_HUNG,
+                      sorted(cores))
+                     for owner, cores in sorted(held.items())]
         plan = self.controller.tick(now, samples, emulator_busy, held)
         for uuid, exc in self.controller.vm_errors.items():
             self._guest_error(uuid, 'controller update', exc)

@@ -28,8 +28,32 @@ from ufo_agent import hostsignal
 from ufo_agent.service import acks
 from ufo_agent.service import enforcer
 from ufo_agent.service import sampler
+from ufo_agent.service import snapshot as snapshot_mod
 
 LOG = logging.getLogger(__name__)
+
+
+def _held(held):
+    """Cores and guests kept out of every pool, by reason (0 when none)."""
+    cores = {reason: set() for reason in snapshot_mod.HELD_REASONS}
+    guests = dict.fromkeys(snapshot_mod.HELD_REASONS, 0)
+    for row in held:
+        cores.setdefault(row['reason'], set()).update(row['cores'])
+        if row['owner'] != 'emulator':
+            guests[row['reason']] = guests.get(row['reason'], 0) + 1
+    family = core.GaugeMetricFamily(
+        'ufo_held_cores', 'Physical cores no pool may take, by reason: '
+        'threads of guests whose libvirt calls hang, or of running domains '
+        'the agent could not adopt.', labels=['reason'])
+    for reason in sorted(cores):
+        family.add_metric([reason], len(cores[reason]))
+    yield family
+    family = core.GaugeMetricFamily(
+        'ufo_held_guests', 'Guests whose cores are held, by reason (see '
+        'ufo_held_cores).', labels=['reason'])
+    for reason in sorted(guests):
+        family.add_metric([reason], guests[reason])
+    yield family
 
 
 def _from_micro(value):
@@ -177,6 +201,7 @@ class SnapshotCollector(registry_mod.Collector):
             for pool, key in _POOLS:
                 family.add_metric([pool], pools[key])
             yield family
+        yield from _held(snap.get('held') or ())
         yield core.SummaryMetricFamily(
             'ufo_tick_duration_seconds', 'Duration of the ticks since '
             'start.', count_value=snap.get('ticks', 0),

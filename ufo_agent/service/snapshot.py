@@ -10,6 +10,11 @@ import copy
 import dataclasses
 
 _IMMUTABLE = (str, int, float, bool, type(None))
+
+# Why a plan keeps cores out of every pool (the snapshot's 'held').
+HELD_HUNG = 'calls hang'        # a guest's libvirt calls have not returned
+HELD_UNADOPTED = 'not adopted'  # a running domain the agent could not adopt
+HELD_REASONS = (HELD_HUNG, HELD_UNADOPTED)
 _FIELDS = {}                # dataclass -> its field names
 
 
@@ -80,5 +85,9 @@ def build(agent, now):
         'dry_run': agent.settings.dry_run,
         'cores_saved': agent.cores_saved(),
         'pools': pools,
+        # Cores no pool may take: hung guests' threads ('emulator': the
+        # emulator threads of all hung guests) and unadopted domains.
+        'held': [{'owner': owner, 'reason': reason, 'cores': list(cores)}
+                 for owner, reason, cores in getattr(agent, 'held', ())],
         'vms': vms,
     }

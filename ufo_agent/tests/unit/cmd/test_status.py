@@ -107,3 +107,13 @@ def test_endpoint(host, url):
     conf([], default_config_files=[])
     conf.set_override('metrics_host', host, group='agent')
     assert status.endpoint(conf) == url
+
+
+def test_held_cores_are_listed_with_their_guest_and_reason():
+    snap = {'ticks': 3, 'pools': {}, 'vms': [], 'held': [
+        {'owner': 'emulator', 'reason': 'calls hang', 'cores': [3]},
+        {'owner': '1234-abcd', 'reason': 'not adopted', 'cores': [1, 2]}]}
+    lines = status.format_status(snap).splitlines()
+    assert 'held: cores 3 by the emulator threads of hung guests ' \
+        '(calls hang)' in lines
+    assert 'held: cores 1,2 by guest 1234-abcd (not adopted)' in lines

@@ -62,12 +62,17 @@ def test_a_hung_guest_keeps_its_cores_and_delays_no_other_guest():
         assert a.vcpu_pins == held
         _pools_apart(driver, plan)
     assert 'earlier call has not returned' in agent.status['a'].reason
+    # The operator sees which cores wait for which guest.
+    held_cores = sorted(agent._cores_of(held))
+    assert {'owner': 'a', 'reason': 'calls hang',
+            'cores': held_cores} in agent.snapshot['held']
     # Its calls return: it is parked and its cores are free again.
     driver.hung.clear()
     for _ in range(3):
         plan = tick()
     assert a.vcpu_pins == plan.shared_cpus
     assert not outcomes[-1].deferred
+    assert agent.snapshot['held'] == []
 
 
 class _StallingDriver(fakes.FakeDriver):

@@ -5,8 +5,10 @@ a pool the agent before gave it: until it is adopted, no pool of this
 agent may take the CPUs its threads may run on.
 """
 
+from ufo_agent.service import metrics
 from ufo_agent import state
 from ufo_agent.tests.unit.service import fakes
+from ufo_agent.tests.unit.service import test_metrics
 
 # Cores 0 and 1 of the fake host.
 CORE_0 = frozenset({0, 4})
@@ -99,3 +101,25 @@ def test_a_guest_whose_adoption_fails_in_the_agent_keeps_its_cpus():
         assert 'x' not in agent.guests
         assert not _reach(busy) & CORE_1
     assert len(_reach(busy)) >= 4
+
+
+def test_the_status_and_metrics_name_the_guest_and_its_held_cores():
+    driver, busy = _host((frozenset([CORE_1]), CORE_1))
+    agent, tick = fakes.ticking_agent(driver)
+    agent.start()
+    for _ in range(3):
+        tick()
+    held = [row for row in agent.snapshot['held'] if row['owner'] == 'x']
+    assert held == [{'owner': 'x', 'reason': 'not adopted', 'cores': [1]}]
+    families = test_metrics._families(
+        metrics.render(agent.snapshot))
+    assert test_metrics._value(families, 'ufo_held_cores',
+                               reason='not adopted') == 1
+    assert test_metrics._value(families, 'ufo_held_guests',
+                               reason='not adopted') == 1
+    assert test_metrics._value(families, 'ufo_held_guests',
+                               reason='calls hang') == 0
+    # Adopted or gone: nothing held, and the status says so.
+    del driver.unadopted['x']
+    tick()
+    assert agent.snapshot['held'] == []
