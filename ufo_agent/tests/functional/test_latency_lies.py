@@ -6,6 +6,12 @@ a p99 a hundred times the target to the guest module
 (/sys/kernel/ufo/latency_us) every second, whatever its load. The
 neighbour has no target: the black-box rules size it. What the test
 checks is seen from outside: /status and the agent's decision log.
+
+The liar is sized by the black-box rules while it publishes nothing and
+once its reports go stale (``[agent] latency_stale_after``); on its word
+it holds its flavor at most, and only cores that no other guest's
+committed demand wants: the neighbour under load takes them while the
+lie goes on.
 """
 
 import re
@@ -15,6 +21,7 @@ import time
 import pytest
 
 from ufo_tools.e2e import AgentProcess
+from ufo_tools.e2e import brief
 from ufo_tools.e2e import nova_guest
 from ufo_tools.e2e import set_load
 from ufo_tools.e2e import stable
@@ -95,10 +102,13 @@ class Watch:
         def checked(status):
             liar = vm_status(status, self.liar) or {}
             neighbour = vm_status(status, self.neighbour) or {}
-            assert status['pools']['shortfall_cores'] <= 1, status
+            assert status['pools']['shortfall_cores'] <= 1, \
+                'the lie committed cores: %s' % brief(status)
             if neighbour.get('mode') == 'active':
                 # Never more than an active guest's one core.
-                assert liar.get('cores', 0) <= 1, status
+                assert liar.get('cores', 0) <= 1, \
+                    'the liar holds a core of the neighbour\'s: %s' % \
+                    brief(status)
             return pred(status)
         return checked
 
@@ -110,7 +120,8 @@ class Watch:
         while time.monotonic() < deadline:
             status = agent.poll()
             if status:
-                assert check(status), 'the lie went stale: %s' % status
+                assert check(status), 'the lie went stale: %s' % \
+                    brief(status)
                 ticks.add(status['ticks'])
             time.sleep(0.5)
         return ticks
