@@ -170,6 +170,7 @@ class VmState:
             self.latency = latency.LatencyLoop(config, self.max_cores,
                                                pcpus_per_core, spec)
         self.judged_latency = False
+        self.latency_since = None   # when its samples were last judged so
         self.forget_sf(config, pcpus_per_core)
 
     def forget_sf(self, config, pcpus_per_core):
@@ -442,6 +443,7 @@ class Controller:
         if not state.judged_latency:
             # A trial of the black-box rules means nothing here.
             state.judged_latency = True
+            state.latency_since = now
             state.trial = None
             state.confirm.reset()
         loop = state.latency
@@ -495,12 +497,24 @@ class Controller:
         return dataclasses.replace(pred, committed=cap)
 
     def _leave_latency(self, state):
-        """Back to the black-box rules: no fresh latency from the guest."""
+        """Back to the black-box rules: no fresh latency from the guest.
+
+        The shrinks the loop recorded were judged on the guest's word: a
+        grow on a reported violation is no shrink grown back at this load
+        (``shrink-undone``), and the black-box rules do not inherit it.
+        """
         if state.judged_latency:
             state.judged_latency = False
             if isinstance(state.trial, latency.LatencyTrial):
                 state.trial = None
             state.confirm.reset()
+            since = state.latency_since
+            if state.shrink_undone is not None and \
+                    state.shrink_undone.time >= since:
+                state.shrink_undone = None
+            if state.last_shrink is not None and \
+                    state.last_shrink.time >= since:
+                state.last_shrink = None
 
     def _reset_vm(self, uuid, now, exc, decisions):
         """Start a VM whose update raised afresh, at its flavor size.

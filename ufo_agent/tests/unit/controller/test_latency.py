@@ -156,6 +156,24 @@ def test_a_latency_gone_stale_hands_back_to_the_black_box_rules():
     assert latency.STALE in host.plan.vms['a'].note.rules()
 
 
+def test_a_guest_silent_after_a_lie_gets_what_the_black_box_rules_give():
+    # Lied up to its flavor at a light load, then silent at that load:
+    # the black-box rules shrink it as they did before the lie. (Their
+    # guard against a shrink grown back took the lie's grow for one.)
+    host = Host()
+    light = VmSample(60.0, 20000.0)
+    host.run(40, a=light)
+    assert host.cores() == 1
+    host.run(20, a=VmSample(60.0, 20000.0, latency_us=50 * TARGET))
+    assert host.cores() == 4
+    host.run(30, a=light)
+    assert host.cores() == 1
+    shrinks = [d for d in host.decisions[-30:] if d.new < d.old]
+    assert shrinks and all(latency.STALE in d.reason.rules() and
+                           not d.reason.rule.startswith('latency-')
+                           for d in shrinks)
+
+
 def test_a_lying_guest_holds_its_flavor_at_most_and_no_committed_core():
     liar = VmSpec('liar', 8, 'lc', latency_target_us=TARGET)
     host = Host(cores=6, specs=(liar, VmSpec('web', 8, 'lc')))
