@@ -61,7 +61,7 @@ def test_fake_run_prints_results_and_pins_the_guests(hang_calls):
     assert set(run.released.values()) == {(host.managed, host.managed)}
 
 
-def test_steps_add_up_the_agent_cpu_of_each_step():
+def test_steps_add_up_the_agent_cpu_and_wall_of_each_step():
     lines = []
     args = _args('--fake', '--guests', '5', '--ticks', '3', '--repeats',
                  '2', '--warmup', '3', '--interval', '0.05',
@@ -77,6 +77,25 @@ def test_steps_add_up_the_agent_cpu_of_each_step():
     tick = float(_result(lines, 'agent_cpu_ms_per_tick_median')[
         'agent_cpu_ms_per_tick_median'])
     assert sum(float(v) for v in steps.values()) < 5 * tick
+
+    # The wall of each step, and what of it waited for a CPU.
+    [line] = [x for x in lines if x.startswith('tick wall ms a tick by')]
+    steps, whole = line.split(': ', 1)[1].split('; whole tick ')
+    walls = {}
+    for step in steps.split(', '):
+        name, wall, queued = re.fullmatch(
+            r'(.+) ([\d.]+) \(([\d.]+)\)', step).groups()
+        walls[name] = float(wall)
+        assert float(queued) <= float(wall) + 0.01
+    assert list(walls) == ['guests', 'observe', 'drift check', 'controller',
+                           'enforcer', 'status', 'of it ack waits']
+    assert walls['of it ack waits'] <= walls['enforcer']
+    # The steps are parts of the tick: together no longer than it.
+    tick = float(whole.split()[0])
+    assert 0 < sum(walls.values()) - walls['of it ack waits'] <= tick
+    result = _result(lines, 'tick_queued_ms_median')
+    assert 0 <= float(result['tick_queued_ms_median']) <= float(
+        result['tick_wall_ms_median'])
 
 
 def test_guests_takes_a_count_or_a_list_of_counts():
