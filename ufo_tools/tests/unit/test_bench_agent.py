@@ -1,6 +1,7 @@
 """ufo-bench agent --fake: the real agent over a fake host of guests."""
 
 import argparse
+import os
 import re
 
 import pytest
@@ -161,3 +162,36 @@ def test_two_runs_of_one_seed_pin_alike():
     first = pins(3)
     assert int(first[0]) > 0
     assert pins(3) == first
+
+
+def test_fake_guests_answer_a_target_between_two_ticks(tmp_path):
+    # A target the agent does not wait for (a grow, told last) is seen
+    # by a real guest's module as it polls its page, and answered long
+    # before the next tick: the fake's guests too, not only once the
+    # next tick's clock has come.
+    from ufo_agent.channel import host_channel
+    from ufo_tools.fakes import hypervisor
+    host = hypervisor.FakeHypervisor(tmp_path, 12, seed=3)
+    try:
+        guest = next(g for g in host.guests if g.module and g.vcpus > 1)
+        channel = host_channel.HostChannel(
+            os.path.join(host.shm, host_channel.shm_name(guest.uuid)),
+            guest.vcpus)
+        channel.initialize()
+        host.advance(host.now + 1.0)        # the module binds its page
+        seq = channel.set_target(1)
+        # One tick later the guest has its vCPUs down: 25 ms a vCPU.
+        host.advance(host.now + 1.0)
+        sample = channel.read_guest().sample
+        assert (sample.ack_target_seq, sample.online_vcpus) == (seq, 1)
+        # In the enforcer's waits (5 ms each), a step of one vCPU is
+        # answered 25 ms after it is seen, at the first of them.
+        seq = channel.set_target(2)
+        for _ in range(5):
+            host.sleep(0.005)
+        assert channel.read_guest().sample.ack_target_seq != seq
+        host.sleep(0.005)
+        assert channel.read_guest().sample.ack_target_seq == seq
+        channel.close()
+    finally:
+        host.close()
