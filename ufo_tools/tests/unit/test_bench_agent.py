@@ -97,6 +97,8 @@ def test_steps_add_up_the_agent_cpu_and_wall_of_each_step():
     result = _result(lines, 'tick_queued_ms_median')
     assert 0 <= float(result['tick_queued_ms_median']) <= float(
         result['tick_wall_ms_median'])
+    assert 0 < float(result['tick_wall_less_queued_ms_median']) <= float(
+        result['tick_wall_ms_median']) + 0.1
 
 
 def test_guests_takes_a_count_or_a_list_of_counts():
