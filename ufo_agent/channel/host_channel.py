@@ -345,6 +345,9 @@ class HostChannel(object):
         self._target_seq = 0
         self._last_count = None
         self._last_ts = None
+        # (sample count, vCPUs online) of the last valid sample as first
+        # published: its figures were taken over those vCPUs.
+        self._sample_online = None
         # (sample count, timestamp) the guest area held when the guest
         # restarted, until its new boot's module publishes.
         self._previous_boot = None
@@ -513,6 +516,7 @@ class HostChannel(object):
         """Forget the last sample, e.g. after the guest rebooted."""
         self._last_count = None
         self._last_ts = None
+        self._sample_online = None
 
     def guest_restarted(self):
         """The guest's kernel starts over: its area is the last boot's.
@@ -579,6 +583,7 @@ class HostChannel(object):
     def _validation_state(self):
         # Everything of the host's that a guest area is judged against.
         return (self._previous_boot, self._last_count, self._last_ts,
+                self._sample_online,
                 self._target_seq, self.max_vcpus)
 
     def _guest_report(self, g):
@@ -597,6 +602,9 @@ class HostChannel(object):
         reason = self._validate(g, mask)
         if reason:
             return report.GuestReport(report.STATUS_INVALID, reason)
+        taken = self._sample_online
+        if taken is None or taken[0] != g.sample_count:
+            self._sample_online = (g.sample_count, g.online_vcpus)
         sample = report.GuestSample(
             flags=g.flags,
             ack_target_seq=g.ack_target_seq,
@@ -657,6 +665,11 @@ class HostChannel(object):
         return self._validate_stats(g, online)
 
     def _validate_stats(self, g, online):
+        # The module answers a shrink with its last sample, taken while
+        # more vCPUs were online: judged by those, or its answer is lost.
+        taken = self._sample_online
+        if taken is not None and taken[0] == g.sample_count:
+            online = max(online, taken[1])
         if g.util > 10000 * online:
             return 'utilization %d above 100%% x %d vCPUs' % (g.util,
                                                               online)

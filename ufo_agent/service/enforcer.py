@@ -276,10 +276,13 @@ class Enforcer:
         uuids = [u for u in sorted(plan.vms) if u in self.guests]
         self._collect_answers(uuids, now, failed, fallbacks)
 
-        # Targets: probes (a no-op target to prove the channel), then
-        # shrinks; both waited for within one deadline.
+        # Targets: probes (a no-op target to prove the channel) and the
+        # shrinks of proven guests, waited for together; then the shrinks
+        # of guests proven or done with an earlier target meanwhile. All
+        # within one deadline, one shrink step a guest.
         targets = 0
         deadline = self.clock() + self.ack_wait
+        shrunk = set()
         for phase in ('probe', 'shrink'):
             waiting = {}
             for uuid in uuids:
@@ -287,15 +290,17 @@ class Enforcer:
                 if st.state == acks_mod.AckState.NO_CHANNEL or \
                         uuid in self.paused:
                     continue
-                if phase == 'probe':
+                if phase == 'probe' and st.wants_probe(now):
                     # Only a guest whose module answers on its page: one
                     # still booting is not yet proven, but not punished.
-                    if st.wants_probe(now) and uuid in guest_online:
+                    if uuid in guest_online:
                         targets += self._send(uuid, st.vcpus, now, failed)
-                elif st.may_shrink and not st.waiting:
+                elif st.may_shrink and not st.waiting and \
+                        uuid not in shrunk:
                     want = self._wanted_online(uuid, plan)
                     have = st.assumed_online()
                     if want < have:
+                        shrunk.add(uuid)
                         step = max(want, have - self.max_vcpu_step)
                         targets += self._send(uuid, step, now, failed)
                 if st.waiting:

@@ -310,17 +310,19 @@ class _Ticker:
         self.next = time.monotonic()
         self.ticks = 0
         self.origin = host.clock()
+        self.queued = _QueuedClock()
 
     def tick(self, timed=False):
-        """One tick: (start, wall s, agent CPU s, libvirtd CPU s, calls).
+        """One tick: (start, wall, agent CPU, libvirtd CPU, calls, queued).
 
-        The agent's CPU time is the process's less what the fakes did in
-        its place: the fake guests answering targets inside the tick
-        (the enforcer's waits), and the fake libvirt answering calls,
-        which libvirtd does on a real host (its CPU time and the calls
-        are returned apart). The client's side of a call stays the
+        Times in s. The agent's CPU time is the process's less what the
+        fakes did in its place: the fake guests answering targets inside
+        the tick (the enforcer's waits), and the fake libvirt answering
+        calls, which libvirtd does on a real host (its CPU time and the
+        calls are returned apart). The client's side of a call stays the
         agent's: the deadline's thread hand-off, and building and
-        reading the call's values.
+        reading the call's values. Queued is the part of the wall the
+        loop's thread waited for a CPU (:class:`_QueuedClock`).
         """
         self.next += self.interval
         # The host's clock ticks at ``interval`` whatever the machine
@@ -332,10 +334,12 @@ class _Ticker:
                                  lv.daemon_seconds, lv.daemon_calls)
         if timed and self.profile is not None:
             self.profile.enable()
+        queued = self.queued()
         cpu0, start = time.process_time(), time.monotonic()
         self.agent.tick()
         wall = time.monotonic() - start
         cpu = time.process_time() - cpu0
+        queued = self.queued() - queued
         if timed and self.profile is not None:
             self.profile.disable()
         daemon = lv.daemon_seconds - daemon
@@ -346,7 +350,7 @@ class _Ticker:
             time.sleep(delay)
         else:
             self.next = time.monotonic()
-        return start, wall, cpu, daemon, calls
+        return start, wall, cpu, daemon, calls, queued
 
 
 # The steps of a tick whose agent CPU --steps adds up: (name, the
@@ -356,20 +360,55 @@ _STEPS = (('guests', None, '_sync_guests'), ('observe', None, '_observe'),
           ('controller', 'controller', 'tick'),
           ('enforcer', 'enforcer', 'apply'),
           ('status', None, '_update_status'))
+# The enforcer's waits for the guests' answers, within its step.
+_ACK_WAITS = 'of it ack waits'
+
+
+class _QueuedClock:
+    """The calling thread's time waiting for a CPU so far, s (a call).
+
+    The kernel's run delay of the thread that made it (``schedstat``):
+    time it could have run but the machine's other work held every CPU.
+    0 where the kernel does not say.
+    """
+
+    def __init__(self):
+        try:
+            self.fd = os.open('/proc/thread-self/schedstat', os.O_RDONLY)
+        except OSError:
+            self.fd = None
+
+    def __call__(self):
+        if self.fd is None:
+            return 0.0
+        return int(os.pread(self.fd, 128, 0).split()[1]) / 1e9
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class _StepClock:
-    """The agent CPU of each step of the ticks, while ``on``.
+    """The agent CPU and the wall time of each step of the ticks, while ``on``.
 
-    Counted as :class:`_Ticker` counts a tick's: the fakes' time is
-    left out.
+    CPU is counted as :class:`_Ticker` counts a tick's: the fakes' time
+    is left out. Wall time is the machine's; ``queued`` the part of it
+    the loop's thread waited for a CPU held by other work of the machine
+    (see :class:`_QueuedClock`). The enforcer's waits for the guests'
+    acknowledgements, within its step, are also added up apart.
     """
 
     def __init__(self, agent, host):
         self.host = host
         self.on = False
-        self.seconds = dict.fromkeys([name for name, _, _ in _STEPS], 0.0)
-        for name, owner, method in _STEPS:
+        self.queued = _QueuedClock()
+        names = [name for name, _, _ in _STEPS]
+        self.seconds = dict.fromkeys(names, 0.0)
+        self.walls = dict.fromkeys(names + [_ACK_WAITS], 0.0)
+        self.waits = dict.fromkeys(names + [_ACK_WAITS], 0.0)
+        for name, owner, method in _STEPS + (
+                (_ACK_WAITS, 'enforcer', '_wait'),):
             target = agent if owner is None else getattr(agent, owner)
             setattr(target, method, self._timed(name, getattr(target,
                                                               method)))
@@ -382,11 +421,15 @@ class _StepClock:
             if not self.on:
                 return func(*args, **kwargs)
             fakes, cpu = self._fakes(), time.process_time()
+            queued, wall = self.queued(), time.monotonic()
             try:
                 return func(*args, **kwargs)
             finally:
-                self.seconds[name] += (time.process_time() - cpu) - (
-                    self._fakes() - fakes)
+                self.walls[name] += time.monotonic() - wall
+                self.waits[name] += self.queued() - queued
+                if name in self.seconds:
+                    self.seconds[name] += (time.process_time() - cpu) - (
+                        self._fakes() - fakes)
         return timed
 
 
@@ -486,15 +529,20 @@ def measure(args, count, out=print):
         beat.start()
         stack.callback(beat.stop)
         ticker = _Ticker(agent, host, args.interval, profile)
+        stack.callback(ticker.queued.close)
         steps = _StepClock(agent, host) if args.steps else None
+        if steps is not None:
+            stack.callback(steps.queued.close)
         for _ in range(args.warmup):
             ticker.tick()
 
         walls, cpus, per_s, daemons, calls = [], [], [], [], []
+        queues, unqueued, all_walls, all_queued = [], [], [], []
         lag = _Lag(host)
         lv = host.libvirt
         for rep in range(args.repeats):
             wall_ms, cpu_ms, daemon_ms, tick_calls = [], [], [], []
+            queued_ms = []
             del host.pin_log[:]
             cpu0, guests0 = time.process_time(), host.guest_seconds
             daemon0 = lv.daemon_seconds
@@ -502,11 +550,15 @@ def measure(args, count, out=print):
             for _ in range(args.ticks):
                 if steps is not None:
                     steps.on = True
-                start, wall, cpu, daemon, sent = ticker.tick(timed=True)
+                start, wall, cpu, daemon, sent, queued = ticker.tick(
+                    timed=True)
                 if steps is not None:
                     steps.on = False
                 lag.after_tick(agent, start)
                 wall_ms.append(1000.0 * wall)
+                all_walls.append(1000.0 * wall)
+                all_queued.append(1000.0 * queued)
+                queued_ms.append(1000.0 * queued)
                 cpu_ms.append(1000.0 * cpu)
                 daemon_ms.append(1000.0 * daemon)
                 tick_calls.append(sent)
@@ -517,15 +569,19 @@ def measure(args, count, out=print):
                                    (lv.daemon_seconds - daemon0)) /
                          (time.monotonic() - wall0))
             walls.append(statistics.median(wall_ms))
+            queues.append(statistics.median(queued_ms))
+            unqueued.append(statistics.median(
+                w - q for w, q in zip(wall_ms, queued_ms)))
             cpus.append(statistics.median(cpu_ms))
             daemons.append(statistics.median(daemon_ms))
             calls.append(statistics.median(tick_calls))
-            out('repeat %d: tick wall median %.1f ms (p95 %.1f, max %.1f); '
+            out('repeat %d: tick wall median %.1f ms (p95 %.1f, max %.1f; '
+                'queued for a CPU median %.1f); '
                 'agent CPU median %.2f ms a tick (max %.2f), %.2f ms a '
                 'second with its threads; fake libvirtd %.2f ms and %d '
                 'calls a tick; %d pins (digest %s)'
                 % (rep + 1, walls[-1], _percentile(wall_ms, 0.95),
-                   max(wall_ms), cpus[-1], max(cpu_ms), per_s[-1],
+                   max(wall_ms), queues[-1], cpus[-1], max(cpu_ms), per_s[-1],
                    daemons[-1], calls[-1], len(host.pin_log),
                    _pins_digest(host.pin_log)))
         if steps is not None:
@@ -533,6 +589,13 @@ def measure(args, count, out=print):
             out('agent CPU ms a tick by step (mean): %s' % ', '.join(
                 '%s %.2f' % (name, 1000.0 * seconds / timed)
                 for name, seconds in steps.seconds.items()))
+            out('tick wall ms a tick by step (mean; of it queued for a '
+                'CPU): %s; whole tick %.2f (%.2f)'
+                % (', '.join('%s %.2f (%.2f)'
+                             % (name, 1000.0 * seconds / timed,
+                                1000.0 * steps.waits[name] / timed)
+                             for name, seconds in steps.walls.items()),
+                   statistics.mean(all_walls), statistics.mean(all_queued)))
         lag_ms = 1000.0 * lag.worst(time.monotonic())
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
         managed = len(agent.guests)
@@ -540,6 +603,9 @@ def measure(args, count, out=print):
         with_cores = sum(1 for vm in vms if vm.cores)
         figures = {
             'tick_wall_ms_median': statistics.median(walls),
+            'tick_queued_ms_median': statistics.median(queues),
+            # What the wall would be on CPUs the agent had to itself.
+            'tick_wall_less_queued_ms_median': statistics.median(unqueued),
             'agent_cpu_ms_per_tick_median': statistics.median(cpus),
             'agent_cpu_ms_per_s': statistics.median(per_s),
             'libvirtd_cpu_ms_per_tick_median': statistics.median(daemons),
@@ -551,12 +617,15 @@ def measure(args, count, out=print):
             'vms_with_cores': with_cores,
         }
         out('RESULT agent_fake_guests=%d tick_wall_ms_median=%.1f '
+            'tick_queued_ms_median=%.1f tick_wall_less_queued_ms_median=%.1f '
             'agent_cpu_ms_per_tick_median=%.2f agent_cpu_ms_per_s=%.2f '
             'libvirtd_cpu_ms_per_tick_median=%.2f '
             'libvirt_calls_per_tick_median=%.0f '
             'rss_mb=%.1f start_ms=%.0f enforce_lag_ms_max=%.0f managed=%d '
             'vms_with_cores=%d'
             % (count, figures['tick_wall_ms_median'],
+               figures['tick_queued_ms_median'],
+               figures['tick_wall_less_queued_ms_median'],
                figures['agent_cpu_ms_per_tick_median'],
                figures['agent_cpu_ms_per_s'],
                figures['libvirtd_cpu_ms_per_tick_median'],

@@ -22,9 +22,12 @@ bounded by its online vCPUs and by the CPUs its vCPUs are pinned to,
 which the guests pinned alike share; what a guest could not run is run
 delay. Guests that run the ufo_guest module publish on their page a
 sample that says what their vCPUs did, and apply and acknowledge the
-targets the host writes there after :data:`ACK_SECONDS_PER_VCPU` per vCPU
-(the paper's KVM figure). :meth:`FakeHypervisor.sleep` lets them do so
-while the agent waits for them.
+targets the host writes there :data:`ACK_SECONDS_PER_VCPU` per vCPU (the
+paper's KVM figure) after they see them, :data:`POLL_SECONDS` after they
+were written: :meth:`FakeHypervisor.sleep` lets them do so while the
+agent waits for them, and :meth:`FakeHypervisor.advance` for the targets
+written since (a target the agent does not wait for is answered by the
+next tick, as a real guest's is).
 
 The guests have no vhost threads: the driver pins those with
 ``sched_setaffinity``, a real system call, and fake pids may be real
@@ -47,6 +50,9 @@ from ufo_tools.fakes import fakehost
 from ufo_tools.fakes import fakelibvirt
 
 ACK_SECONDS_PER_VCPU = 0.025
+# How soon a guest's module sees a target written on its page (it polls
+# the page; the fake sees it at the next step of the enforcer's waits).
+POLL_SECONDS = 0.005
 # Guest kinds: (share of guests, demand as a share of its vCPUs).
 KINDS = (('idle', 0.55, (0.002, 0.01)),
          ('moderate', 0.30, (0.15, 0.5)),
@@ -218,8 +224,12 @@ class LoadedGuest:
         return [self.pid] + [self.pid + 1 + self.vcpus + i for i in (0, 1)]
 
     # -- the ufo_guest module ------------------------------------------------
-    def module_step(self, now, publish):
-        """Apply a target that is due; publish a sample if ``publish``."""
+    def module_step(self, now, publish, seen_at=None):
+        """Apply a target that is due; publish a sample if ``publish``.
+
+        A new target was seen at ``seen_at`` (default ``now``) and is
+        due :data:`ACK_SECONDS_PER_VCPU` a vCPU later.
+        """
         if not self.module:
             return
         if self.page is None:
@@ -234,7 +244,9 @@ class LoadedGuest:
                 self.pending is None or self.pending[0] != seq):
             steps = max(1, abs(min(max(target, 1), self.vcpus) -
                                self.online))
-            self.pending = (seq, target, now + ACK_SECONDS_PER_VCPU * steps)
+            seen = now if seen_at is None else seen_at
+            self.pending = (seq, target,
+                            seen + ACK_SECONDS_PER_VCPU * steps)
         if self.pending is not None and now >= self.pending[2]:
             seq, target = self.pending[:2]
             self.online = min(max(target, 1), self.vcpus)
@@ -412,10 +424,18 @@ class FakeHypervisor:
         does not go back.
         """
         started = time.thread_time()
+        before = self.now
         now = self.now = max(self.now, until)
         dt = now - self._last
         if dt > 0:
             self._last = now
+            # The modules polled their pages meanwhile: a target the
+            # agent wrote since the last step was seen then, and one due
+            # by now applied before this sample, as a real guest does
+            # between two ticks.
+            seen = min(now, before + POLL_SECONDS)
+            for guest in self.guests:
+                guest.module_step(now, publish=False, seen_at=seen)
             groups = collections.defaultdict(list)
             for guest in self.guests:
                 cpus = guest.vcpu_cpus()

@@ -1,6 +1,7 @@
 """ufo-bench agent --fake: the real agent over a fake host of guests."""
 
 import argparse
+import os
 import re
 
 import pytest
@@ -61,7 +62,7 @@ def test_fake_run_prints_results_and_pins_the_guests(hang_calls):
     assert set(run.released.values()) == {(host.managed, host.managed)}
 
 
-def test_steps_add_up_the_agent_cpu_of_each_step():
+def test_steps_add_up_the_agent_cpu_and_wall_of_each_step():
     lines = []
     args = _args('--fake', '--guests', '5', '--ticks', '3', '--repeats',
                  '2', '--warmup', '3', '--interval', '0.05',
@@ -77,6 +78,27 @@ def test_steps_add_up_the_agent_cpu_of_each_step():
     tick = float(_result(lines, 'agent_cpu_ms_per_tick_median')[
         'agent_cpu_ms_per_tick_median'])
     assert sum(float(v) for v in steps.values()) < 5 * tick
+
+    # The wall of each step, and what of it waited for a CPU.
+    [line] = [x for x in lines if x.startswith('tick wall ms a tick by')]
+    steps, whole = line.split(': ', 1)[1].split('; whole tick ')
+    walls = {}
+    for step in steps.split(', '):
+        name, wall, queued = re.fullmatch(
+            r'(.+) ([\d.]+) \(([\d.]+)\)', step).groups()
+        walls[name] = float(wall)
+        assert float(queued) <= float(wall) + 0.01
+    assert list(walls) == ['guests', 'observe', 'drift check', 'controller',
+                           'enforcer', 'status', 'of it ack waits']
+    assert walls['of it ack waits'] <= walls['enforcer']
+    # The steps are parts of the tick: together no longer than it.
+    tick = float(whole.split()[0])
+    assert 0 < sum(walls.values()) - walls['of it ack waits'] <= tick
+    result = _result(lines, 'tick_queued_ms_median')
+    assert 0 <= float(result['tick_queued_ms_median']) <= float(
+        result['tick_wall_ms_median'])
+    assert 0 < float(result['tick_wall_less_queued_ms_median']) <= float(
+        result['tick_wall_ms_median']) + 0.1
 
 
 def test_guests_takes_a_count_or_a_list_of_counts():
@@ -142,3 +164,36 @@ def test_two_runs_of_one_seed_pin_alike():
     first = pins(3)
     assert int(first[0]) > 0
     assert pins(3) == first
+
+
+def test_fake_guests_answer_a_target_between_two_ticks(tmp_path):
+    # A target the agent does not wait for (a grow, told last) is seen
+    # by a real guest's module as it polls its page, and answered long
+    # before the next tick: the fake's guests too, not only once the
+    # next tick's clock has come.
+    from ufo_agent.channel import host_channel
+    from ufo_tools.fakes import hypervisor
+    host = hypervisor.FakeHypervisor(tmp_path, 12, seed=3)
+    try:
+        guest = next(g for g in host.guests if g.module and g.vcpus > 1)
+        channel = host_channel.HostChannel(
+            os.path.join(host.shm, host_channel.shm_name(guest.uuid)),
+            guest.vcpus)
+        channel.initialize()
+        host.advance(host.now + 1.0)        # the module binds its page
+        seq = channel.set_target(1)
+        # One tick later the guest has its vCPUs down: 25 ms a vCPU.
+        host.advance(host.now + 1.0)
+        sample = channel.read_guest().sample
+        assert (sample.ack_target_seq, sample.online_vcpus) == (seq, 1)
+        # In the enforcer's waits (5 ms each), a step of one vCPU is
+        # answered 25 ms after it is seen, at the first of them.
+        seq = channel.set_target(2)
+        for _ in range(5):
+            host.sleep(0.005)
+        assert channel.read_guest().sample.ack_target_seq != seq
+        host.sleep(0.005)
+        assert channel.read_guest().sample.ack_target_seq == seq
+        channel.close()
+    finally:
+        host.close()

@@ -438,3 +438,32 @@ def test_the_same_bytes_invalid_by_history_are_judged_again(chan):
     # Re-based: the same bytes are a valid report now, and stay one.
     for _ in range(3):
         assert chan.read_guest().ok
+
+
+def test_a_shrink_answered_with_the_last_sample_is_valid(chan):
+    # The module answers a target at once, with its last sample: taken
+    # over the vCPUs online before, its steal may exceed what the fewer
+    # vCPUs left could have. The answer counts: judged by the vCPUs
+    # online when the sample was first published.
+    write_guest(chan, util=38000, steal=25000)
+    assert chan.read_guest().ok
+    seq = chan.set_target(2)
+    write_guest(chan, util=38000, steal=25000, ack_target_seq=seq,
+                applied_target=2, online_vcpus=2, online_mask=(3, 0, 0, 0))
+    r = chan.read_guest()
+    assert r.ok, r.reason
+    assert r.sample.ack_target_seq == seq
+    # Its next sample is taken over two vCPUs and judged by them.
+    write_guest(chan, util=38000, steal=25000, ack_target_seq=seq,
+                applied_target=2, online_vcpus=2, online_mask=(3, 0, 0, 0),
+                sample_count=2, timestamp_ns=2 * 10 ** 9)
+    assert 'above 100% x 2 vCPUs' in chan.read_guest().reason
+
+
+def test_a_sample_first_published_over_few_vcpus_is_judged_by_them(chan):
+    # Only a sample already seen over more vCPUs gets their bound.
+    write_guest(chan, util=5000, online_vcpus=2, online_mask=(3, 0, 0, 0))
+    assert chan.read_guest().ok
+    write_guest(chan, util=5000, steal=25000, online_vcpus=2,
+                online_mask=(3, 0, 0, 0))
+    assert 'steal' in chan.read_guest().reason

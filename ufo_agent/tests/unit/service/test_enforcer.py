@@ -75,6 +75,80 @@ def test_shrink_tells_the_guest_first_and_grow_tells_it_last():
     assert kinds.index('pin_vcpus') < kinds.index('target')
 
 
+def _answer_after(driver, clock, delay):
+    """The guests answer a target ``delay`` s of ``clock`` after it."""
+    sent = {}
+    send = driver.set_vcpu_target
+
+    def set_vcpu_target(uuid, vcpus):
+        seq = send(uuid, vcpus)
+        sent[uuid, seq] = clock.now
+        return seq
+
+    def acknowledged(uuid, seq):
+        return clock.now >= sent.get((uuid, seq), clock.now) + delay
+
+    driver.set_vcpu_target = set_vcpu_target
+    driver.acknowledged = acknowledged
+
+
+def _b_probed_as_a_shrinks(delay, max_vcpu_step=8):
+    """Guest a is to shrink and b, restarted, to be proven again.
+
+    Both answer a target ``delay`` s after it. Returns (driver, the
+    enforcer, a, the plan).
+    """
+    a, b = fakes.FakeGuest('a', 8), fakes.FakeGuest('b', 8)
+    driver, controller, enf = _setup(a, b)
+    enf.max_vcpu_step = max_vcpu_step
+    utils = {'a': 100.0, 'b': 700.0}
+    enf.apply(_plan(controller, 0.0, utils), _online(driver))
+    _plan(controller, 3.0, utils)
+    plan = _plan(controller, 4.0, utils)
+    assert plan.vms['a'].online_vcpus < 7
+    assert plan.vms['b'].online_vcpus == 8
+    enf.invalidate('b')
+    _answer_after(driver, enf.clock, delay)
+    driver.calls.clear()
+    return driver, enf, a, plan
+
+
+def test_a_probe_and_a_shrink_are_waited_for_together():
+    # Defect: the shrinks were sent only once the probes were answered,
+    # and a tick waited for the one, then the other.
+    driver, enf, a, plan = _b_probed_as_a_shrinks(0.028)
+    before = enf.clock.now
+    outcome = enf.apply(plan, _online(driver))
+    assert ('target', 'b', 8) in driver.calls
+    assert ('target', 'a', plan.vms['a'].online_vcpus) in driver.calls
+    assert enf.ack_state('b') == 'proven' and outcome.deferred == {}
+    assert a.vcpu_pins == plan.vms['a'].cpus
+    # One wait for both answers (it took two: 60 ms).
+    assert enf.clock.now - before < 0.04
+
+
+def test_a_probe_nobody_answers_holds_no_other_guest_shrink():
+    # Defect: the shrinks went out once the probes' wait was over; a
+    # probe never answered took the whole deadline, and every shrinking
+    # guest kept its pins another tick.
+    driver, enf, a, plan = _b_probed_as_a_shrinks(0.028)
+    answers = driver.acknowledged
+    driver.acknowledged = lambda uuid, seq: uuid != 'b' and answers(
+        uuid, seq)
+    outcome = enf.apply(plan, _online(driver))
+    assert 'a' not in outcome.deferred
+    assert a.vcpu_pins == plan.vms['a'].cpus
+
+
+def test_one_shrink_step_a_tick_when_a_probe_is_waited_for():
+    # A shrink answered while a probe is waited for is not followed by
+    # another step in the same tick.
+    driver, enf, _, plan = _b_probed_as_a_shrinks(0.01, max_vcpu_step=1)
+    enf.apply(plan, _online(driver))
+    assert [c for c in driver.calls if c[:2] == ('target', 'a')] == [
+        ('target', 'a', 7)]
+
+
 def test_nothing_is_rewritten_when_nothing_changed():
     a, b = fakes.FakeGuest('a', 4), fakes.FakeGuest('b', 4)
     driver, controller, enf = _setup(a, b)
