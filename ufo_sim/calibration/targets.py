@@ -495,7 +495,8 @@ def hotplug_cost(ctx):
 
 def fig14_nginx_step(ctx):
     """Longest QoS violation of one of Nginx's load rises, seconds."""
-    result = dynamic._simulate('ufo', ctx.settings(), 1.0)
+    result = dynamic._simulate('ufo', dynamic.paper_host(ctx.settings()),
+                               1.0)
     steps = result['vms']['nginx']['load_steps']
     return Measured({'nginx': float(max(st['violation_s'] for st in steps))},
                     {'steps': steps,
