@@ -112,8 +112,8 @@ def first_cell(load_scale=1.0):
 def paper_host(settings):
     """``settings`` on Fig. 14's host: every flavor plus an emulator pool.
 
-    The grids' 16-CPU host fits neither: there a VM starts below its
-    flavor and a burst finds no core to grow into.
+    On the grids' 16 CPUs the three flavors and a pool do not fit: a VM
+    starts below its flavor and a burst finds no core to grow into.
     """
     flavors = sum(scenario.flavor_cores(first_cell(), settings))
     pool = math.ceil(PAPER_EMULATOR_CPUS / settings.smt)
