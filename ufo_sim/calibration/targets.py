@@ -494,8 +494,12 @@ def hotplug_cost(ctx):
 # Fig. 14 (§6.2.1): Nginx's diurnal steps under UFO.
 
 def fig14_nginx_step(ctx):
-    """Longest QoS violation of one of Nginx's load rises, seconds."""
-    result = dynamic._simulate('ufo', ctx.settings(), 1.0)
+    """Longest QoS violation of one of Nginx's load rises, seconds.
+
+    On the host §6.2 gives the run, not the grids' 16 pCPUs.
+    """
+    result = dynamic._simulate('ufo', dynamic.paper_host(ctx.settings()),
+                               1.0)
     steps = result['vms']['nginx']['load_steps']
     return Measured({'nginx': float(max(st['violation_s'] for st in steps))},
                     {'steps': steps,
@@ -606,7 +610,9 @@ TARGETS = (
            (Bound(20, 30, '* ms'), Bound(0, 3, '* s')), hotplug_cost),
     Target('fig14_nginx_step',
            "Fig. 14 (§6.2.1): longest QoS violation, in seconds, of one "
-           "of Nginx's load rises (20 % steps to 100 %) under UFO",
+           "of Nginx's load rises (20 % steps to 100 %) under UFO, on "
+           "the paper's host for it (each VM's 8 pCPUs, emulator pool "
+           "beside)",
            '"QoS violation only lasts for 3s"', (Bound(0, 3),),
            fig14_nginx_step),
     Target('fig15_decomposition',

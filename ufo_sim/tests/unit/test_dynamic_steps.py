@@ -1,6 +1,8 @@
 """ufo-sim dynamic: the per-step figures the controller issue judges."""
 
 from ufo_sim.experiments import dynamic
+from ufo_sim.managers import cell as cell_mod
+from ufo_sim.managers import ufo
 
 
 def test_steps_span_from_each_rise_to_the_next_change():
@@ -66,3 +68,26 @@ def test_summary_splits_bursts_from_steps():
     assert s['step_reaction_s_mean'] is None
     assert s['steps_grown'] is None and s['bursts_moved_cores'] is None
     assert s['step_violation_s_max'] == 30
+
+
+def _first_plan(settings):
+    scene = dynamic._scene(settings, 0, 1.0)
+    agent = ufo.UfoAgent(scene, ufo.config_of(settings))
+    scene.host.advance(settings.tick)
+    agent.tick([scene.host.take_latencies(vm) for vm in scene.vms])
+    plan = agent.agent.last_plan
+    return [set(plan.vms[vm].cpus) for vm in scene.vms], plan.emulator_cpus
+
+
+def test_on_the_paper_host_every_vm_starts_at_its_flavor():
+    # Fig. 14 (§6.2): "Initially, each VM is given 8 pCPUs", with the
+    # emulator pool apart and "large enough" (§5.2's 8 CPUs).
+    settings = dynamic.paper_host(cell_mod.Settings())
+    vm_cpus, pool = _first_plan(settings)
+    assert [len(cpus) for cpus in vm_cpus] == [8, 8, 8]
+    assert pool and not set(pool) & set.union(*vm_cpus)
+    # The pool may grow to the 8 CPUs left beside the three flavors.
+    assert settings.budget - 3 * 8 == dynamic.PAPER_EMULATOR_CPUS
+    # The grids' 16 CPUs cannot hold the three flavors and a pool.
+    vm_cpus, _ = _first_plan(cell_mod.Settings())
+    assert sum(len(cpus) for cpus in vm_cpus) < 3 * 8
