@@ -448,7 +448,8 @@ class Controller:
             state.confirm.reset()
         loop = state.latency
         settled = state.settled(now, self.config.settle_time)
-        pred = loop.revert(count, sample.latency_us, state.trial)
+        pred = loop.revert(count, sample.latency_us, state.trial,
+                           sample.util)
         if pred is not None:
             # Unsettled, the first second on fewer cores spikes with every
             # move (hotplug, cold caches): a revert then needs the
@@ -481,6 +482,14 @@ class Controller:
             # The cores it had violated at this load: no trial back to
             # them until the load falls (_shrink_undone).
             state.shrink_undone = Shrink(pred.cores, sample.util, now)
+
+    @staticmethod
+    def _violating(state):
+        """True if the VM's last sample, judged by latency, missed."""
+        sample = state.last_sample
+        return state.judged_latency and sample is not None and \
+            sample.latency_us is not None and \
+            sample.latency_us > state.spec.latency_target_us
 
     def _latency_bounded(self, state, pred, util):
         """``pred`` committing no more than the VM's work justifies.
@@ -895,7 +904,7 @@ class Controller:
             util = state.last_sample.util if state.last_sample else 0.0
             short.append(emulator_pool.ShortGuest(
                 state.spec.uuid, count, min(state.committed, state.max_cores),
-                state.predictor.pcu(util, count)))
+                state.predictor.pcu(util, count), self._violating(state)))
         probes, active = [], {}
         for uuid in sorted(self.vms):
             state = self.vms[uuid]

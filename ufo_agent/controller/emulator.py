@@ -150,6 +150,9 @@ class ShortGuest:
     cores: int          # cores it holds
     committed: int      # cores it committed, at most its flavor's
     pcu: float          # utilization per CPU of those cores
+    # Its own latency is above its target (QoS-target mode): short of
+    # cores whatever its utilization reads.
+    violating: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -682,7 +685,8 @@ class EmulatorPool:
         if want < cores or view.saturated or not view.short:
             return want, None, (), None
         eligible = [g for g in view.short
-                    if g.committed - g.cores == 1 and g.pcu >= mark]
+                    if g.committed - g.cores == 1 and
+                    (g.pcu >= mark or g.violating)]
         if not eligible or not self.may_yield(now, cores, busy,
                                               view.pcpus_per_core,
                                               view.guest_pct, trial=True):

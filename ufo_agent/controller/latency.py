@@ -78,18 +78,24 @@ class LatencyLoop:
         return max(1, math.ceil(
             util / (100.0 * self.pcpus_per_core * pcu) - 1e-9))
 
-    def revert(self, cores, latency, trial):
+    def revert(self, cores, latency, trial, util):
         """A :class:`Prediction` ending ``trial`` if it violates, or None.
 
         Asked on every sample, settled or not: a trial that costs the
-        guest its target is not kept until it settles.
+        guest its target is not kept until it settles. The revert commits
+        what the trial held committed, or what ``util`` keeps busy at
+        ``pcu_high`` on up to the trial's origin, whichever is more, as a
+        violation's grow does: a new VM's flavor-size cores were not yet
+        committed when the trial left them.
         """
         if trial is None or latency <= self.target or cores >= trial.origin:
             return None
+        committed = min(trial.origin, max(
+            trial.committed, self.cores_for(util, self.config.pcu_high)))
         return predictor.Prediction(
             trial.origin, Action.REVERT,
             self._why(TRIAL_REVERT, latency, cores=trial.origin),
-            committed=trial.committed)
+            committed=committed)
 
     def decide(self, cores, latency, util, demand, committed, now,
                trial=None):
