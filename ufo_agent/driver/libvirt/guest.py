@@ -320,30 +320,65 @@ class Guest:
                         self.uuid, exc)
 
     # -- enforcement ---------------------------------------------------------
+    def _run(self, calls, wait=None):
+        """``calls`` (a generator of them) on this domain: their values."""
+        outcome, = self.host.call_batch([(self.uuid, calls)], wait)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def _lookup_on(self, conn):
+        return self._same_qemu(conn.lookupByUUIDString(self.uuid))
+
+    def pin_calls(self, kind, cpus):
+        """The calls of a pin of ``kind`` ('vcpu' or 'emulator').
+
+        A generator of ``(what, func, args)`` for
+        :meth:`.Host.call_batch`, which hands the pins of many guests to
+        its worker at once.
+        """
+        if kind == 'vcpu':
+            return self._vcpu_pin_calls(cpus)
+        return self._other_pin_calls('pin', cpus)
+
     def pin_vcpus(self, cpus, wait=True):
         """Every vCPU of the definition, plugged or not, and any present.
 
         ``wait``: as :meth:`.Host.call_each`'s; True, the pin wait (a
         restore waits the whole deadline: nothing else waits for it).
         """
-        if wait is True:
-            wait = self.host.pin_wait
-        bits = self._cpumap(cpus)
-        self._vcpu_cpus = frozenset(cpus)
+        self._run(self._vcpu_pin_calls(cpus),
+                  self.host.pin_wait if wait is True else wait)
+
+    def _vcpu_pin_calls(self, cpus):
+        # Read here, by the caller; the generator runs on the worker.
+        cpus = frozenset(cpus)
+        return self._vcpu_pins(self.host.get_connection(), cpus,
+                               self._cpumap(cpus), self.vcpu_indexes())
+
+    def _vcpu_pins(self, conn, cpus, bits, indexes):
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        self._on_dom([('pin vCPU %d of %s' % (index, self.uuid),
-                       'pinVcpuFlags', (index, bits, live))
-                      for index in self.vcpu_indexes()], wait)
+        # Set when the pin is made: a vCPU plugged from then on is given
+        # these CPUs.
+        self._vcpu_cpus = cpus
+        dom = yield ('domain %s' % self.uuid, self._lookup_on, (conn,))
+        for index in indexes:
+            yield ('pin vCPU %d of %s' % (index, self.uuid),
+                   dom.pinVcpuFlags, (index, bits, live))
 
     def pin_emulator(self, cpus):
-        self._pin_other_threads('pin', cpus)
+        self._run(self._other_pin_calls('pin', cpus), self.host.pin_wait)
 
-    def _pin_other_threads(self, verb, cpus, iothread_cpus=None):
+    def _other_pin_calls(self, verb, cpus, iothread_cpus=None):
         """The emulator, every I/O thread and vhost thread to ``cpus``.
 
         ``iothread_cpus`` maps I/O thread ids to CPUs of their own.
         """
-        iothread_cpus = iothread_cpus or {}
+        # Read here, by the caller; the generator runs on the worker.
+        return self._other_pins(self.host.get_connection(), verb, cpus,
+                                iothread_cpus or {}, self.threads().vhost)
+
+    def _other_pins(self, conn, verb, cpus, iothread_cpus, vhost):
         lv = self.host.libvirt
         live = lv.VIR_DOMAIN_AFFECT_LIVE
 
@@ -354,20 +389,22 @@ class Guest:
             except lv.libvirtError as exc:
                 return exc
 
-        # A restore waits the whole deadline: nothing else waits for it.
-        wait = self.host.pin_wait if verb == 'pin' else None
-        dom, (_, reported) = self._on_dom([
-            ('%s emulator of %s' % (verb, self.uuid), 'pinEmulator',
-             (self._cpumap(cpus), live)),
-            ('I/O threads of %s' % self.uuid, iothread_info, ())], wait)
-        calls = [('%s I/O thread %d of %s' % (verb, iothread, self.uuid),
-                  dom.pinIOThread,
-                  (iothread, self._cpumap(iothread_cpus.get(iothread, cpus)),
-                   live))
-                 for iothread in self._iothread_ids(reported)]
-        if calls:
-            self.host.call_each(calls, key=self.uuid, wait=wait)
-        for _, tid in self.threads().vhost:
+        dom = yield ('domain %s' % self.uuid, self._lookup_on, (conn,))
+        yield ('%s emulator of %s' % (verb, self.uuid), dom.pinEmulator,
+               (self._cpumap(cpus), live))
+        reported = yield ('I/O threads of %s' % self.uuid, iothread_info,
+                          (dom,))
+        for iothread in self._iothread_ids(reported):
+            yield ('%s I/O thread %d of %s' % (verb, iothread, self.uuid),
+                   dom.pinIOThread,
+                   (iothread, self._cpumap(iothread_cpus.get(iothread, cpus)),
+                    live))
+        # In turn with the libvirt calls: before the pins after these.
+        yield ('%s vhost threads of %s' % (verb, self.uuid),
+               self._pin_vhost, (verb, vhost, cpus))
+
+    def _pin_vhost(self, verb, vhost, cpus):
+        for _, tid in vhost:
             try:
                 os.sched_setaffinity(tid, cpus)
             except PermissionError as exc:
@@ -407,11 +444,8 @@ class Guest:
         adds its own set. Read guest after guest (the drift check): a
         read left in flight after the pin wait makes the guest busy.
         """
-        outcome, = self.host.call_batch([(self.uuid, self.pin_reads())],
-                                        self.host.pin_wait)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return self.live_pins(outcome)
+        return self.live_pins(self._run(self.pin_reads(),
+                                        self.host.pin_wait))
 
     def pin_reads(self):
         """The calls that read its pins, for :meth:`.Host.call_batch`.
@@ -426,9 +460,6 @@ class Guest:
         yield ('pins of %s' % self.uuid, dom.vcpuPinInfo, (live,))
         yield ('emulator pin of %s' % self.uuid, dom.emulatorPinInfo,
                (live,))
-
-    def _lookup_on(self, conn):
-        return self._same_qemu(conn.lookupByUUIDString(self.uuid))
 
     def live_pins(self, values):
         """:meth:`read_pins`'s answer from the values of :meth:`pin_reads`."""
@@ -522,8 +553,10 @@ class Guest:
 
     def _restore_emulator(self):
         """Emulator, each I/O thread and vhost back to the definition."""
-        self._pin_other_threads('restore', self.info.restore_emulator_cpus,
-                                self.info.restore_iothreads)
+        # A restore waits the whole deadline: nothing else waits for it.
+        self._run(self._other_pin_calls('restore',
+                                        self.info.restore_emulator_cpus,
+                                        self.info.restore_iothreads))
 
     def release(self):
         """All vCPUs online and the definition's pins back, per vCPU.

@@ -26,8 +26,22 @@ class _Clock:
         self.now += seconds
 
 
-def _setup(*guests, cores=8):
-    driver = fakes.FakeDriver(cores=cores)
+class _BatchingDriver(fakes.FakeDriver):
+    """Pins in batches (as the libvirt driver), one by one underneath."""
+
+    pins_in_batches = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.batches = []
+
+    def pin_many(self, pins, before=None):
+        self.batches.append(list(pins))
+        return super().pin_many(pins, before)
+
+
+def _setup(*guests, cores=8, batches=False):
+    driver = (_BatchingDriver if batches else fakes.FakeDriver)(cores=cores)
     driver.strict_emulator = True
     controller = Controller(HostTopology(driver.siblings))
     clock = _Clock()
@@ -925,3 +939,63 @@ def test_soak_under_faults_never_puts_a_normal_priority_cpu_in_two_pools(
         vm = plan.vms[guest.info.uuid]
         assert guest.vcpu_pins == vm.cpus
         assert (guest.info.uuid in driver.idle) == vm.sched_idle
+
+
+def _pin_history(batches):
+    """What the enforcer did over 40 ticks of moving loads and faults."""
+    guests = [fakes.FakeGuest(uuid, 4) for uuid in 'abcd']
+    driver, controller, enf = _setup(*guests, batches=batches)
+    t = [0]
+
+    def fault(uuid, kind, cpus):
+        if kind == 'vcpu' and (uuid, t[0]) in (('b', 13), ('a', 16)):
+            return 'before'
+        if kind == 'vcpu' and (uuid, t[0]) in (('a', 21), ('c', 29)):
+            return 'after'
+        return None
+
+    driver.fault = fault
+    # The ledger, as the enforcer holds it, covers the host at every pin.
+    driver.before_pin.append(lambda: _check_covered(driver, enf))
+    history = []
+    for t[0] in range(40):
+        phase = t[0] // 4 % 3
+        utils = {'a': (390.0, 50.0, 200.0)[phase],
+                 'b': (50.0, 390.0, 300.0)[phase],
+                 'c': (200.0, 100.0, 390.0)[phase],
+                 'd': (100.0, 300.0, 20.0)[phase]}
+        driver.hung = {'d'} if t[0] == 17 else set()
+        del driver.calls[:]
+        outcome = enf.apply(_plan(controller, float(t[0]), utils),
+                            _online(driver))
+        history.append((outcome, list(driver.calls), [
+            (key, enf.ledger.get(key)) for key in enf.ledger.keys()]))
+        enf.clock.now += 1.0
+    return history, driver
+
+
+def _check_covered(driver, enf):
+    for uuid, guest in driver.all.items():
+        for kind, pins in (('vcpu', guest.vcpu_pins),
+                           ('emulator', guest.emulator_pins)):
+            assert pins is None or pins <= enf.ledger.get((uuid,
+                                                          kind)).cpus
+
+
+def test_pins_made_in_batches_are_the_pins_made_one_by_one():
+    # The libvirt driver makes a tick's pins in one hand-off: the
+    # enforcer decides them as if each succeeded, and runs its pass again
+    # after one that failed. Its pins, outcomes and ledger are those of
+    # pins made one by one, failures included.
+    one_by_one, _ = _pin_history(batches=False)
+    batched, driver = _pin_history(batches=True)
+    assert batched == one_by_one
+    failed = [outcome.failed for outcome, _, _ in one_by_one
+              if outcome.failed]
+    assert any('pin failed' in str(f) for f in failed)
+    assert any('reported failed' in str(f) for f in failed)
+    assert any('a call hangs' in str(f) for f in failed)
+    # Fewer hand-offs than pins: a tick without a failure makes one.
+    pins = sum(len(calls) for _, calls, _ in batched)
+    assert max(len(batch) for batch in driver.batches) > 2
+    assert len(driver.batches) < pins / 2

@@ -1,8 +1,8 @@
-"""The drift check reads the pins of its guests in one hand-off.
+"""The pins of a tick, and the drift check's reads, in one hand-off.
 
-Over the libvirt driver and a fake libvirt: the reads of every guest
-due go to the libvirt call thread at once, and a guest whose read hangs
-holds up the reads after it by the pin wait only, as one by one.
+Over the libvirt driver and a fake libvirt: the calls of every guest go
+to the libvirt call thread at once, and a guest whose call hangs holds
+up the calls after it by the pin wait only, as one by one.
 """
 
 import os
@@ -83,3 +83,29 @@ def test_a_hung_read_holds_up_the_reads_after_it_by_the_pin_wait(guests):
     # The hung guest is busy until its read returns.
     assert driver.busy_guests() == frozenset({hung})
     gate.set()
+
+
+def test_the_pins_of_a_tick_are_made_in_one_hand_off(guests, monkeypatch):
+    driver, doms = guests
+    agent = loop.Agent(driver, frozenset(range(8)), ControllerConfig(),
+                       settings_mod.AgentSettings())
+    agent.start()
+    counts = []
+    pass_pins = agent.enforcer._pin_pass
+
+    def counted(*args):
+        hand_offs = _hand_offs(driver, monkeypatch)
+        pinned = pass_pins(*args)
+        counts.append((pinned, len(hand_offs)))
+        return pinned
+    monkeypatch.setattr(agent.enforcer, '_pin_pass', counted)
+    agent.tick()
+    # Every guest found on Nova's pins is pinned to its pools at once:
+    # its vCPUs and its emulator threads, one hand-off a pin (before).
+    pinned, hand_offs = counts[0]
+    assert pinned == 2 * len(UUIDS)
+    assert hand_offs == 1
+    plan = agent.last_plan
+    for uuid, dom in doms.items():
+        assert {frozenset(i for i, on in enumerate(bits) if on)
+                for bits in dom.vcpu_pins.values()} == {plan.vms[uuid].cpus}
