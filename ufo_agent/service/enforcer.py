@@ -37,6 +37,7 @@ when the driver reports it lost track.
 import collections
 import dataclasses
 import logging
+import threading
 import time
 
 from ufo_agent.driver import base
@@ -374,20 +375,26 @@ class Enforcer:
             if not batch.pins:
                 return pinned
 
+            # Held while the call thread shows a pin's changes: one it
+            # was left running in (a pin left in flight) ends first.
+            showing = threading.Lock()
+
             def before(index):
                 nonlocal shown
-                ledger.redo(journal, shown, batch.marks[index])
-                shown = batch.marks[index]
+                with showing:
+                    ledger.redo(journal, shown, batch.marks[index])
+                    shown = batch.marks[index]
 
             outcomes = list(self.driver.pin_many(batch.pins, before))
             if len(outcomes) < len(batch.pins) and \
                     (not outcomes or outcomes[-1] is None):
                 outcomes.append(base.DriverError('pin not made'))
             made.extend(zip(batch.pins, batch.pools, outcomes))
-            if outcomes[-1] is None:
-                ledger.redo(journal, shown, len(journal))
-                return pinned
-            ledger.undo(journal, shown)
+            with showing:
+                if outcomes[-1] is None:
+                    ledger.redo(journal, shown, len(journal))
+                    return pinned
+                ledger.undo(journal, shown)
             self._restore_pass(saved, failed, deferred)
         # Not the same pins when run again (a bug): what the pins made
         # did is recorded, and the rest wait for the next tick.

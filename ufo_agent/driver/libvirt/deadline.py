@@ -256,12 +256,16 @@ class Deadlines:
         generator = calls if hasattr(calls, 'send') else None
         steps = iter(calls)
         value = None
+        what = call.what
         while True:
             try:
                 step = steps.send(value) if generator is not None \
                     else next(steps)
             except StopIteration:
                 return values
+            except Exception as exc:
+                # The generator's own code failed: its key's failure.
+                raise ItemFailed(what, exc)
             what, func, args = step
             with self._lock:
                 if call.abandoned:

@@ -329,3 +329,21 @@ def test_a_batch_stops_at_its_first_failing_key_and_keeps_its_deadlines(
     gate.set()
     _wait_until(lambda: deadlines.busy('b') is None)
     assert made == ['x', 'y', 'c']
+
+
+def test_a_batch_key_whose_own_code_fails_ends_the_batch():
+    made = []
+
+    def broken():
+        yield ('a1', made.append, ('a1',))
+        raise ValueError('no')
+
+    for timeout in (TIMEOUT, 0):
+        del made[:]
+        outcomes = deadline.Deadlines(timeout).run_batch(
+            [('a', broken()), ('b', [('b1', made.append, ('b1',))])])
+        # Reported as its key's failure, after the call it made.
+        assert len(outcomes) == 1 and made == ['a1']
+        assert isinstance(outcomes[0], deadline.ItemFailed)
+        assert outcomes[0].what == 'a1'
+        assert isinstance(outcomes[0].error, ValueError)
