@@ -109,3 +109,12 @@ def test_the_pins_of_a_tick_are_made_in_one_hand_off(guests, monkeypatch):
     for uuid, dom in doms.items():
         assert {frozenset(i for i, on in enumerate(bits) if on)
                 for bits in dom.vcpu_pins.values()} == {plan.vms[uuid].cpus}
+
+
+def test_a_listing_of_the_guests_is_one_hand_off(guests, monkeypatch):
+    driver, doms = guests
+    assert {g.uuid for g in driver.guests()} == set(UUIDS)
+    hand_offs = _hand_offs(driver, monkeypatch)
+    assert {g.uuid for g in driver.guests()} == set(UUIDS)
+    # The active and the running domains (two before).
+    assert len(hand_offs) == 1
