@@ -378,12 +378,17 @@ class Enforcer:
             # Held while the call thread shows a pin's changes: one it
             # was left running in (a pin left in flight) ends first.
             showing = threading.Lock()
+            closed = False
 
             def before(index):
                 nonlocal shown
                 with showing:
-                    ledger.redo(journal, shown, batch.marks[index])
-                    shown = batch.marks[index]
+                    # A call thread starved past the pin wait may get
+                    # here after the loop gave up on the batch: it shows
+                    # nothing then (no later pin of it is made).
+                    if not closed:
+                        ledger.redo(journal, shown, batch.marks[index])
+                        shown = batch.marks[index]
 
             outcomes = list(self.driver.pin_many(batch.pins, before))
             if len(outcomes) < len(batch.pins) and \
@@ -391,6 +396,7 @@ class Enforcer:
                 outcomes.append(base.DriverError('pin not made'))
             made.extend(zip(batch.pins, batch.pools, outcomes))
             with showing:
+                closed = True
                 if outcomes[-1] is None:
                     ledger.redo(journal, shown, len(journal))
                     return pinned

@@ -11,6 +11,7 @@ from ufo_agent.controller import HostTopology
 from ufo_agent.controller import plan as plans
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
+from ufo_agent.driver import base
 from ufo_agent.service import enforcer
 from ufo_agent.tests.unit.service import fakes
 
@@ -40,8 +41,10 @@ class _BatchingDriver(fakes.FakeDriver):
         return super().pin_many(pins, before)
 
 
-def _setup(*guests, cores=8, batches=False):
-    driver = (_BatchingDriver if batches else fakes.FakeDriver)(cores=cores)
+def _setup(*guests, cores=8, batches=False, driver_class=None):
+    if driver_class is None:
+        driver_class = _BatchingDriver if batches else fakes.FakeDriver
+    driver = driver_class(cores=cores)
     driver.strict_emulator = True
     controller = Controller(HostTopology(driver.siblings))
     clock = _Clock()
@@ -999,3 +1002,45 @@ def test_pins_made_in_batches_are_the_pins_made_one_by_one():
     pins = sum(len(calls) for _, calls, _ in batched)
     assert max(len(batch) for batch in driver.batches) > 2
     assert len(driver.batches) < pins / 2
+
+
+class _StarvedBatchDriver(_BatchingDriver):
+    """Its call thread gives up after the first pin, then wakes late.
+
+    The first pin is left in flight (the loop stops waiting for it) and
+    no pin is made after it; the thread, starved past the pin wait,
+    reaches the second pin's ``before`` after the loop has moved on.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.late = []
+
+    def pin_many(self, pins, before=None):
+        self.batches.append(list(pins))
+        if self.late:
+            # Its guests' calls wait behind the one left in flight.
+            return [base.GuestBusy('an earlier call has not returned')]
+        if len(pins) < 2:
+            return super().pin_many(pins, before)
+        super().pin_many(pins[:1], before)
+        self.late.append(lambda: before(1))
+        return [base.DriverError('pin left in flight')]
+
+
+def test_a_starved_call_thread_shows_no_pin_the_loop_gave_up_on():
+    driver, controller, enf = _setup(
+        *[fakes.FakeGuest(uuid, 4) for uuid in 'abcd'],
+        driver_class=_StarvedBatchDriver)
+    for t, utils in enumerate(({'a': 390.0, 'b': 50.0, 'c': 200.0,
+                                'd': 100.0},
+                               {'a': 50.0, 'b': 390.0, 'c': 100.0,
+                                'd': 300.0})):
+        enf.apply(_plan(controller, float(t), utils), _online(driver))
+        if driver.late:
+            break
+    assert driver.late, 'no batch of two pins was made'
+    shown = {key: enf.ledger.get(key) for key in enf.ledger.keys()}
+    driver.late.pop()()
+    assert {key: enf.ledger.get(key) for key in enf.ledger.keys()} == shown
+    _check_covered(driver, enf)
