@@ -65,20 +65,38 @@ def features(vms, siblings, smt_slowdown):
     vCPUs' CPUs; ``emu_home``: 1 when its emulator threads may run on
     its vCPUs' CPUs; ``log_n``: log of its usable vCPUs.
     """
-    groups = []         # (CPUs, demand, batch)
+    groups = []         # (CPUs, demand, batch, VM name)
     for vm in vms:
         groups.append((vm.vcpu_cpus, vm.vcpu_demand, not vm.lc, vm.name))
         groups.append((vm.emu_cpus, vm.emu_demand, False, vm.name))
 
+    # Many VMs share a pool: each CPU set's load is summed once, in the
+    # same order as for any VM (the same floats).
+    pools = {}          # CPUs -> (load, [(batch share, VM)], capacity)
+
+    def pool(cpus):
+        cpus = frozenset(cpus)
+        if cpus not in pools:
+            total = 0.0
+            batch = []
+            for where, demand, be, name in groups:
+                if not demand:
+                    continue
+                share = demand * len(where & cpus) / len(where)
+                total += share
+                if be:
+                    batch.append((share, name))
+            pools[cpus] = (total, batch, max(1e-9, capacity(
+                cpus, siblings, smt_slowdown)))
+        return pools[cpus]
+
     def load_on(cpus, me):
-        total = batch = 0.0
-        for where, demand, be, name in groups:
-            share = demand * len(where & cpus) / len(where)
-            total += share
-            if be and name != me:
-                batch += share
-        cap = max(1e-9, capacity(cpus, siblings, smt_slowdown))
-        return total / cap, batch / cap
+        total, batch, cap = pool(cpus)
+        others = 0.0
+        for share, name in batch:
+            if name != me:
+                others += share
+        return total / cap, others / cap
 
     out = {}
     for vm in vms:

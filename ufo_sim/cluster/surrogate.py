@@ -131,6 +131,7 @@ class SurrogateHost:
         self._now = 0.0
         self._vms = {}
         self._features = None
+        self._predicted = {}
 
     @property
     def now(self):
@@ -256,6 +257,8 @@ class SurrogateHost:
                 if state.emu_demand else 1.0
             out[state.name] = (state, f, served, emu_served)
         self._features = out
+        # A VM's p99 and verdict hold as long as its features do.
+        self._predicted = {}
 
     def advance(self, seconds):
         """Run ``seconds`` simulated seconds with the state held."""
@@ -290,7 +293,9 @@ class SurrogateHost:
                 arrived = int(round(v.rps * dt))
                 c['requests_arrived'] += arrived
                 c['requests_done'] += int(round(arrived * served))
-                v.p99, bad = predict(self.params, p, f) if arrived else \
+                if arrived and name not in self._predicted:
+                    self._predicted[name] = predict(self.params, p, f)
+                v.p99, bad = self._predicted[name] if arrived else \
                     (math.nan, False)
                 v.violated = bool(arrived and bad)
             else:

@@ -151,3 +151,25 @@ def test_held_out_engine_cells_are_met_within_the_stated_error():
     assert result['vms'] == 633
     assert result['verdict_agreement'] >= 0.95
     assert result['p99_median_error'] <= 0.15
+
+
+def test_a_held_layout_is_judged_once(monkeypatch):
+    # The p99 and verdict are a function of the features: advancing a
+    # host whose layout and loads hold asks the model once per VM, and
+    # again only after a change.
+    calls = []
+    predict = surrogate.predict
+
+    def counted(params, profile, feats):
+        calls.append(profile.name)
+        return predict(params, profile, feats)
+
+    monkeypatch.setattr(surrogate, 'predict', counted)
+    h = _host(0.5)
+    for _ in range(5):
+        h.advance(1.0)
+    assert len(calls) == 1
+    h.set_rps('a', 100.0)
+    h.advance(1.0)
+    h.advance(1.0)
+    assert len(calls) == 2
