@@ -119,9 +119,6 @@ class Observation:
 class HypervisorDriver(abc.ABC):
     """The interface; see the module docstring for the calling rules."""
 
-    # pin_many() costs less than its pins one by one.
-    pins_in_batches = False
-
     @abc.abstractmethod
     def host_cpus(self):
         """Return :class:`HostCpus`."""
@@ -165,44 +162,6 @@ class HypervisorDriver(abc.ABC):
 
         Raises as :meth:`pin_vcpus` does.
         """
-
-    def read_pins_many(self, uuids):
-        """{uuid: :meth:`read_pins`' answer, or the exception it raised}.
-
-        A driver may read them at a lower cost than one by one.
-        """
-        out = {}
-        for uuid in uuids:
-            try:
-                out[uuid] = self.read_pins(uuid)
-            except Exception as exc:
-                out[uuid] = exc
-        return out
-
-    def pin_many(self, pins, before=None):
-        """Make ``pins``, ``(uuid, 'vcpu' or 'emulator', cpus)``, in turn.
-
-        Each as :meth:`pin_vcpus` or :meth:`pin_emulator` makes it, and
-        none after the first that fails; ``before(i)`` is called just
-        before pin ``i`` is made. Returns an outcome per pin tried, in
-        order: None, or the exception of the one that failed (last). A
-        driver that makes them at a lower cost than one by one sets
-        ``pins_in_batches``.
-        """
-        outcomes = []
-        for index, (uuid, kind, cpus) in enumerate(pins):
-            if before is not None:
-                before(index)
-            try:
-                if kind == 'vcpu':
-                    self.pin_vcpus(uuid, cpus)
-                else:
-                    self.pin_emulator(uuid, cpus)
-            except Exception as exc:
-                outcomes.append(exc)
-                break
-            outcomes.append(None)
-        return outcomes
 
     def busy_guests(self):
         """The uuids of guests whose earlier calls have not returned.

@@ -37,7 +37,6 @@ when the driver reports it lost track.
 import collections
 import dataclasses
 import logging
-import threading
 import time
 
 from ufo_agent.driver import base
@@ -103,7 +102,6 @@ class Enforcer:
         self.pin_repairs = 0
         self.errors = collections.Counter(
             dict.fromkeys(DRIVER_METHODS, 0))
-        self._batch = None          # the pins of a pin pass (_pin_pass)
 
     # -- inventory ---------------------------------------------------------
     def track(self, guest):
@@ -316,115 +314,6 @@ class Enforcer:
         self._read_guessed(uuids)
         wanted = self._wanted_pins(uuids, plan, soaking, deferred)
         self._expect_pins(wanted)
-        pinned = self._pin_pass(wanted, plan, failed, deferred)
-        self._leave_idle(uuids, plan, wanted, failed, deferred)
-
-        # Growing guests last; their answer is collected on a later tick.
-        for uuid in uuids:
-            st = self.acks[uuid]
-            if uuid in failed or not st.may_shrink or st.waiting or \
-                    uuid in self.paused:
-                continue
-            entry = self.ledger.get((uuid, VCPU))
-            want = self._wanted_online(uuid, plan)
-            if want > st.assumed_online() and \
-                    entry.cpus == plan.vms[uuid].cpus:
-                targets += self._send(uuid, want, now, failed)
-        return Outcome(pinned, targets, failed, deferred, tuple(fallbacks))
-
-    def _pin_pass(self, wanted, plan, failed, deferred):
-        """Narrow every pinning, then widen where the ledger allows.
-
-        With a driver that pins in batches, the pass decides each pin as
-        if the pins before it succeeded and hands them all to the driver
-        at once (``pin_many``: one hand-off to the libvirt call thread,
-        not one a guest), which makes them in turn and stops at the
-        first that fails. The ledger shows each pin's change only once
-        it is made, as one by one. After a failure the pass runs again
-        from its start with the outcomes of the pins made: each pin is
-        decided on what the pins before it did, and none is made after
-        one it was decided on failed. Returns how many pins it made.
-        """
-        if not self.driver.pins_in_batches:
-            return self._narrow_and_widen(wanted, plan, failed, deferred)
-        saved = (dict(failed), dict(deferred),
-                 collections.Counter(self.errors),
-                 set(self.in_flight.inherited))
-        ledger = self.ledger
-        made = []       # ((uuid, kind, cpus), pool, outcome) of pins made
-        while True:
-            batch = self._batch = _PinBatch(made, ledger)
-            ledger.record()
-            done = False
-            try:
-                pinned = self._narrow_and_widen(wanted, plan, failed,
-                                                deferred)
-                done = True
-            finally:
-                self._batch = None
-                journal = ledger.rewind()
-                if not done:
-                    # Whatever went wrong, the pins made are on record.
-                    self._restore_pass(saved, failed, deferred)
-                    self._note_made(made, failed)
-            if batch.diverged:
-                break
-            # The ledger as it was when the first pin to make was decided.
-            shown = batch.marks[0] if batch.pins else len(journal)
-            ledger.redo(journal, 0, shown)
-            if not batch.pins:
-                return pinned
-
-            # Held while the call thread shows a pin's changes: one it
-            # was left running in (a pin left in flight) ends first.
-            showing = threading.Lock()
-            closed = False
-
-            def before(index):
-                nonlocal shown
-                with showing:
-                    # A call thread starved past the pin wait may get
-                    # here after the loop gave up on the batch: it shows
-                    # nothing then (no later pin of it is made).
-                    if not closed:
-                        ledger.redo(journal, shown, batch.marks[index])
-                        shown = batch.marks[index]
-
-            outcomes = list(self.driver.pin_many(batch.pins, before))
-            if len(outcomes) < len(batch.pins) and \
-                    (not outcomes or outcomes[-1] is None):
-                outcomes.append(base.DriverError('pin not made'))
-            made.extend(zip(batch.pins, batch.pools, outcomes))
-            with showing:
-                closed = True
-                if outcomes[-1] is None:
-                    ledger.redo(journal, shown, len(journal))
-                    return pinned
-                ledger.undo(journal, shown)
-            self._restore_pass(saved, failed, deferred)
-        # Not the same pins when run again (a bug): what the pins made
-        # did is recorded, and the rest wait for the next tick.
-        LOG.error('The pin pass decided other pins when run again; the '
-                  'rest wait for the next tick')
-        self._restore_pass(saved, failed, deferred)
-        return self._note_made(made, failed)
-
-    def _note_made(self, made, failed):
-        """What the pins ``made`` did, into the ledger; how many were."""
-        return sum(self._pinned((uuid, kind), pool, cpus, outcome, failed)
-                   for (uuid, kind, cpus), pool, outcome in made)
-
-    def _restore_pass(self, saved, failed, deferred):
-        failed_before, deferred_before, errors, inherited = saved
-        failed.clear()
-        failed.update(failed_before)
-        deferred.clear()
-        deferred.update(deferred_before)
-        self.errors.clear()
-        self.errors.update(errors)
-        self.in_flight.inherited = set(inherited)
-
-    def _narrow_and_widen(self, wanted, plan, failed, deferred):
         pinned = 0
         for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
             entry = self.ledger.get(key)
@@ -447,7 +336,20 @@ class Enforcer:
             floating = ledger_mod.SHARED
         pinned += self._widen(pending, plan.shared_cpus, failed, deferred,
                               floating, plan.idle_cpus)
-        return pinned
+        self._leave_idle(uuids, plan, wanted, failed, deferred)
+
+        # Growing guests last; their answer is collected on a later tick.
+        for uuid in uuids:
+            st = self.acks[uuid]
+            if uuid in failed or not st.may_shrink or st.waiting or \
+                    uuid in self.paused:
+                continue
+            entry = self.ledger.get((uuid, VCPU))
+            want = self._wanted_online(uuid, plan)
+            if want > st.assumed_online() and \
+                    entry.cpus == plan.vms[uuid].cpus:
+                targets += self._send(uuid, want, now, failed)
+        return Outcome(pinned, targets, failed, deferred, tuple(fallbacks))
 
     def _expect_pins(self, wanted):
         """Record where this pass's pin calls may put each pinning.
@@ -731,6 +633,7 @@ class Enforcer:
             raise EnforcementError(
                 'refusing to pin %s of %s to unmanaged CPUs %s'
                 % (kind, uuid, sorted(cpus - self.managed_cpus)))
+        method = 'pin_vcpus' if kind == VCPU else 'pin_emulator'
         entry = self.ledger.get(key)
         # A narrow of pins seen lands inside them: the next agent reads
         # them. Any other pin must be on record before it is made.
@@ -740,27 +643,13 @@ class Enforcer:
                             'cannot be written (%s)'
                             % (kind, self.in_flight.error))
             return 0
-        batch = self._batch
-        if batch is not None:
-            outcome = batch.outcome((uuid, kind, cpus), pool)
-        else:
-            method = 'pin_vcpus' if kind == VCPU else 'pin_emulator'
-            try:
-                getattr(self.driver, method)(uuid, cpus)
-                outcome = None
-            except base.DriverError as exc:
-                outcome = exc
-        return self._pinned(key, pool, cpus, outcome, failed)
-
-    def _pinned(self, key, pool, cpus, outcome, failed):
-        """Note what a pin did (``outcome``: None, or its exception)."""
-        uuid, kind = key
-        if outcome is not None:
-            method = 'pin_vcpus' if kind == VCPU else 'pin_emulator'
+        try:
+            getattr(self.driver, method)(uuid, cpus)
+        except base.DriverError as exc:
             self.errors[method] += 1
-            failed[uuid] = '%s pin: %s' % (kind, outcome)
+            failed[uuid] = '%s pin: %s' % (kind, exc)
             # A pin not made (GuestBusy) left the threads where they were.
-            if pool is not None and not isinstance(outcome, base.GuestBusy):
+            if pool is not None and not isinstance(exc, base.GuestBusy):
                 self.ledger.failed(key, pool, cpus)
             return 0
         self.in_flight.returned(uuid)
@@ -842,23 +731,16 @@ class Enforcer:
         plan again (``pin_repairs`` counts them).
         """
         drifted = []
-        due = []
         for uuid in sorted(self.guests if uuids is None else uuids):
             vcpu = self.ledger.get((uuid, VCPU))
             emulator = self.ledger.get((uuid, EMULATOR))
             if vcpu is None or emulator is None or \
                     not _known(vcpu.pool) or not _known(emulator.pool):
                 continue
-            due.append(uuid)
-        # Read at once: one hand-off to the libvirt call thread for all.
-        live = self.driver.read_pins_many(due)
-        for uuid in due:
-            vcpu = self.ledger.get((uuid, VCPU))
-            emulator = self.ledger.get((uuid, EMULATOR))
-            found = live.get(uuid)
-            if found is None or isinstance(found, Exception):
+            try:
+                vcpus, live_emulator = self.driver.read_pins(uuid)
+            except base.DriverError:
                 continue
-            vcpus, live_emulator = found
             if vcpus != {vcpu.cpus} or live_emulator != emulator.cpus:
                 drifted.append(uuid)
                 self.pin_repairs += 1
@@ -876,40 +758,6 @@ class Enforcer:
     def ack_state(self, uuid):
         st = self.acks.get(uuid)
         return st.state if st is not None else None
-
-
-class _PinBatch:
-    """The pins of one run of the pin pass (:meth:`Enforcer._pin_pass`).
-
-    ``made`` holds the pins made on its earlier runs, with their
-    outcomes: given back in turn; every pin after them is taken as
-    succeeding and kept in ``pins`` to be made, with its pool and the
-    length of the ledger's journal when it was decided (``marks``).
-    ``diverged`` is set when a run asks for another pin than the one
-    made at its place.
-    """
-
-    def __init__(self, made, ledger):
-        self.made = made
-        self.ledger = ledger
-        self.pins = []
-        self.pools = []
-        self.marks = []
-        self.diverged = False
-        self._next = 0
-
-    def outcome(self, pin, pool):
-        """The pin's outcome if made, else None: it is to be made."""
-        if self._next < len(self.made):
-            done, done_pool, outcome = self.made[self._next]
-            self._next += 1
-            if (done, done_pool) != (pin, pool):
-                self.diverged = True
-            return outcome
-        self.pins.append(pin)
-        self.pools.append(pool)
-        self.marks.append(self.ledger.journal_length())
-        return None
 
 
 def _common(sets):

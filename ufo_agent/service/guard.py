@@ -41,10 +41,6 @@ class GuardedDriver(base.HypervisorDriver):
             raise UnexpectedDriverError('%s: unexpected %s: %s' % (
                 method, type(exc).__name__, exc)) from exc
 
-    @property
-    def pins_in_batches(self):
-        return self.driver.pins_in_batches
-
     # -- whole host ----------------------------------------------------------
     def host_cpus(self):
         return self.driver.host_cpus()
@@ -77,20 +73,6 @@ class GuardedDriver(base.HypervisorDriver):
     def pin_emulator(self, uuid, cpus):
         return self._guest_call('pin_emulator', uuid, cpus)
 
-    def pin_many(self, pins, before=None):
-        outcomes = self.driver.pin_many(pins, before)
-        if outcomes and outcomes[-1] is not None and \
-                not isinstance(outcomes[-1], base.DriverError):
-            exc = outcomes[-1]
-            uuid, kind, _ = pins[len(outcomes) - 1]
-            method = 'pin_vcpus' if kind == 'vcpu' else 'pin_emulator'
-            self.on_error(uuid, method, exc)
-            error = UnexpectedDriverError('%s: unexpected %s: %s' % (
-                method, type(exc).__name__, exc))
-            error.__cause__ = exc
-            outcomes[-1] = error
-        return outcomes
-
     def set_vcpu_target(self, uuid, vcpus):
         return self._guest_call('set_vcpu_target', uuid, vcpus)
 
@@ -102,19 +84,6 @@ class GuardedDriver(base.HypervisorDriver):
 
     def read_pins(self, uuid):
         return self._guest_call('read_pins', uuid)
-
-    def read_pins_many(self, uuids):
-        out = self.driver.read_pins_many(uuids)
-        for uuid, found in out.items():
-            if isinstance(found, Exception) and \
-                    not isinstance(found, base.DriverError):
-                self.on_error(uuid, 'read_pins', found)
-                error = UnexpectedDriverError('read_pins: unexpected %s: %s'
-                                              % (type(found).__name__,
-                                                 found))
-                error.__cause__ = found
-                out[uuid] = error
-        return out
 
     def release(self, uuid):
         return self._guest_call('release', uuid)

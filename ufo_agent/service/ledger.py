@@ -107,15 +107,12 @@ class Ledger:
         # on each of its CPUs, took tens of MB at 500 guests.
         self._by_cpu = {}
         self._guessed = set()       # keys of guessed pinnings
-        self._journal = None        # [(key, old, new entry)] (record)
 
     def get(self, key):
         return self._entries.get(key)
 
     def _set(self, key, entry):
         old = self._entries.get(key)
-        if self._journal is not None:
-            self._journal.append((key, old, entry))
         if old is not None:
             self._unindex(key, old)
         by_cpu = self._by_cpu
@@ -247,41 +244,6 @@ class Ledger:
                 (pool == vm_pool(exclude[0]) or entry.guessed) and
                 all(part_pool == unknown(key) for part_pool, _ in
                     entry.parts))
-
-    def record(self):
-        """Keep a journal of the changes from now (see :meth:`rewind`)."""
-        self._journal = []
-
-    def journal_length(self):
-        return len(self._journal)
-
-    def rewind(self):
-        """Undo the changes recorded; returns their journal.
-
-        :meth:`redo` makes them again, in part or all: the enforcer
-        plans a pass of pins as if they succeed, then shows each pin's
-        changes only when it is made.
-        """
-        journal, self._journal = self._journal, None
-        self.undo(journal, len(journal))
-        return journal
-
-    def undo(self, journal, end):
-        """Undo the changes ``journal[:end]``, made, newest first."""
-        for key, old, _ in reversed(journal[:end]):
-            self._put(key, old)
-
-    def redo(self, journal, start, end):
-        """Make the changes ``journal[start:end]`` again."""
-        for key, _, new in journal[start:end]:
-            self._put(key, new)
-
-    def _put(self, key, entry):
-        if entry is not None:
-            self._set(key, entry)
-        elif key in self._entries:
-            self._guessed.discard(key)
-            self._unindex(key, self._entries.pop(key))
 
     def keys(self):
         return sorted(self._entries)

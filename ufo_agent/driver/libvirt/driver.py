@@ -39,9 +39,6 @@ LOG = logging.getLogger(__name__)
 class LibvirtDriver(base.HypervisorDriver):
     """:class:`HypervisorDriver` over libvirt-python."""
 
-    # One hand-off to the call thread for the pins of many guests.
-    pins_in_batches = True
-
     def __init__(self, uri='qemu:///system', managed_cpus=frozenset(),
                  manage_non_nova=False, shm_dir='/dev/shm',
                  name_prefix='ufo-', shm_size_mib=1, read_retries=100,
@@ -386,39 +383,6 @@ class LibvirtDriver(base.HypervisorDriver):
         self._check_free(uuid)
         self._get(uuid).pin_emulator(cpus)
 
-    def pin_many(self, pins, before=None):
-        """See the interface: one hand-off to the call thread for all.
-
-        Each pin's calls keep their deadlines and the pin wait
-        (:meth:`.Host.call_batch`): a guest whose call hangs delays the
-        pins after it by the pin wait, as one by one. ``before`` is
-        called on the call thread.
-        """
-        items = []
-        refused = None
-        for index, (uuid, kind, cpus) in enumerate(pins):
-            try:
-                self._check_free(uuid)
-                calls = self._get(uuid).pin_calls(kind, cpus)
-            except Exception as exc:        # the guard tells a bug apart
-                refused = exc
-                break
-            if before is not None:
-                calls = _after(('pin %d of the batch' % index, before,
-                                (index,)), calls)
-            items.append((uuid, calls))
-        outcomes = []
-        for outcome in self._host.call_batch(items, self._host.pin_wait):
-            if type(outcome) is deadline.CallSkipped:
-                # Skipped before its first call: nothing was pinned.
-                outcome = deadline.OperationSkipped(str(outcome))
-            outcomes.append(outcome if isinstance(outcome, Exception)
-                            else None)
-        if refused is not None and len(outcomes) == len(items) and \
-                (not outcomes or outcomes[-1] is None):
-            outcomes.append(refused)
-        return outcomes
-
     def _check_free(self, uuid):
         """Raise GuestBusy, before any call, while its calls hang."""
         held = self._host.deadlines.busy(uuid)
@@ -435,35 +399,6 @@ class LibvirtDriver(base.HypervisorDriver):
 
     def read_pins(self, uuid):
         return self._get(uuid).read_pins()
-
-    def read_pins_many(self, uuids):
-        """See the interface: one hand-off to the call thread for all.
-
-        Each guest's reads keep their deadlines and the pin wait
-        (:meth:`.Host.call_batch`); after one that fails or is left in
-        flight the guests after it go in a batch of their own.
-        """
-        out = {}
-        left = list(uuids)
-        while left:
-            items = []
-            for uuid in left:
-                try:
-                    items.append((uuid, self._get(uuid).pin_reads()))
-                except base.DriverError as exc:
-                    out[uuid] = exc
-            outcomes = self._host.call_batch(items, self._host.pin_wait)
-            for (uuid, _), outcome in zip(items, outcomes):
-                known = self._guests.get(uuid)
-                if isinstance(outcome, Exception):
-                    out[uuid] = outcome
-                elif known is None:
-                    out[uuid] = base.DriverError(
-                        'guest %s is not managed' % uuid)
-                else:
-                    out[uuid] = known.live_pins(outcome)
-            left = [uuid for uuid, _ in items[len(outcomes):]]
-        return out
 
     def guest_exists(self, uuid):
         return self._host.exists(uuid)
@@ -544,9 +479,3 @@ class LibvirtDriver(base.HypervisorDriver):
             known.close()
         self._guests.clear()
         self._host.close()
-
-
-def _after(first, calls):
-    """The generator of calls ``calls``, with the call ``first`` before."""
-    yield first
-    return (yield from calls)

@@ -118,7 +118,6 @@ class Guest:
         self._threads = None
         self._task_dir = os.path.join(proc_root, str(pid), 'task')
         self._task_names = None
-        self._task_mark = None      # (links, mtime) of the task list read
         self._settle = False        # read the names once more
         # Scans /proc for vhost kernel threads (one scan serves every
         # guest); its last answer is kept until a worker is gone.
@@ -217,21 +216,11 @@ class Guest:
     def threads(self):
         """QEMU's threads, from /proc.
 
-        The task list is listed again when its directory changed: its
-        link count (on procfs, two plus the threads; elsewhere, as in
-        the fakes, its subdirectories) or its modification time. A
-        thread that exits while another starts leaves the count as it
-        was: its schedstat, read on every observation, tells (see
-        :meth:`observe`). The threads' names are read again when the
-        list changed, and once more on the next call: a new thread
-        takes its name just after it starts.
+        The task list is listed on every call (one directory read); the
+        threads' names are read again when it changed, and once more on
+        the next call: a new thread takes its name just after it starts.
         """
         try:
-            stat = os.stat(self._task_dir)
-            mark = (stat.st_nlink, stat.st_mtime_ns)
-            if mark == self._task_mark and self._threads is not None and \
-                    not self._settle:
-                return self._threads
             # Compared as listed: the names of an unchanged task list
             # come in the same order.
             names = os.listdir(self._task_dir)
@@ -244,7 +233,6 @@ class Guest:
                     self.pid, self.proc_root, tids, self._kthreads)
                 self._task_names = names
                 self._settle = changed
-            self._task_mark = mark
         except OSError as exc:
             if not os.path.exists(os.path.join(self.proc_root,
                                                str(self.pid))):
@@ -275,32 +263,6 @@ class Guest:
         if self.channel is not None:
             report = self.channel.read_guest(read_retries)
         counters = self._counters
-        cpu, wait, slices, gone = self._totals(threads)
-        if gone:
-            # A vCPU thread is gone though the task list looked the same
-            # (one thread exited as another started): listed again.
-            self._threads = None
-            threads = self.threads()
-            self._pin_plugged(threads.vcpus)
-            cpu, wait, slices, gone = self._totals(threads)
-        if gone:
-            self._threads = None
-            raise base.DriverError('guest %s: vCPU thread %d of %d is gone'
-                                   % (self.uuid, gone[0][1], gone[0][0]))
-        # A worker gone is left out: the task list is listed again next.
-        emu, emu_wait, _, gone = counters.totals(self._other_keys)
-        if gone:
-            self._threads = None
-            if any(pid != self.pid for pid, _ in gone):
-                self._kthreads = None       # a NIC went: scan again
-        return base.Observation(
-            now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
-            emulator_threads=len(threads.others) + len(threads.vhost),
-            nics=nics)
-
-    def _totals(self, threads):
-        """(cpu, wait, slices, gone) of the vCPU threads (as totals())."""
-        counters = self._counters
         if threads is not self._counted:
             pid = self.pid
             self._counted = threads
@@ -310,7 +272,20 @@ class Guest:
             self._other_keys = tuple((pid, tid) for tid in threads.others) \
                 + tuple(threads.vhost)
             counters.keep(set(self._vcpu_keys) | set(self._other_keys))
-        return counters.totals(self._vcpu_keys)
+        cpu, wait, slices, gone = counters.totals(self._vcpu_keys)
+        if gone:
+            self._threads = None
+            raise base.DriverError('guest %s: vCPU thread %d of %d is gone'
+                                   % (self.uuid, gone[0][1], gone[0][0]))
+        # A worker gone is left out: the next task list shows it.
+        emu, emu_wait, _, gone = counters.totals(self._other_keys)
+        if gone and any(pid != self.pid for pid, _ in gone):
+            self._kthreads = None       # a NIC went: scan again
+            self._threads = None
+        return base.Observation(
+            now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
+            emulator_threads=len(threads.others) + len(threads.vhost),
+            nics=nics)
 
     def _pin_plugged(self, vcpus):
         """Pin a vCPU thread that appeared since the last observation.
@@ -345,65 +320,30 @@ class Guest:
                         self.uuid, exc)
 
     # -- enforcement ---------------------------------------------------------
-    def _run(self, calls, wait=None):
-        """``calls`` (a generator of them) on this domain: their values."""
-        outcome, = self.host.call_batch([(self.uuid, calls)], wait)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
-    def _lookup_on(self, conn):
-        return self._same_qemu(conn.lookupByUUIDString(self.uuid))
-
-    def pin_calls(self, kind, cpus):
-        """The calls of a pin of ``kind`` ('vcpu' or 'emulator').
-
-        A generator of ``(what, func, args)`` for
-        :meth:`.Host.call_batch`, which hands the pins of many guests to
-        its worker at once.
-        """
-        if kind == 'vcpu':
-            return self._vcpu_pin_calls(cpus)
-        return self._other_pin_calls('pin', cpus)
-
     def pin_vcpus(self, cpus, wait=True):
         """Every vCPU of the definition, plugged or not, and any present.
 
         ``wait``: as :meth:`.Host.call_each`'s; True, the pin wait (a
         restore waits the whole deadline: nothing else waits for it).
         """
-        self._run(self._vcpu_pin_calls(cpus),
-                  self.host.pin_wait if wait is True else wait)
-
-    def _vcpu_pin_calls(self, cpus):
-        # Read here, by the caller; the generator runs on the worker.
-        cpus = frozenset(cpus)
-        return self._vcpu_pins(self.host.get_connection(), cpus,
-                               self._cpumap(cpus), self.vcpu_indexes())
-
-    def _vcpu_pins(self, conn, cpus, bits, indexes):
+        if wait is True:
+            wait = self.host.pin_wait
+        bits = self._cpumap(cpus)
+        self._vcpu_cpus = frozenset(cpus)
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        # Set when the pin is made: a vCPU plugged from then on is given
-        # these CPUs.
-        self._vcpu_cpus = cpus
-        dom = yield ('domain %s' % self.uuid, self._lookup_on, (conn,))
-        for index in indexes:
-            yield ('pin vCPU %d of %s' % (index, self.uuid),
-                   dom.pinVcpuFlags, (index, bits, live))
+        self._on_dom([('pin vCPU %d of %s' % (index, self.uuid),
+                       'pinVcpuFlags', (index, bits, live))
+                      for index in self.vcpu_indexes()], wait)
 
     def pin_emulator(self, cpus):
-        self._run(self._other_pin_calls('pin', cpus), self.host.pin_wait)
+        self._pin_other_threads('pin', cpus)
 
-    def _other_pin_calls(self, verb, cpus, iothread_cpus=None):
+    def _pin_other_threads(self, verb, cpus, iothread_cpus=None):
         """The emulator, every I/O thread and vhost thread to ``cpus``.
 
         ``iothread_cpus`` maps I/O thread ids to CPUs of their own.
         """
-        # Read here, by the caller; the generator runs on the worker.
-        return self._other_pins(self.host.get_connection(), verb, cpus,
-                                iothread_cpus or {}, self.threads().vhost)
-
-    def _other_pins(self, conn, verb, cpus, iothread_cpus, vhost):
+        iothread_cpus = iothread_cpus or {}
         lv = self.host.libvirt
         live = lv.VIR_DOMAIN_AFFECT_LIVE
 
@@ -414,22 +354,20 @@ class Guest:
             except lv.libvirtError as exc:
                 return exc
 
-        dom = yield ('domain %s' % self.uuid, self._lookup_on, (conn,))
-        yield ('%s emulator of %s' % (verb, self.uuid), dom.pinEmulator,
-               (self._cpumap(cpus), live))
-        reported = yield ('I/O threads of %s' % self.uuid, iothread_info,
-                          (dom,))
-        for iothread in self._iothread_ids(reported):
-            yield ('%s I/O thread %d of %s' % (verb, iothread, self.uuid),
-                   dom.pinIOThread,
-                   (iothread, self._cpumap(iothread_cpus.get(iothread, cpus)),
-                    live))
-        # In turn with the libvirt calls: before the pins after these.
-        yield ('%s vhost threads of %s' % (verb, self.uuid),
-               self._pin_vhost, (verb, vhost, cpus))
-
-    def _pin_vhost(self, verb, vhost, cpus):
-        for _, tid in vhost:
+        # A restore waits the whole deadline: nothing else waits for it.
+        wait = self.host.pin_wait if verb == 'pin' else None
+        dom, (_, reported) = self._on_dom([
+            ('%s emulator of %s' % (verb, self.uuid), 'pinEmulator',
+             (self._cpumap(cpus), live)),
+            ('I/O threads of %s' % self.uuid, iothread_info, ())], wait)
+        calls = [('%s I/O thread %d of %s' % (verb, iothread, self.uuid),
+                  dom.pinIOThread,
+                  (iothread, self._cpumap(iothread_cpus.get(iothread, cpus)),
+                   live))
+                 for iothread in self._iothread_ids(reported)]
+        if calls:
+            self.host.call_each(calls, key=self.uuid, wait=wait)
+        for _, tid in self.threads().vhost:
             try:
                 os.sched_setaffinity(tid, cpus)
             except PermissionError as exc:
@@ -469,26 +407,11 @@ class Guest:
         adds its own set. Read guest after guest (the drift check): a
         read left in flight after the pin wait makes the guest busy.
         """
-        return self.live_pins(self._run(self.pin_reads(),
-                                        self.host.pin_wait))
-
-    def pin_reads(self):
-        """The calls that read its pins, for :meth:`.Host.call_batch`.
-
-        Their values go to :meth:`live_pins`.
-        """
-        return self._pin_reads(self.host.get_connection())
-
-    def _pin_reads(self, conn):
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        dom = yield ('domain %s' % self.uuid, self._lookup_on, (conn,))
-        yield ('pins of %s' % self.uuid, dom.vcpuPinInfo, (live,))
-        yield ('emulator pin of %s' % self.uuid, dom.emulatorPinInfo,
-               (live,))
-
-    def live_pins(self, values):
-        """:meth:`read_pins`'s answer from the values of :meth:`pin_reads`."""
-        _, vcpus, emulator = values
+        _, (vcpus, emulator) = self._on_dom(
+            [('pins of %s' % self.uuid, 'vcpuPinInfo', (live,)),
+             ('emulator pin of %s' % self.uuid, 'emulatorPinInfo',
+              (live,))], self.host.pin_wait)
         sets = {cpu_set(m) for m in vcpus}
         try:
             tids = self.threads().vcpus.values()
@@ -578,10 +501,8 @@ class Guest:
 
     def _restore_emulator(self):
         """Emulator, each I/O thread and vhost back to the definition."""
-        # A restore waits the whole deadline: nothing else waits for it.
-        self._run(self._other_pin_calls('restore',
-                                        self.info.restore_emulator_cpus,
-                                        self.info.restore_iothreads))
+        self._pin_other_threads('restore', self.info.restore_emulator_cpus,
+                                self.info.restore_iothreads)
 
     def release(self):
         """All vCPUs online and the definition's pins back, per vCPU.

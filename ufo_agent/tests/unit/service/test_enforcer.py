@@ -11,7 +11,6 @@ from ufo_agent.controller import HostTopology
 from ufo_agent.controller import plan as plans
 from ufo_agent.controller import VmSample
 from ufo_agent.controller import VmSpec
-from ufo_agent.driver import base
 from ufo_agent.service import enforcer
 from ufo_agent.tests.unit.service import fakes
 
@@ -27,24 +26,8 @@ class _Clock:
         self.now += seconds
 
 
-class _BatchingDriver(fakes.FakeDriver):
-    """Pins in batches (as the libvirt driver), one by one underneath."""
-
-    pins_in_batches = True
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.batches = []
-
-    def pin_many(self, pins, before=None):
-        self.batches.append(list(pins))
-        return super().pin_many(pins, before)
-
-
-def _setup(*guests, cores=8, batches=False, driver_class=None):
-    if driver_class is None:
-        driver_class = _BatchingDriver if batches else fakes.FakeDriver
-    driver = driver_class(cores=cores)
+def _setup(*guests, cores=8):
+    driver = fakes.FakeDriver(cores=cores)
     driver.strict_emulator = True
     controller = Controller(HostTopology(driver.siblings))
     clock = _Clock()
@@ -942,105 +925,3 @@ def test_soak_under_faults_never_puts_a_normal_priority_cpu_in_two_pools(
         vm = plan.vms[guest.info.uuid]
         assert guest.vcpu_pins == vm.cpus
         assert (guest.info.uuid in driver.idle) == vm.sched_idle
-
-
-def _pin_history(batches):
-    """What the enforcer did over 40 ticks of moving loads and faults."""
-    guests = [fakes.FakeGuest(uuid, 4) for uuid in 'abcd']
-    driver, controller, enf = _setup(*guests, batches=batches)
-    t = [0]
-
-    def fault(uuid, kind, cpus):
-        if kind == 'vcpu' and (uuid, t[0]) in (('b', 13), ('a', 16)):
-            return 'before'
-        if kind == 'vcpu' and (uuid, t[0]) in (('a', 21), ('c', 29)):
-            return 'after'
-        return None
-
-    driver.fault = fault
-    # The ledger, as the enforcer holds it, covers the host at every pin.
-    driver.before_pin.append(lambda: _check_covered(driver, enf))
-    history = []
-    for t[0] in range(40):
-        phase = t[0] // 4 % 3
-        utils = {'a': (390.0, 50.0, 200.0)[phase],
-                 'b': (50.0, 390.0, 300.0)[phase],
-                 'c': (200.0, 100.0, 390.0)[phase],
-                 'd': (100.0, 300.0, 20.0)[phase]}
-        driver.hung = {'d'} if t[0] == 17 else set()
-        del driver.calls[:]
-        outcome = enf.apply(_plan(controller, float(t[0]), utils),
-                            _online(driver))
-        history.append((outcome, list(driver.calls), [
-            (key, enf.ledger.get(key)) for key in enf.ledger.keys()]))
-        enf.clock.now += 1.0
-    return history, driver
-
-
-def _check_covered(driver, enf):
-    for uuid, guest in driver.all.items():
-        for kind, pins in (('vcpu', guest.vcpu_pins),
-                           ('emulator', guest.emulator_pins)):
-            assert pins is None or pins <= enf.ledger.get((uuid,
-                                                          kind)).cpus
-
-
-def test_pins_made_in_batches_are_the_pins_made_one_by_one():
-    # The libvirt driver makes a tick's pins in one hand-off: the
-    # enforcer decides them as if each succeeded, and runs its pass again
-    # after one that failed. Its pins, outcomes and ledger are those of
-    # pins made one by one, failures included.
-    one_by_one, _ = _pin_history(batches=False)
-    batched, driver = _pin_history(batches=True)
-    assert batched == one_by_one
-    failed = [outcome.failed for outcome, _, _ in one_by_one
-              if outcome.failed]
-    assert any('pin failed' in str(f) for f in failed)
-    assert any('reported failed' in str(f) for f in failed)
-    assert any('a call hangs' in str(f) for f in failed)
-    # Fewer hand-offs than pins: a tick without a failure makes one.
-    pins = sum(len(calls) for _, calls, _ in batched)
-    assert max(len(batch) for batch in driver.batches) > 2
-    assert len(driver.batches) < pins / 2
-
-
-class _StarvedBatchDriver(_BatchingDriver):
-    """Its call thread gives up after the first pin, then wakes late.
-
-    The first pin is left in flight (the loop stops waiting for it) and
-    no pin is made after it; the thread, starved past the pin wait,
-    reaches the second pin's ``before`` after the loop has moved on.
-    """
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.late = []
-
-    def pin_many(self, pins, before=None):
-        self.batches.append(list(pins))
-        if self.late:
-            # Its guests' calls wait behind the one left in flight.
-            return [base.GuestBusy('an earlier call has not returned')]
-        if len(pins) < 2:
-            return super().pin_many(pins, before)
-        super().pin_many(pins[:1], before)
-        self.late.append(lambda: before(1))
-        return [base.DriverError('pin left in flight')]
-
-
-def test_a_starved_call_thread_shows_no_pin_the_loop_gave_up_on():
-    driver, controller, enf = _setup(
-        *[fakes.FakeGuest(uuid, 4) for uuid in 'abcd'],
-        driver_class=_StarvedBatchDriver)
-    for t, utils in enumerate(({'a': 390.0, 'b': 50.0, 'c': 200.0,
-                                'd': 100.0},
-                               {'a': 50.0, 'b': 390.0, 'c': 100.0,
-                                'd': 300.0})):
-        enf.apply(_plan(controller, float(t), utils), _online(driver))
-        if driver.late:
-            break
-    assert driver.late, 'no batch of two pins was made'
-    shown = {key: enf.ledger.get(key) for key in enf.ledger.keys()}
-    driver.late.pop()()
-    assert {key: enf.ledger.get(key) for key in enf.ledger.keys()} == shown
-    _check_covered(driver, enf)
