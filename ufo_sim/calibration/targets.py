@@ -27,6 +27,7 @@ from ufo_sim.experiments import grid
 from ufo_sim.experiments import parallel
 from ufo_sim.managers import cell as cell_mod
 from ufo_sim.managers import registry
+from ufo_sim.managers import ufo as ufo_mod
 from ufo_sim import profiles
 
 # Measured simulated seconds per point, as ``figures`` uses them.
@@ -491,21 +492,43 @@ def hotplug_cost(ctx):
     return Measured(values)
 
 
-# Fig. 14 (§6.2.1): Nginx's diurnal steps under UFO.
+# Fig. 14 (§6.2.1): Nginx's diurnal steps under the paper's UFO.
+
+def fig14_settings(ctx):
+    """The paper's run: its host, its controller, a fixed emulator pool.
+
+    "we exclude the interference of emulator threads [...] and keep the
+    emulator pool large enough" (§6.2): the pool keeps the 8 CPUs of
+    :func:`dynamic.paper_host` and UFO moves vCPU cores only.
+    """
+    settings = dynamic.paper_host(ctx.settings())
+    pool_cores = math.ceil(dynamic.PAPER_EMULATOR_CPUS / settings.smt)
+    return dataclasses.replace(settings, ufo_config=ufo_mod.PAPER_RULES + (
+        ('emulator_min_cores', pool_cores),))
+
 
 def fig14_nginx_step(ctx):
-    """Longest QoS violation of one of Nginx's load rises, seconds.
+    """Longest QoS violation after one of Nginx's load rises, seconds.
 
-    On the host §6.2 gives the run, not the grids' 16 pCPUs.
+    From the rise to the first second that meets QoS again ("QoS
+    violation only lasts for 3s", "resolves the QoS violations of Nginx
+    in 1-3s"). Seconds missed later in a step, and what Nginx misses on
+    its whole flavor (:data:`dynamic.FLAVOR`) in each, are in the
+    detail.
     """
-    result = dynamic._simulate('ufo', dynamic.paper_host(ctx.settings()),
-                               1.0)
-    steps = result['vms']['nginx']['load_steps']
-    return Measured({'nginx': float(max(st['violation_s'] for st in steps))},
-                    {'steps': steps,
-                     'violation_seconds': {
-                         app: vm['violation_seconds']
-                         for app, vm in result['vms'].items()}})
+    settings = fig14_settings(ctx)
+    runs = {m: dynamic._simulate(m, settings, 1.0)
+            for m in ('ufo', dynamic.FLAVOR)}
+    steps = runs['ufo']['vms']['nginx']['load_steps']
+    flavor = runs[dynamic.FLAVOR]['vms']['nginx']['load_steps']
+    return Measured(
+        {'nginx': float(max(st['recovered_after_s'] for st in steps))},
+        {'steps': steps,
+         'recovered_after_s': [st['recovered_after_s'] for st in steps],
+         'violation_s': [st['violation_s'] for st in steps],
+         'on_the_flavor_s': [st['violation_s'] for st in flavor],
+         'violation_seconds': {app: vm['violation_seconds']
+                               for app, vm in runs['ufo']['vms'].items()}})
 
 
 # Fig. 15 (§6.3): UFO's parts against Default, 16-vCPU VMs.
@@ -609,10 +632,10 @@ TARGETS = (
            '20-30 ms per vCPU; recovers within 1-3 s',
            (Bound(20, 30, '* ms'), Bound(0, 3, '* s')), hotplug_cost),
     Target('fig14_nginx_step',
-           "Fig. 14 (§6.2.1): longest QoS violation, in seconds, of one "
-           "of Nginx's load rises (20 % steps to 100 %) under UFO, on "
-           "the paper's host for it (each VM's 8 pCPUs, emulator pool "
-           "beside)",
+           "Fig. 14 (§6.2.1): seconds from one of Nginx's load rises "
+           "(20 % steps to 100 %) to its first second under QoS, the "
+           "longest, under the paper's UFO on the paper's host for it "
+           "(each VM's 8 pCPUs, an emulator pool of 8 kept apart)",
            '"QoS violation only lasts for 3s"', (Bound(0, 3),),
            fig14_nginx_step),
     Target('fig15_decomposition',

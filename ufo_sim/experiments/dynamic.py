@@ -51,6 +51,9 @@ SETTLE_SECONDS = 3
 # A step that misses QoS in its first seconds, before a manager that
 # waits for two samples can move, needed more cores: its reaction counts.
 SHORT_SECONDS = 2
+# Not a manager: every VM on its flavor's cores throughout (the
+# reference of the Fig. 14 calibration row).
+FLAVOR = 'flavor'
 
 
 def nginx_load(t):
@@ -128,14 +131,38 @@ def _scene(settings, extra, load_scale):
         settings, settings.cores + extra))
 
 
+def _flavor_layout(scene, settings, budget_cores, load_scale):
+    """Each VM's vCPUs on its flavor's own cores, emulators on the rest.
+
+    The layout UFO starts from on :func:`paper_host`, never moved: what
+    a VM misses on it at a load, no controller could have spared it.
+    Returns the CPUs each VM's vCPUs run on.
+    """
+    sizes = scenario.flavor_cores(first_cell(load_scale), settings)
+    if sum(sizes) >= len(budget_cores):
+        raise ValueError('%d cores hold no emulator pool beside flavors '
+                         'of %s cores' % (len(budget_cores), sizes))
+    own, start = [], 0
+    for size in sizes:
+        own.append(budget_cores[start:start + size])
+        start += size
+    pool = budget_cores[start:]
+    scenario.apply_static(scene, own, [pool] * len(own),
+                          [None] * len(own))
+    return [len(cores) * settings.smt for cores in own]
+
+
 def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
     seconds = int(round(DURATION * scale))
-    extra = 0 if manager == 'ufo' else EMULATOR_CORES
+    extra = 0 if manager in ('ufo', FLAVOR) else EMULATOR_CORES
     scene = _scene(settings, extra, load_scale)
     host = scene.host
     budget_cores = scene.cores[:settings.cores]
     emu_cores = scene.cores[settings.cores:settings.cores + extra]
     n = len(scene.vms)
+    if manager == FLAVOR:
+        flavor_cpus = _flavor_layout(scene, settings, budget_cores,
+                                     load_scale)
     if manager == 'ufo':
         ctl = ufo_mod.UfoAgent(scene, ufo_mod.config_of(settings),
                                qos_target=settings.qos_target)
@@ -167,6 +194,9 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
         elif manager == 'dyniso':
             vm_cpus = [c * settings.smt for c in ctl.counts()]
             held = sum(vm_cpus)
+        elif manager == FLAVOR:
+            vm_cpus = flavor_cpus
+            held = settings.cores * settings.smt
         else:
             plan = ctl.agent.last_plan
             vm_cpus = [len(plan.vms[vm].cpus) if plan and
@@ -198,8 +228,11 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
 def step_record(start, end, ok, cpus, settle=SETTLE_SECONDS):
     """What happened in one load step, seconds ``start`` to ``end``.
 
-    ``short``: QoS missed in the step's first ``SHORT_SECONDS``, before
-    any manager could have moved cores for it (the step needed more);
+    ``recovered_after_s``: seconds from the step's start to its first
+    second that meets QoS (0: it never missed; the step's length: it
+    never met); ``short``: QoS missed in the step's first
+    ``SHORT_SECONDS``, before any manager could have moved cores for it
+    (the step needed more);
     ``grew_after_s``: seconds until the VM's cores grew, counted only
     inside the step (None if they did not); ``cores_moved``: whether they
     changed at all from the step's start to ``settle`` seconds after its
@@ -210,6 +243,8 @@ def step_record(start, end, ok, cpus, settle=SETTLE_SECONDS):
         'at': start,
         'seconds': end - start,
         'violation_s': sum(1 for t in range(start, end) if not ok[t]),
+        'recovered_after_s': next((t - start for t in range(start, end)
+                                   if ok[t]), end - start),
         'short': not all(ok[t] for t in range(
             start, min(end, start + SHORT_SECONDS))),
         'grew_after_s': next((t - start for t in range(start + 1, end + 1)
@@ -253,7 +288,7 @@ def _metrics(manager, scene, trace, scale, seconds, settings):
         for s in rises(pattern, scale, seconds):
             grew = next((t - s for t in range(s + 1, seconds)
                          if cpus[t] > cpus[s]), None)
-            if manager != 'default' and grew is not None:
+            if manager not in ('default', FLAVOR) and grew is not None:
                 reaction.append(grew)
             if not ok[s]:
                 back = next((t - s for t in range(s, seconds) if ok[t]),
@@ -267,7 +302,8 @@ def _metrics(manager, scene, trace, scale, seconds, settings):
             'recovery_s_mean': _mean(recovery),
             'rises': len(rises(pattern, scale, seconds)),
             'load_steps': steps,
-        }, **step_summary(steps, own_moves=manager != 'default'))
+        }, **step_summary(steps,
+                          own_moves=manager not in ('default', FLAVOR)))
     return {'manager': manager, 'seconds': seconds, 'vms': vms,
             'mean_held_cpus': sum(trace['held_cpus']) / seconds,
             'trace': trace}

@@ -78,6 +78,13 @@ class UfoAgent:
         return self.agent.tick()
 
 
+# The paper's controller where the agent's defaults depart from it
+# (doc/source/controller.rst): a move on every settled sample, and the
+# emulator pool's 70 / 50 % band. For reproducing the paper's runs.
+PAPER_RULES = (('confirm_samples', 1), ('emulator_util_high', 0.70),
+               ('emulator_util_low', 0.50))
+
+
 def config_of(settings):
     """The controller's configuration: defaults plus what-if overrides."""
     return controller_config.ControllerConfig(**dict(settings.ufo_config))

@@ -503,3 +503,31 @@ def test_fig15_row_reads_the_decomposition_gains(monkeypatch):
     assert values == {'UFO-vCPU': 21.0, 'UFO-combined': 66.0}
     assert row.check(values)
     assert not row.check(dict(values, **{'UFO-combined': 20.4}))
+
+
+def test_fig14_row_is_the_longest_recovery_under_the_papers_run(
+        monkeypatch):
+    runs = []
+
+    def simulate(manager, settings, scale):
+        runs.append((manager, settings))
+        back = {'ufo': (3, 2, 1, 2), 'flavor': (0, 0, 0, 0)}[manager]
+        missed = {'ufo': (3, 2, 1, 14), 'flavor': (0, 0, 0, 12)}[manager]
+        return {'vms': {'nginx': {
+            'violation_seconds': sum(missed),
+            'load_steps': [{'violation_s': m, 'recovered_after_s': b}
+                           for m, b in zip(missed, back)]}}}
+    monkeypatch.setattr(targets.dynamic, '_simulate', simulate)
+    measured = targets.fig14_nginx_step(targets.Context(seed=4))
+    assert measured.values == {'nginx': 3.0}
+    assert measured.detail['violation_s'] == [3, 2, 1, 14]
+    assert measured.detail['on_the_flavor_s'] == [0, 0, 0, 12]
+    assert [m for m, _ in runs] == ['ufo', 'flavor']
+    for _, settings in runs:
+        rules = dict(settings.ufo_config)
+        assert rules['confirm_samples'] == 1
+        assert rules['emulator_util_high'] == 0.70
+        # "keep the emulator pool large enough" (§6.2): 8 CPUs, fixed.
+        assert rules['emulator_min_cores'] * settings.smt == 8
+        assert settings.seed == 4
+        assert settings.budget == 3 * 8 + 8

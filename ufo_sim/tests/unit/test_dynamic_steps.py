@@ -91,3 +91,51 @@ def test_on_the_paper_host_every_vm_starts_at_its_flavor():
     # The grids' 16 CPUs cannot hold the three flavors and a pool.
     vm_cpus, _ = _first_plan(cell_mod.Settings())
     assert sum(len(cpus) for cpus in vm_cpus) < 3 * 8
+
+
+def test_the_flavor_reference_holds_each_vm_on_its_own_cores():
+    # What Nginx misses on its whole flavor is what no controller could
+    # spare it (the Fig. 14 calibration row's reference).
+    settings = dynamic.paper_host(cell_mod.Settings())
+    scene = dynamic._scene(settings, 0, 1.0)
+    host, pins = scene.host, {}
+    pin_vcpus, pin_emulator = host.pin_vcpus, host.pin_emulator
+
+    def record(kind, pin):
+        def spy(vm, cpus):
+            pins[vm, kind] = frozenset(cpus)
+            pin(vm, cpus)
+        return spy
+    host.pin_vcpus = record('vcpus', pin_vcpus)
+    host.pin_emulator = record('emulator', pin_emulator)
+    cpus = dynamic._flavor_layout(scene, settings,
+                                  scene.cores[:settings.cores], 1.0)
+    assert cpus == [8, 8, 8]
+    own = [pins[vm, 'vcpus'] for vm in scene.vms]
+    assert [len(c) for c in own] == [8, 8, 8]
+    assert len(frozenset().union(*own)) == 24
+    pools = {pins[vm, 'emulator'] for vm in scene.vms}
+    assert len(pools) == 1
+    (pool,) = pools
+    assert len(pool) == dynamic.PAPER_EMULATOR_CPUS
+    assert not pool & frozenset().union(*own)
+
+
+def test_a_flavor_run_reports_no_moves_of_its_own():
+    settings = dynamic.paper_host(cell_mod.Settings())
+    result = dynamic._simulate(dynamic.FLAVOR, settings, 0.05)
+    for vm in result['vms'].values():
+        assert vm['reaction_s_mean'] is None
+        assert vm['steps_grown'] is None
+    assert result['mean_held_cpus'] == settings.budget
+
+
+def test_a_step_recovers_at_its_first_second_under_qos():
+    ok = [True] * 5 + [False, False, True, False, True] + [True] * 5
+    assert dynamic.step_record(5, 10, ok, [2] * 15)[
+        'recovered_after_s'] == 2
+    assert dynamic.step_record(0, 5, ok, [2] * 15)[
+        'recovered_after_s'] == 0
+    never = [True] * 5 + [False] * 10
+    assert dynamic.step_record(5, 10, never, [2] * 15)[
+        'recovered_after_s'] == 5
