@@ -27,14 +27,16 @@ def _state(name, vcpus, emu, demand=1.0, lc=True, online=4):
 
 def test_a_widely_pinned_neighbour_counts_for_its_share():
     # a has core 0 (CPUs 0-1) to itself but for f, which floats over all
-    # 8 CPUs: a meets a quarter of f's demand.
+    # 8 CPUs: a meets a quarter of f's demand. vCPU work counts against
+    # the core's capacity, emulator CPU (0.1 each) against its 2 CPUs.
     a = _state('a', {0, 1}, {0, 1}, demand=1.0)
     f = _state('f', set(range(8)), set(range(8)), demand=2.0)
     alone = host_features.features([a], SIBLINGS, 1.5)['a']
     both = host_features.features([a, f], SIBLINGS, 1.5)['a']
     cap = 2 / 1.5
-    assert alone['rho_v'] == pytest.approx((1.0 + 0.1) / cap)
-    assert both['rho_v'] == pytest.approx((1.0 + 0.1 + 2.1 / 4) / cap)
+    assert alone['rho_v'] == pytest.approx(1.0 / cap + 0.1 / 2)
+    assert both['rho_v'] == pytest.approx((1.0 + 2.0 / 4) / cap +
+                                          (0.1 + 0.1 / 4) / 2)
     assert host_features.capacity({0, 1, 2}, SIBLINGS, 1.5) == \
         pytest.approx(2 / 1.5 + 1)
 
@@ -173,3 +175,52 @@ def test_a_held_layout_is_judged_once(monkeypatch):
     h.advance(1.0)
     h.advance(1.0)
     assert len(calls) == 2
+
+
+def _one_pool(host, n, load):
+    """Add ``n`` 2-vCPU Memcached VMs at ``load`` to ``host``.
+
+    Their vCPUs on cores 1-3, every emulator thread on core 0 (CPUs
+    0-1), as UFO's one emulator pool.
+    """
+    p = profiles.MEMCACHED
+    names = ['m%02d' % i for i in range(n)]
+    for name in names:
+        host.add_vm(name, 2, p, rps=load * p.max_rps * 2 / p.vcpus)
+        host.pin_vcpus(name, range(2, 8))
+        host.pin_emulator(name, [0, 1])
+    return names
+
+
+def test_a_pool_of_many_quiet_vms_carries_their_summed_emulator_cpu():
+    # Twenty nearly idle VMs share one 2-CPU emulator pool. The engine
+    # measures their emulator threads' CPU; the surrogate's rho_e on the
+    # same layout is that CPU over the pool's CPUs (it counted the pool
+    # at the capacity of vCPU work, 1.33 CPUs, and put it over 1).
+    spec = engine.HostSpec(cores=4, smt=2)
+    eng = engine.SimHost(spec, seed=3)
+    names = _one_pool(eng, 20, 0.05)
+    eng.advance(engine.TIME_SCALE)
+    before = sum(eng.counters(v).emulator_cpu_ns for v in names)
+    eng.advance(2 * engine.TIME_SCALE)
+    measured = (sum(eng.counters(v).emulator_cpu_ns for v in names) -
+                before) / 1e9 / (2 * engine.TIME_SCALE) / 2
+    model = surrogate.SurrogateHost(spec, seed=3)
+    _one_pool(model, 20, 0.05)
+    model.advance(1.0)
+    rho_e = model._features['m00'][1]['rho_e']
+    assert 0.3 < measured < 0.95
+    assert rho_e == pytest.approx(measured, rel=0.15)
+
+
+def test_an_overloaded_pool_reports_its_cpus_busy():
+    # The agent grows its emulator pool on the threads' CPU time over
+    # the pool's CPUs: an overloaded pool must read 100 % busy, as on
+    # the engine, not the served work of 1.33 CPUs on 2 (67 %, under
+    # the grow mark, so the agent kept the pool overloaded).
+    model = surrogate.SurrogateHost(engine.HostSpec(cores=4, smt=2), seed=3)
+    names = _one_pool(model, 40, 0.1)
+    model.advance(10.0)
+    emu = sum(model.counters(v).emulator_cpu_ns for v in names) / 1e9 / 10
+    assert model._features['m00'][1]['rho_e'] > 1.2
+    assert emu == pytest.approx(2.0, rel=1e-3)
