@@ -133,6 +133,26 @@ def test_every_second_when_not_quasi_static():
     assert h.agent.ticks == 30
 
 
+def test_a_quiet_vm_is_parked_as_when_stepping_every_second():
+    # The agent parks a VM quiet for idle_after seconds with nothing
+    # else changing: the quasi-static jump must not skip that.
+    held = {}
+    for quasi in (True, False):
+        h = host_mod.ClusterHost('h0', 4, 2, 'ufo', seed=1,
+                                 fidelity='surrogate', quasi_static=quasi)
+        h.boot(requests.steady('v0', seed=0))
+        h.boot(requests.steady('v1', seed=0))
+        step = h.step(60, {'v0': 0.3, 'v1': 0.0})
+        assert not h.agent.last_plan.vms['v1'].cores
+        held[quasi] = step.held_cpus
+    assert held[True] == held[False]
+    # Once parked, the rest of a step runs at once again.
+    ticks = h.agent.ticks
+    h.quasi_static = True
+    h.step(300, {'v0': 0.3, 'v1': 0.0})
+    assert h.agent.ticks - ticks < 20
+
+
 def test_the_stored_parameters_are_the_fit_of_the_stored_data():
     train, _ = surrogate_fit.load_data()
     fitted = json.loads(json.dumps(surrogate_fit.fit(train)))
