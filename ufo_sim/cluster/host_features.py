@@ -117,3 +117,54 @@ def features(vms, siblings, smt_slowdown):
             'be': be, 'emu_home': 1.0 if vm.emu_cpus & vm.vcpu_cpus else 0.0,
             'log_n': math.log(n)}
     return out
+
+
+def served(vms, siblings, smt_slowdown):
+    """Per VM name: the share of its vCPU demand its vCPU CPUs serve.
+
+    In an overloaded pool a thread group that asks less than an equal
+    share for each of its threads (a VM's usable vCPUs) gets all it
+    asks, as CFS serves a thread that rarely runs; the others share
+    the rest in proportion to what they ask. Emulator threads take
+    their CPU first. The groups of VMs pinned more widely count for
+    their share, as in :func:`features`.
+    """
+    pools = {}
+
+    def pool(cpus):
+        if cpus in pools:
+            return pools[cpus]
+        cap = capacity(cpus, siblings, smt_slowdown)
+        groups = []
+        for vm in vms:
+            inside = len(vm.emu_cpus & cpus) / len(vm.emu_cpus)
+            cap -= vm.emu_demand * inside * cap / max(1, len(cpus))
+            inside = len(vm.vcpu_cpus & cpus) / len(vm.vcpu_cpus)
+            if vm.vcpu_demand and inside:
+                # No more than one CPU a thread.
+                threads = max(1, min(vm.online, len(vm.vcpu_cpus)))
+                groups.append((min(vm.vcpu_demand, threads) * inside,
+                               threads * inside, vm.name,
+                               vm.vcpu_demand * inside))
+        pools[cpus] = share = {}
+        left = max(0.0, cap)
+        # The lightest per thread first, each in full while it asks no
+        # more than an equal share a thread of what is left.
+        groups.sort(key=lambda g: g[0] / g[1])
+        threads_left = sum(g[1] for g in groups)
+        heavy = []
+        for demand, threads, name, asked in groups:
+            if heavy or demand > left * threads / threads_left:
+                heavy.append((demand, name, asked))
+                continue
+            share[name] = demand / asked
+            left -= demand
+            threads_left -= threads
+        # The rest in proportion to what they ask.
+        total = sum(asked for _, _, asked in heavy)
+        for demand, name, asked in heavy:
+            share[name] = min(demand, left * asked / total) / asked
+        return share
+
+    return {vm.name: pool(frozenset(vm.vcpu_cpus)).get(vm.name, 1.0)
+            for vm in vms}

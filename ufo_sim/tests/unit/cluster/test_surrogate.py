@@ -244,3 +244,36 @@ def test_an_overloaded_pool_reports_its_cpus_busy():
     emu = sum(model.counters(v).emulator_cpu_ns for v in names) / 1e9 / 10
     assert model._features['m00'][1]['rho_e'] > 1.2
     assert emu == pytest.approx(2.0, rel=1e-3)
+
+
+def _crowded(host):
+    """A light and a heavy Memcached VM beside 12 busy BE threads."""
+    p = profiles.MEMCACHED
+    host.add_vm('be', 16, profiles.BE(threads=12))
+    host.add_vm('light', 2, p, rps=0.01 * p.max_rps * 2 / p.vcpus)
+    host.add_vm('heavy', 8, p, rps=0.9 * p.max_rps)
+    for vm in ('be', 'light', 'heavy'):
+        host.pin_vcpus(vm, range(8))
+        host.pin_emulator(vm, range(8))
+    host.advance(engine.TIME_SCALE)
+    before = {vm: host.counters(vm) for vm in ('be', 'light', 'heavy')}
+    host.advance(4 * engine.TIME_SCALE)
+    return {vm: {f: getattr(host.counters(vm), f) - getattr(before[vm], f)
+                 for f in ('requests_done', 'requests_arrived',
+                           'guest_busy_ns')}
+            for vm in ('be', 'light', 'heavy')}
+
+
+def test_an_overloaded_pool_serves_a_light_vm_in_full():
+    # CFS serves a thread that rarely runs all it asks; the heavy
+    # groups split the rest, the BE VM's 12 threads more than the
+    # heavy VM (the surrogate served every group the same share, 28 %
+    # of the light VM's requests).
+    spec = engine.HostSpec(cores=4, smt=2)
+    eng = _crowded(engine.SimHost(spec, seed=5))
+    sur = _crowded(surrogate.SurrogateHost(spec, seed=5))
+    for run in (eng, sur):
+        light, heavy = run['light'], run['heavy']
+        assert light['requests_done'] >= 0.99 * light['requests_arrived']
+        assert heavy['requests_done'] < 0.5 * heavy['requests_arrived']
+        assert run['be']['guest_busy_ns'] > 1.5 * heavy['guest_busy_ns']
