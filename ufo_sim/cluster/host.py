@@ -40,6 +40,7 @@ import math
 import numpy as np
 
 from ufo_agent.controller import config as controller_config
+from ufo_agent.controller import plan as plan_mod
 from ufo_agent.hostsignal import tracker as signal_tracker
 from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
@@ -251,7 +252,8 @@ class ClusterHost:
         until the host's layout has held for ``STABLE_TICKS`` seconds
         (at least ``MIN_TICKS`` after a boot, delete or load change);
         the rest of the step then runs at once with that layout, each of
-        its seconds judged as the layout's.
+        its seconds judged as the layout's, unless the agent's idle
+        detector is counting toward parking or waking a VM.
         """
         seconds = int(seconds)
         for vm_id, vm in self.vms.items():
@@ -269,7 +271,8 @@ class ClusterHost:
         while done < seconds:
             span = 1
             if self.quasi_static and self._stable >= STABLE_TICKS and \
-                    self._since_change >= MIN_TICKS:
+                    self._since_change >= MIN_TICKS and \
+                    not self._timer_running():
                 span = seconds - done
             self.host.advance(self.tick * span)
             self.now += span
@@ -302,6 +305,24 @@ class ClusterHost:
                                 seconds, int(bad), tuple(series),
                                 int(changes))
         return HostStep(self.name, start, seconds, vms, tuple(held))
+
+    def _timer_running(self):
+        """Will the agent change the layout with the inputs held?
+
+        Its idle detector parks a VM quiet for ``idle_after`` seconds
+        and wakes a parked one after ``confirm_samples`` busy samples:
+        a jump over that time would skip the change.
+        """
+        if self.agent is None:
+            return False
+        for state in self.agent.controller.vms.values():
+            if state.mode == plan_mod.VmMode.ACTIVE and \
+                    state.idle.idle_since is not None:
+                return True
+            if state.mode == plan_mod.VmMode.IDLE and \
+                    state.idle.busy_streak > 0:
+                return True
+        return False
 
     def _judge(self, vm_id, vm, span):
         """(p99, in violation) of ``vm`` over the last ``span`` seconds."""

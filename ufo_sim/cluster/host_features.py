@@ -6,10 +6,13 @@ offers. The same features are computed on the engine's cells when the
 surrogate is fitted (:mod:`ufo_sim.cluster.surrogate_fit`) and on the
 surrogate's own state when it runs (:mod:`ufo_sim.cluster.surrogate`).
 
-The load a VM's threads meet is that on the CPUs they may use. The
-capacity of a CPU set counts a core with both siblings in it as
-``2 / smt_slowdown`` CPUs (both busy run each at 1/slowdown of a lone
-thread's pace), one with a single CPU as 1.
+The load a VM's threads meet is that on the CPUs they may use. For
+vCPU work the capacity of a CPU set counts a core with both siblings in
+it as ``2 / smt_slowdown`` CPUs (both busy run each at 1/slowdown of a
+lone thread's pace), one with a single CPU as 1. Emulator demand is
+CPU time as the engine measures it (a thread's CPU time already runs at
+its sibling's pace), so it counts against the CPUs themselves: a pool's
+emulator load is the sum of its VMs' emulator CPU over its CPU count.
 """
 
 import dataclasses
@@ -58,17 +61,19 @@ def features(vms, siblings, smt_slowdown):
 
     ``u``: its vCPU demand per usable vCPU (online vCPUs, at most its
     CPUs); ``rho_v`` and ``rho_e``: the load on the CPUs its vCPU and
-    its emulator threads may use over their capacity, where a thread
-    group pinned more widely is counted on each of its CPUs for its
-    demand's share (spread evenly: the host balances it); ``be``: the
+    its emulator threads may use, vCPU work over their capacity plus
+    emulator CPU over their count, where a thread group pinned more
+    widely is counted on each of its CPUs for its demand's share
+    (spread evenly: the host balances it); ``be``: the
     same load of the other VMs' BE vCPU threads (always runnable) on its
     vCPUs' CPUs; ``emu_home``: 1 when its emulator threads may run on
     its vCPUs' CPUs; ``log_n``: log of its usable vCPUs.
     """
-    groups = []         # (CPUs, demand, batch, VM name)
+    groups = []         # (CPUs, demand, batch, emulator, VM name)
     for vm in vms:
-        groups.append((vm.vcpu_cpus, vm.vcpu_demand, not vm.lc, vm.name))
-        groups.append((vm.emu_cpus, vm.emu_demand, False, vm.name))
+        groups.append((vm.vcpu_cpus, vm.vcpu_demand, not vm.lc, False,
+                       vm.name))
+        groups.append((vm.emu_cpus, vm.emu_demand, False, True, vm.name))
 
     # Many VMs share a pool: each CPU set's load is summed once, in the
     # same order as for any VM (the same floats).
@@ -77,26 +82,30 @@ def features(vms, siblings, smt_slowdown):
     def pool(cpus):
         cpus = frozenset(cpus)
         if cpus not in pools:
-            total = 0.0
+            work = emulator = 0.0
             batch = []
-            for where, demand, be, name in groups:
+            for where, demand, be, emu, name in groups:
                 if not demand:
                     continue
                 share = demand * len(where & cpus) / len(where)
-                total += share
+                if emu:
+                    emulator += share
+                else:
+                    work += share
                 if be:
                     batch.append((share, name))
-            pools[cpus] = (total, batch, max(1e-9, capacity(
-                cpus, siblings, smt_slowdown)))
+            cap = max(1e-9, capacity(cpus, siblings, smt_slowdown))
+            pools[cpus] = (work / cap + emulator / max(1, len(cpus)),
+                           batch, cap)
         return pools[cpus]
 
     def load_on(cpus, me):
-        total, batch, cap = pool(cpus)
+        load, batch, cap = pool(cpus)
         others = 0.0
         for share, name in batch:
             if name != me:
                 others += share
-        return total / cap, others / cap
+        return load, others / cap
 
     out = {}
     for vm in vms:
@@ -108,3 +117,54 @@ def features(vms, siblings, smt_slowdown):
             'be': be, 'emu_home': 1.0 if vm.emu_cpus & vm.vcpu_cpus else 0.0,
             'log_n': math.log(n)}
     return out
+
+
+def served(vms, siblings, smt_slowdown):
+    """Per VM name: the share of its vCPU demand its vCPU CPUs serve.
+
+    In an overloaded pool a thread group that asks less than an equal
+    share for each of its threads (a VM's usable vCPUs) gets all it
+    asks, as CFS serves a thread that rarely runs; the others share
+    the rest in proportion to what they ask. Emulator threads take
+    their CPU first. The groups of VMs pinned more widely count for
+    their share, as in :func:`features`.
+    """
+    pools = {}
+
+    def pool(cpus):
+        if cpus in pools:
+            return pools[cpus]
+        cap = capacity(cpus, siblings, smt_slowdown)
+        groups = []
+        for vm in vms:
+            inside = len(vm.emu_cpus & cpus) / len(vm.emu_cpus)
+            cap -= vm.emu_demand * inside * cap / max(1, len(cpus))
+            inside = len(vm.vcpu_cpus & cpus) / len(vm.vcpu_cpus)
+            if vm.vcpu_demand and inside:
+                # No more than one CPU a thread.
+                threads = max(1, min(vm.online, len(vm.vcpu_cpus)))
+                groups.append((min(vm.vcpu_demand, threads) * inside,
+                               threads * inside, vm.name,
+                               vm.vcpu_demand * inside))
+        pools[cpus] = share = {}
+        left = max(0.0, cap)
+        # The lightest per thread first, each in full while it asks no
+        # more than an equal share a thread of what is left.
+        groups.sort(key=lambda g: g[0] / g[1])
+        threads_left = sum(g[1] for g in groups)
+        heavy = []
+        for demand, threads, name, asked in groups:
+            if heavy or demand > left * threads / threads_left:
+                heavy.append((demand, name, asked))
+                continue
+            share[name] = demand / asked
+            left -= demand
+            threads_left -= threads
+        # The rest in proportion to what they ask.
+        total = sum(asked for _, _, asked in heavy)
+        for demand, name, asked in heavy:
+            share[name] = min(demand, left * asked / total) / asked
+        return share
+
+    return {vm.name: pool(frozenset(vm.vcpu_cpus)).get(vm.name, 1.0)
+            for vm in vms}

@@ -11,7 +11,8 @@ interval (pins, online vCPUs, offered loads):
   emulator CPU per request, a BE VM's busy threads (at most its online
   vCPUs); SCHED_IDLE threads (BE soak) take only what is left;
 * each pool's load (:mod:`ufo_sim.cluster.host_features`); an overloaded
-  pool serves each thread group its share, the rest is not served;
+  pool serves each thread group its fair share by thread, as CFS does
+  (a light group all it asks), the rest is not served;
 * the counters the agent reads (CPU, run delay, guest busy time,
   context switches and switches into threads, requests), each per unit
   of work as fitted;
@@ -241,6 +242,7 @@ class SurrogateHost:
         states, idle = self._states()
         slowdown = self.spec.smt_slowdown
         feats = host_features.features(states, self.siblings, slowdown)
+        fair = host_features.served(states, self.siblings, slowdown)
         everything = host_features.features(states + idle, self.siblings,
                                             slowdown)
         out = {}
@@ -248,11 +250,15 @@ class SurrogateHost:
             # SCHED_IDLE threads (BE soak) take what the normal threads
             # leave: they see the whole pool, the normal ones do not see
             # them.
-            f = everything[state.name] if state in idle else \
-                feats[state.name]
-            served = min(1.0, 1.0 / max(f['rho_v'], 1e-9),
-                         1.0 / max(f['u'], 1e-9)) if state.vcpu_demand \
-                else 1.0
+            if state in idle:
+                f = everything[state.name]
+                served = min(1.0, 1.0 / max(f['rho_v'], 1e-9),
+                             1.0 / max(f['u'], 1e-9))
+            else:
+                f = feats[state.name]
+                served = min(1.0, fair[state.name])
+            if not state.vcpu_demand:
+                served = 1.0
             emu_served = min(1.0, 1.0 / max(f['rho_e'], 1e-9)) \
                 if state.emu_demand else 1.0
             out[state.name] = (state, f, served, emu_served)

@@ -27,14 +27,16 @@ def _state(name, vcpus, emu, demand=1.0, lc=True, online=4):
 
 def test_a_widely_pinned_neighbour_counts_for_its_share():
     # a has core 0 (CPUs 0-1) to itself but for f, which floats over all
-    # 8 CPUs: a meets a quarter of f's demand.
+    # 8 CPUs: a meets a quarter of f's demand. vCPU work counts against
+    # the core's capacity, emulator CPU (0.1 each) against its 2 CPUs.
     a = _state('a', {0, 1}, {0, 1}, demand=1.0)
     f = _state('f', set(range(8)), set(range(8)), demand=2.0)
     alone = host_features.features([a], SIBLINGS, 1.5)['a']
     both = host_features.features([a, f], SIBLINGS, 1.5)['a']
     cap = 2 / 1.5
-    assert alone['rho_v'] == pytest.approx((1.0 + 0.1) / cap)
-    assert both['rho_v'] == pytest.approx((1.0 + 0.1 + 2.1 / 4) / cap)
+    assert alone['rho_v'] == pytest.approx(1.0 / cap + 0.1 / 2)
+    assert both['rho_v'] == pytest.approx((1.0 + 2.0 / 4) / cap +
+                                          (0.1 + 0.1 / 4) / 2)
     assert host_features.capacity({0, 1, 2}, SIBLINGS, 1.5) == \
         pytest.approx(2 / 1.5 + 1)
 
@@ -131,6 +133,26 @@ def test_every_second_when_not_quasi_static():
     assert h.agent.ticks == 30
 
 
+def test_a_quiet_vm_is_parked_as_when_stepping_every_second():
+    # The agent parks a VM quiet for idle_after seconds with nothing
+    # else changing: the quasi-static jump must not skip that.
+    held = {}
+    for quasi in (True, False):
+        h = host_mod.ClusterHost('h0', 4, 2, 'ufo', seed=1,
+                                 fidelity='surrogate', quasi_static=quasi)
+        h.boot(requests.steady('v0', seed=0))
+        h.boot(requests.steady('v1', seed=0))
+        step = h.step(60, {'v0': 0.3, 'v1': 0.0})
+        assert not h.agent.last_plan.vms['v1'].cores
+        held[quasi] = step.held_cpus
+    assert held[True] == held[False]
+    # Once parked, the rest of a step runs at once again.
+    ticks = h.agent.ticks
+    h.quasi_static = True
+    h.step(300, {'v0': 0.3, 'v1': 0.0})
+    assert h.agent.ticks - ticks < 20
+
+
 def test_the_stored_parameters_are_the_fit_of_the_stored_data():
     train, _ = surrogate_fit.load_data()
     fitted = json.loads(json.dumps(surrogate_fit.fit(train)))
@@ -173,3 +195,85 @@ def test_a_held_layout_is_judged_once(monkeypatch):
     h.advance(1.0)
     h.advance(1.0)
     assert len(calls) == 2
+
+
+def _one_pool(host, n, load):
+    """Add ``n`` 2-vCPU Memcached VMs at ``load`` to ``host``.
+
+    Their vCPUs on cores 1-3, every emulator thread on core 0 (CPUs
+    0-1), as UFO's one emulator pool.
+    """
+    p = profiles.MEMCACHED
+    names = ['m%02d' % i for i in range(n)]
+    for name in names:
+        host.add_vm(name, 2, p, rps=load * p.max_rps * 2 / p.vcpus)
+        host.pin_vcpus(name, range(2, 8))
+        host.pin_emulator(name, [0, 1])
+    return names
+
+
+def test_a_pool_of_many_quiet_vms_carries_their_summed_emulator_cpu():
+    # Twenty nearly idle VMs share one 2-CPU emulator pool. The engine
+    # measures their emulator threads' CPU; the surrogate's rho_e on the
+    # same layout is that CPU over the pool's CPUs (it counted the pool
+    # at the capacity of vCPU work, 1.33 CPUs, and put it over 1).
+    spec = engine.HostSpec(cores=4, smt=2)
+    eng = engine.SimHost(spec, seed=3)
+    names = _one_pool(eng, 20, 0.05)
+    eng.advance(engine.TIME_SCALE)
+    before = sum(eng.counters(v).emulator_cpu_ns for v in names)
+    eng.advance(2 * engine.TIME_SCALE)
+    measured = (sum(eng.counters(v).emulator_cpu_ns for v in names) -
+                before) / 1e9 / (2 * engine.TIME_SCALE) / 2
+    model = surrogate.SurrogateHost(spec, seed=3)
+    _one_pool(model, 20, 0.05)
+    model.advance(1.0)
+    rho_e = model._features['m00'][1]['rho_e']
+    assert 0.3 < measured < 0.95
+    assert rho_e == pytest.approx(measured, rel=0.15)
+
+
+def test_an_overloaded_pool_reports_its_cpus_busy():
+    # The agent grows its emulator pool on the threads' CPU time over
+    # the pool's CPUs: an overloaded pool must read 100 % busy, as on
+    # the engine, not the served work of 1.33 CPUs on 2 (67 %, under
+    # the grow mark, so the agent kept the pool overloaded).
+    model = surrogate.SurrogateHost(engine.HostSpec(cores=4, smt=2), seed=3)
+    names = _one_pool(model, 40, 0.1)
+    model.advance(10.0)
+    emu = sum(model.counters(v).emulator_cpu_ns for v in names) / 1e9 / 10
+    assert model._features['m00'][1]['rho_e'] > 1.2
+    assert emu == pytest.approx(2.0, rel=1e-3)
+
+
+def _crowded(host):
+    """A light and a heavy Memcached VM beside 12 busy BE threads."""
+    p = profiles.MEMCACHED
+    host.add_vm('be', 16, profiles.BE(threads=12))
+    host.add_vm('light', 2, p, rps=0.01 * p.max_rps * 2 / p.vcpus)
+    host.add_vm('heavy', 8, p, rps=0.9 * p.max_rps)
+    for vm in ('be', 'light', 'heavy'):
+        host.pin_vcpus(vm, range(8))
+        host.pin_emulator(vm, range(8))
+    host.advance(engine.TIME_SCALE)
+    before = {vm: host.counters(vm) for vm in ('be', 'light', 'heavy')}
+    host.advance(4 * engine.TIME_SCALE)
+    return {vm: {f: getattr(host.counters(vm), f) - getattr(before[vm], f)
+                 for f in ('requests_done', 'requests_arrived',
+                           'guest_busy_ns')}
+            for vm in ('be', 'light', 'heavy')}
+
+
+def test_an_overloaded_pool_serves_a_light_vm_in_full():
+    # CFS serves a thread that rarely runs all it asks; the heavy
+    # groups split the rest, the BE VM's 12 threads more than the
+    # heavy VM (the surrogate served every group the same share, 28 %
+    # of the light VM's requests).
+    spec = engine.HostSpec(cores=4, smt=2)
+    eng = _crowded(engine.SimHost(spec, seed=5))
+    sur = _crowded(surrogate.SurrogateHost(spec, seed=5))
+    for run in (eng, sur):
+        light, heavy = run['light'], run['heavy']
+        assert light['requests_done'] >= 0.99 * light['requests_arrived']
+        assert heavy['requests_done'] < 0.5 * heavy['requests_arrived']
+        assert run['be']['guest_busy_ns'] > 1.5 * heavy['guest_busy_ns']
