@@ -351,11 +351,14 @@ class Controller:
             state = self.vms[decision.probe]
             state.denied = None
             state.confirm.grant((True, len(state.cores)), now)
-        emulator_grows = emu_want > emu_now
+        # A latency trial's revert takes back the core the trial left
+        # because a guest is over its target: that guest moves too.
+        emulator_grows = emu_want > emu_now and \
+            decision.rule != emulator_pool.LATENCY_POOL_REVERT
         if emu_want != emu_now:
             decisions.append(Decision(
                 now, 'emulator',
-                Action.EMULATOR_GROW if emulator_grows
+                Action.EMULATOR_GROW if emu_want > emu_now
                 else Action.EMULATOR_SHRINK,
                 emu_now, emu_want, decision.reason(saturated)))
         # Parked between two ticks (after the emulator's, which comes first).

@@ -702,17 +702,18 @@ class EmulatorPool:
     def _on_latency(self, view, want, util):
         """(size, rule) of a pool judged on its guests' latency, or None.
 
-        Only while every guest sharing the pool reports a fresh latency
-        (``view.latency``): a settled pool whose guests all have slack,
-        in no trial of their own, tries one core fewer while its threads'
-        work projects under one core's worth there (_TRIAL_BOUND), with
-        no guest saturated or short of cores (``latency-pool-trial``).
-        The band does not grow it back (``latency-pool-hold``) while no
-        guest is over its target and its utilization stays under that
-        bound. Either (on a settled pool; on ``confirm_samples`` ticks in
-        a row before) sends it back (``latency-pool-revert``), and that
-        size is not tried again while the emulator threads' busy time
-        stays within ``sf_match_tolerance`` of the trial's, for
+        Only with ``emulator_util_overload`` set and while every guest
+        sharing the pool reports a fresh latency (``view.latency``): a
+        settled pool whose guests all have slack, in no trial of their
+        own, tries one core fewer while it projects under that mark
+        there, with no guest saturated or short of cores
+        (``latency-pool-trial``). The band does not grow it back
+        (``latency-pool-hold``) while no guest is over its target and
+        its threads' work fits (utilization under _TRIAL_BOUND). Either
+        (on a settled pool; on ``confirm_samples`` ticks in a row
+        before) sends it back (``latency-pool-revert``), and that size
+        is not tried again while the emulator threads' busy time stays
+        within ``sf_match_tolerance`` of the trial's, for
         ``sample_max_age``. A report gone stale, or another rule's move,
         ends the trial without a verdict: the band decides again.
         """
@@ -721,7 +722,8 @@ class EmulatorPool:
         now, cores, busy = view.now, view.cores, view.busy_pct
         if trial is not None and (guests is None or trial.size != cores):
             self._latency_trial = trial = None
-        if guests is None:
+        mark = cfg.emulator_util_overload
+        if guests is None or mark <= 0:
             return None
         settled = self._settled(now)
         if trial is not None:
@@ -749,7 +751,7 @@ class EmulatorPool:
                 self._same_load(now, failed.time, failed.busy_pct, busy):
             return None
         if self.projected(now, size, busy, view.pcpus_per_core,
-                          view.guest_pct) >= _TRIAL_BOUND:
+                          view.guest_pct) >= mark:
             return None
         self._latency_trial = _LatencyTrial(size, cores, busy)
         return size, LATENCY_POOL_TRIAL
