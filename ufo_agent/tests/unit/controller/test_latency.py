@@ -327,3 +327,14 @@ def test_a_report_gone_stale_ends_the_pool_trial():
     assert host.pool() == 2
     assert host.rules('emulator')[-1] == emulator.BAND
     assert emulator.LATENCY_POOL_REVERT not in host.rules('emulator')
+
+
+def test_a_guests_trial_waits_while_the_pools_is_judged():
+    specs = [VmSpec(u, 8, 'lc', latency_target_us=TARGET) for u in 'ab']
+    host = Host(specs=specs)
+    host.run(4, emulator_busy=POOL_BUSY, a=sample(200.0), b=sample(200.0))
+    assert (host.pool(), host.cores('a'), host.cores('b')) == (1, 3, 3)
+    assert host.plan.vms['a'].note.rule == latency.POOL_TRIAL
+    # Once the pool's trial has settled, the guests' own trials go ahead.
+    host.run(5, emulator_busy=POOL_BUSY, a=sample(200.0), b=sample(200.0))
+    assert (host.pool(), host.cores('a'), host.cores('b')) == (1, 2, 2)
