@@ -351,11 +351,14 @@ class Controller:
             state = self.vms[decision.probe]
             state.denied = None
             state.confirm.grant((True, len(state.cores)), now)
-        emulator_grows = emu_want > emu_now
+        # A latency trial's revert takes back the core the trial left
+        # because a guest is over its target: that guest moves too.
+        emulator_grows = emu_want > emu_now and \
+            decision.rule != emulator_pool.LATENCY_POOL_REVERT
         if emu_want != emu_now:
             decisions.append(Decision(
                 now, 'emulator',
-                Action.EMULATOR_GROW if emulator_grows
+                Action.EMULATOR_GROW if emu_want > emu_now
                 else Action.EMULATOR_SHRINK,
                 emu_now, emu_want, decision.reason(saturated)))
         # Parked between two ticks (after the emulator's, which comes first).
@@ -475,6 +478,12 @@ class Controller:
         pred = loop.decide(count, sample.latency_us, sample.util,
                            traffic.demand, min(state.committed, count), now,
                            state.trial)
+        if pred.action == Action.PROBE and \
+                self.emulator_pool.latency_trial_open():
+            # One trial at a time: the pool's is judged on this latency.
+            self._wait(state, reason.of(latency.POOL_TRIAL,
+                                        cores=pred.cores))
+            return
         self._adopt(state, self._latency_bounded(state, pred, sample.util),
                     count, sample.util, now, True, traffic)
         if pred.action == Action.GROW and \
@@ -932,7 +941,35 @@ class Controller:
             saturated=tuple(saturated), short=tuple(short),
             room=self._idle_room(), deficit=tuple(self._vcpu_deficit(samples)),
             probes=tuple(probes), active=active,
-            takes_guest_cores=self._grow_takes_guest_cores)
+            takes_guest_cores=self._grow_takes_guest_cores,
+            latency=self._pool_latency(now, samples))
+
+    def _pool_latency(self, now, samples):
+        """The pool's :class:`emulator_pool.LatencyGuests`, or None.
+
+        None unless every managed VM is active in the QoS-target mode with
+        a fresh latency on this tick: the emulator threads of every VM
+        share the pool, and a black-box guest's QoS is not seen.
+        """
+        cfg = self.config
+        if not self.vms:
+            return None
+        slack, violating = True, False
+        for uuid, state in self.vms.items():
+            sample = samples.get(uuid)
+            if state.latency is None or state.mode != VmMode.ACTIVE or \
+                    not state.cores or sample is None or \
+                    sample.latency_us is None or sample.host_only:
+                return None
+            if state.trial is not None or \
+                    not state.settled(now, cfg.settle_time):
+                # Its own move is judged on its latency: not the pool's.
+                slack = False
+                continue
+            target = state.spec.latency_target_us
+            violating = violating or sample.latency_us > target
+            slack = slack and sample.latency_us < cfg.latency_slack * target
+        return emulator_pool.LatencyGuests(slack, violating)
 
     def _grow_takes_guest_cores(self, emu_want):
         """Whether the pool at ``emu_want`` takes a VM's committed cores.

@@ -115,8 +115,13 @@ YIELD_TO_SHORT = 'yield-to-short'   # a core back to a guest one short
 YIELD_TO_PROBE = 'yield-to-probe'   # a core for a denied probe
 PROBE_TAKE_BACK = 'probe-take-back'  # the probe ended: core back
 CONFIRM_SQUEEZE = 'confirm-squeeze'  # a grow taking guests' cores waits
+# QoS-target mode: a pool whose guests all report their latency.
+LATENCY_POOL_TRIAL = 'latency-pool-trial'    # a core fewer, on trial
+LATENCY_POOL_HOLD = 'latency-pool-hold'      # latency holds the size
+LATENCY_POOL_REVERT = 'latency-pool-revert'  # a guest violated: back
 RULES = (BAND, SATURATION, CEDE, FULL_HOST_HOLD, FULL_HOST_GROW,
-         YIELD_TO_SHORT, YIELD_TO_PROBE, PROBE_TAKE_BACK, CONFIRM_SQUEEZE)
+         YIELD_TO_SHORT, YIELD_TO_PROBE, PROBE_TAKE_BACK, CONFIRM_SQUEEZE,
+         LATENCY_POOL_TRIAL, LATENCY_POOL_HOLD, LATENCY_POOL_REVERT)
 
 
 def _pool_text(name):
@@ -174,6 +179,19 @@ class ActiveGuest:
 
 
 @dataclasses.dataclass(frozen=True)
+class LatencyGuests:
+    """The pool's guests, when every one reports a fresh latency.
+
+    ``slack``: each is settled, in no trial of its own and under
+    ``latency_slack`` times its target; ``violating``: some guest that
+    is settled and in no trial of its own is over its target.
+    """
+
+    slack: bool
+    violating: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class PoolView:
     """What the pool's policy sees of one tick.
 
@@ -186,7 +204,9 @@ class PoolView:
     at ``pcu_high`` or more with room to grow; ``probes`` the
     :class:`ProbeCandidate`; ``active`` maps each active guest to its
     :class:`ActiveGuest`; ``takes_guest_cores(size)`` says whether a pool
-    of ``size`` cores would take some guest's committed cores.
+    of ``size`` cores would take some guest's committed cores;
+    ``latency`` the :class:`LatencyGuests`, or None while some guest
+    sharing the pool is not in the QoS-target mode with a fresh latency.
     """
 
     now: float
@@ -203,6 +223,7 @@ class PoolView:
     probes: tuple = ()
     active: dict = dataclasses.field(default_factory=dict)
     takes_guest_cores: object = None
+    latency: LatencyGuests = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -340,6 +361,17 @@ class _ProbeYield:
 
 
 @dataclasses.dataclass
+class _LatencyTrial:
+    """The pool on ``size`` cores, one fewer than ``origin``, on trial."""
+
+    size: int
+    origin: int
+    busy_pct: float         # the emulator threads' busy time at the start
+    accepted: bool = False  # it settled with no guest over its target
+    violating: int = 0      # ticks in a row some guest was over it
+
+
+@dataclasses.dataclass
 class _Grow:
     per_guest_before: float     # emulator busy per guest busy
     time: float
@@ -375,6 +407,16 @@ class EmulatorPool:
         self._probe_yield = None
         # Ticks in a row that asked for a grow taking guests' cores.
         self._squeeze_asks = 0
+        # QoS-target mode: the size on trial or held by the guests'
+        # latency (_LatencyTrial), and the sizes such a trial went back
+        # from (size -> _FailedYield).
+        self._latency_trial = None
+        self._failed_latency = {}
+
+    def latency_trial_open(self):
+        """True while a latency trial of the pool is not yet judged."""
+        trial = self._latency_trial
+        return trial is not None and not trial.accepted
 
     def crowding(self, now):
         """{smaller size: learned busy ratio} still within memory."""
@@ -557,8 +599,7 @@ class EmulatorPool:
         blind = overload and squeezed   # learns nothing per guest busy
         if current_cores != self._size:
             self._size, self._size_since = current_cores, now
-        settled = now - self._size_since + self.config.tick_interval >= \
-            self.config.settle_time - 1e-6
+        settled = self._settled(now)
         if overload and settled and not squeezed and per_guest is not None:
             self._measured[current_cores] = _Measured(now, per_guest)
         for size, grow in list(self._grows.items()):
@@ -635,7 +676,10 @@ class EmulatorPool:
         if taken != want:
             want, rule = taken, PROBE_TAKE_BACK
         why, yielded_to, probe = (), None, None
-        if cfg.emulator_util_overload > 0:
+        judged = self._on_latency(view, want, util)
+        if judged is not None:
+            want, rule = judged
+        elif cfg.emulator_util_overload > 0:
             size, rule_now, why, yielded_to = self._under_overload(
                 view, want, util)
             if size != want or rule_now is not None:
@@ -654,6 +698,68 @@ class EmulatorPool:
         else:
             self._squeeze_asks = 0
         return PoolDecision(want, util, rule, why, yielded_to, probe)
+
+    def _on_latency(self, view, want, util):
+        """(size, rule) of a pool judged on its guests' latency, or None.
+
+        Only with ``emulator_util_overload`` set and while every guest
+        sharing the pool reports a fresh latency (``view.latency``): a
+        settled pool whose guests all have slack, in no trial of their
+        own, tries one core fewer while it projects under that mark
+        there, with no guest saturated or short of cores
+        (``latency-pool-trial``). The band does not grow it back
+        (``latency-pool-hold``) while no guest is over its target and
+        its threads' work fits (utilization under _TRIAL_BOUND). Either
+        (on a settled pool; on ``confirm_samples`` ticks in a row
+        before) sends it back (``latency-pool-revert``), and that size
+        is not tried again while the emulator threads' busy time stays
+        within ``sf_match_tolerance`` of the trial's, for
+        ``sample_max_age``. A report gone stale, or another rule's move,
+        ends the trial without a verdict: the band decides again.
+        """
+        cfg = self.config
+        guests, trial = view.latency, self._latency_trial
+        now, cores, busy = view.now, view.cores, view.busy_pct
+        if trial is not None and (guests is None or trial.size != cores):
+            self._latency_trial = trial = None
+        mark = cfg.emulator_util_overload
+        if guests is None or mark <= 0:
+            return None
+        settled = self._settled(now)
+        if trial is not None:
+            missed = guests.violating or util >= _TRIAL_BOUND
+            trial.violating = trial.violating + 1 if missed else 0
+            if missed and (settled or
+                           trial.violating >= cfg.confirm_samples):
+                self._latency_trial = None
+                self._failed_latency[trial.size] = _FailedYield(
+                    now, trial.busy_pct)
+                return trial.origin, LATENCY_POOL_REVERT
+            trial.accepted = trial.accepted or settled
+            if want > cores:
+                return cores, LATENCY_POOL_HOLD
+            return None
+        size = cores - 1
+        if want != cores or not settled or not guests.slack or \
+                view.saturated or view.short or \
+                self._probe_yield is not None or \
+                size < max(1, cfg.emulator_min_cores) or \
+                size in self.kept(now, view.guest_pct, busy):
+            return None
+        failed = self._failed_latency.get(size)
+        if failed is not None and \
+                self._same_load(now, failed.time, failed.busy_pct, busy):
+            return None
+        if self.projected(now, size, busy, view.pcpus_per_core,
+                          view.guest_pct) >= mark:
+            return None
+        self._latency_trial = _LatencyTrial(size, cores, busy)
+        return size, LATENCY_POOL_TRIAL
+
+    def _settled(self, now):
+        """True once the pool has held its size for ``settle_time``."""
+        return now - self._size_since + self.config.tick_interval >= \
+            self.config.settle_time - 1e-6
 
     def _under_overload(self, view, want, util):
         """(size, rule or None, why it yielded (reasons), guests yielded to).

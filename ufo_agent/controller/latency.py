@@ -47,6 +47,9 @@ TRIAL_ACCEPT = reason.rule(
 IN_BAND = reason.rule(
     'latency-in-band', 'p%(percentile)g %(latency).0f us within '
     '%(slack).2f-1 x target %(target).0f us')
+POOL_TRIAL = reason.rule(
+    'latency-pool-wait', 'trial of %(cores)d cores waits: the emulator '
+    'pool is on trial')
 STALE = reason.rule(
     'latency-stale', 'no fresh latency from the guest: black-box rules')
 

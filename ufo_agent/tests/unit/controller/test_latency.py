@@ -4,6 +4,7 @@ import pytest
 
 from ufo_agent.controller import Controller
 from ufo_agent.controller import ControllerConfig
+from ufo_agent.controller import emulator
 from ufo_agent.controller import HostTopology
 from ufo_agent.controller import latency
 from ufo_agent.controller import VmSample
@@ -25,9 +26,10 @@ class Host:
         self.decisions = []
         self.plan = None
 
-    def run(self, seconds, **samples):
+    def run(self, seconds, emulator_busy=10.0, **samples):
         for _ in range(seconds):
-            self.plan = self.controller.tick(float(self.t), samples, 10.0)
+            self.plan = self.controller.tick(float(self.t), samples,
+                                             emulator_busy)
             self.decisions += self.plan.decisions
             self.t += 1
         return self.plan
@@ -37,6 +39,9 @@ class Host:
 
     def rules(self, uuid='a'):
         return [d.reason.rule for d in self.decisions if d.vm == uuid]
+
+    def pool(self):
+        return len(self.plan.emulator_cores)
 
 
 def sample(latency_us, util=150.0):
@@ -257,3 +262,79 @@ def test_a_reverted_trial_commits_the_cores_its_work_keeps_busy():
     assert host.cores() == 4
     # 590 % at pcu_high (80 % of two CPUs a core) is four cores.
     assert host.controller.vms['a'].committed == 4
+
+
+# Emulator threads at 170 % of one CPU: 43 % of a two-core pool, which
+# the band keeps (85 % projected on one core is over emulator_util_high)
+# as Memcached 30 % + 30 % and Nginx + MySQL kept theirs at 44-47 %.
+POOL_BUSY = 170.0
+
+
+def pool_host(reporting='ab'):
+    """Two guests on a two-core pool; those in ``reporting`` have slack.
+
+    The others have no latency target: black-box guests.
+    """
+    specs = [VmSpec(u, 8, 'lc', latency_target_us=TARGET
+                    if u in reporting else None) for u in 'ab']
+    host = Host(specs=specs)
+    host.run(40, emulator_busy=POOL_BUSY, a=sample(200.0), b=sample(200.0))
+    return host
+
+
+def test_a_pool_whose_guests_all_have_slack_shrinks_by_trial():
+    host = pool_host()
+    assert host.pool() == 1
+    assert host.rules('emulator') == [emulator.BAND,
+                                      emulator.LATENCY_POOL_TRIAL]
+    # At 85 % of one core the band would grow it back: latency holds it.
+    host.run(30, emulator_busy=POOL_BUSY, a=sample(200.0), b=sample(200.0))
+    assert host.pool() == 1
+    assert host.plan.decisions == ()
+
+
+def test_a_guest_over_its_target_reverts_the_pool_for_good_at_that_load():
+    host = pool_host()
+    assert host.pool() == 1
+    host.run(1, emulator_busy=POOL_BUSY, a=sample(200.0),
+             b=sample(2 * TARGET))
+    assert host.pool() == 2
+    revert = host.decisions[-1]
+    assert (revert.action, revert.reason.rule) == (
+        'emulator-grow', emulator.LATENCY_POOL_REVERT)
+    # The guest's own grow is confirmed on the next second, as on a
+    # tick the pool does not grow.
+    host.run(1, emulator_busy=POOL_BUSY, a=sample(200.0),
+             b=sample(2 * TARGET))
+    assert host.cores('b') == 2
+    host.run(120, emulator_busy=POOL_BUSY, a=sample(200.0),
+             b=sample(200.0))
+    assert host.pool() == 2
+    assert host.rules('emulator').count(emulator.LATENCY_POOL_TRIAL) == 1
+
+
+def test_a_pool_with_a_black_box_guest_keeps_its_band():
+    mixed = pool_host(reporting='a')
+    assert mixed.pool() == 2
+    assert mixed.rules('emulator') == [emulator.BAND]
+    assert pool_host(reporting='ab').pool() == 1
+
+
+def test_a_report_gone_stale_ends_the_pool_trial():
+    host = pool_host()
+    assert host.pool() == 1
+    host.run(1, emulator_busy=POOL_BUSY, a=sample(200.0), b=sample(None))
+    assert host.pool() == 2
+    assert host.rules('emulator')[-1] == emulator.BAND
+    assert emulator.LATENCY_POOL_REVERT not in host.rules('emulator')
+
+
+def test_a_guests_trial_waits_while_the_pools_is_judged():
+    specs = [VmSpec(u, 8, 'lc', latency_target_us=TARGET) for u in 'ab']
+    host = Host(specs=specs)
+    host.run(4, emulator_busy=POOL_BUSY, a=sample(200.0), b=sample(200.0))
+    assert (host.pool(), host.cores('a'), host.cores('b')) == (1, 3, 3)
+    assert host.plan.vms['a'].note.rule == latency.POOL_TRIAL
+    # Once the pool's trial has settled, the guests' own trials go ahead.
+    host.run(5, emulator_busy=POOL_BUSY, a=sample(200.0), b=sample(200.0))
+    assert (host.pool(), host.cores('a'), host.cores('b')) == (1, 2, 2)
