@@ -118,6 +118,7 @@ class Guest:
         self._threads = None
         self._task_dir = os.path.join(proc_root, str(pid), 'task')
         self._task_names = None
+        self._task_mark = None      # (links, mtime) of the task list read
         self._settle = False        # read the names once more
         # Scans /proc for vhost kernel threads (one scan serves every
         # guest); its last answer is kept until a worker is gone.
@@ -216,11 +217,21 @@ class Guest:
     def threads(self):
         """QEMU's threads, from /proc.
 
-        The task list is listed on every call (one directory read); the
-        threads' names are read again when it changed, and once more on
-        the next call: a new thread takes its name just after it starts.
+        The task list is listed again when its directory changed: its
+        link count (on procfs, two plus the threads; elsewhere, as in
+        the fakes, its subdirectories) or its modification time. A
+        thread that exits while another starts leaves the count as it
+        was: its schedstat, read on every observation, tells (see
+        :meth:`observe`). The threads' names are read again when the
+        list changed, and once more on the next call: a new thread
+        takes its name just after it starts.
         """
         try:
+            stat = os.stat(self._task_dir)
+            mark = (stat.st_nlink, stat.st_mtime_ns)
+            if mark == self._task_mark and self._threads is not None and \
+                    not self._settle:
+                return self._threads
             # Compared as listed: the names of an unchanged task list
             # come in the same order.
             names = os.listdir(self._task_dir)
@@ -233,6 +244,7 @@ class Guest:
                     self.pid, self.proc_root, tids, self._kthreads)
                 self._task_names = names
                 self._settle = changed
+            self._task_mark = mark
         except OSError as exc:
             if not os.path.exists(os.path.join(self.proc_root,
                                                str(self.pid))):
@@ -263,6 +275,32 @@ class Guest:
         if self.channel is not None:
             report = self.channel.read_guest(read_retries)
         counters = self._counters
+        cpu, wait, slices, gone = self._totals(threads)
+        if gone:
+            # A vCPU thread is gone though the task list looked the same
+            # (one thread exited as another started): listed again.
+            self._threads = None
+            threads = self.threads()
+            self._pin_plugged(threads.vcpus)
+            cpu, wait, slices, gone = self._totals(threads)
+        if gone:
+            self._threads = None
+            raise base.DriverError('guest %s: vCPU thread %d of %d is gone'
+                                   % (self.uuid, gone[0][1], gone[0][0]))
+        # A worker gone is left out: the task list is listed again next.
+        emu, emu_wait, _, gone = counters.totals(self._other_keys)
+        if gone:
+            self._threads = None
+            if any(pid != self.pid for pid, _ in gone):
+                self._kthreads = None       # a NIC went: scan again
+        return base.Observation(
+            now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
+            emulator_threads=len(threads.others) + len(threads.vhost),
+            nics=nics)
+
+    def _totals(self, threads):
+        """(cpu, wait, slices, gone) of the vCPU threads (as totals())."""
+        counters = self._counters
         if threads is not self._counted:
             pid = self.pid
             self._counted = threads
@@ -272,20 +310,7 @@ class Guest:
             self._other_keys = tuple((pid, tid) for tid in threads.others) \
                 + tuple(threads.vhost)
             counters.keep(set(self._vcpu_keys) | set(self._other_keys))
-        cpu, wait, slices, gone = counters.totals(self._vcpu_keys)
-        if gone:
-            self._threads = None
-            raise base.DriverError('guest %s: vCPU thread %d of %d is gone'
-                                   % (self.uuid, gone[0][1], gone[0][0]))
-        # A worker gone is left out: the next task list shows it.
-        emu, emu_wait, _, gone = counters.totals(self._other_keys)
-        if gone and any(pid != self.pid for pid, _ in gone):
-            self._kthreads = None       # a NIC went: scan again
-            self._threads = None
-        return base.Observation(
-            now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
-            emulator_threads=len(threads.others) + len(threads.vhost),
-            nics=nics)
+        return counters.totals(self._vcpu_keys)
 
     def _pin_plugged(self, vcpus):
         """Pin a vCPU thread that appeared since the last observation.
