@@ -432,11 +432,32 @@ class Guest:
         adds its own set. Read guest after guest (the drift check): a
         read left in flight after the pin wait makes the guest busy.
         """
+        outcome, = self.host.call_batch([(self.uuid, self.pin_reads())],
+                                        self.host.pin_wait)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return self.live_pins(outcome)
+
+    def pin_reads(self):
+        """The calls that read its pins, for :meth:`.Host.call_batch`.
+
+        Their values go to :meth:`live_pins`.
+        """
+        return self._pin_reads(self.host.get_connection())
+
+    def _pin_reads(self, conn):
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        _, (vcpus, emulator) = self._on_dom(
-            [('pins of %s' % self.uuid, 'vcpuPinInfo', (live,)),
-             ('emulator pin of %s' % self.uuid, 'emulatorPinInfo',
-              (live,))], self.host.pin_wait)
+        dom = yield ('domain %s' % self.uuid, self._lookup_on, (conn,))
+        yield ('pins of %s' % self.uuid, dom.vcpuPinInfo, (live,))
+        yield ('emulator pin of %s' % self.uuid, dom.emulatorPinInfo,
+               (live,))
+
+    def _lookup_on(self, conn):
+        return self._same_qemu(conn.lookupByUUIDString(self.uuid))
+
+    def live_pins(self, values):
+        """:meth:`read_pins`'s answer from the values of :meth:`pin_reads`."""
+        _, vcpus, emulator = values
         sets = {cpu_set(m) for m in vcpus}
         try:
             tids = self.threads().vcpus.values()
