@@ -255,11 +255,13 @@ class Host:
         """
         conn = self.get_connection()
         lv = self.libvirt
-        active = self.call('list domains', conn.listAllDomains,
-                           lv.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
-        running = {dom.UUIDString() for dom in self.call(
-            'list domains', conn.listAllDomains,
-            lv.VIR_CONNECT_LIST_DOMAINS_RUNNING)}
+        # Both lists in one hand-off to the call thread.
+        active, running = self.call_each(
+            [('list domains', conn.listAllDomains,
+              (lv.VIR_CONNECT_LIST_DOMAINS_ACTIVE,)),
+             ('list domains', conn.listAllDomains,
+              (lv.VIR_CONNECT_LIST_DOMAINS_RUNNING,))])
+        running = {dom.UUIDString() for dom in running}
         out = []
         for dom in active:
             uuid = dom.UUIDString()

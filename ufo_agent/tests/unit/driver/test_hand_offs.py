@@ -1,8 +1,9 @@
-"""The drift check reads the pins of its guests in one hand-off.
+"""Reads handed to the libvirt call thread together.
 
-Over the libvirt driver and a fake libvirt: the reads of every guest
-due go to the libvirt call thread at once, and a guest whose read hangs
-holds up the reads after it by the pin wait only, as one by one.
+Over the libvirt driver and a fake libvirt: the drift check's reads of
+every guest due go to the call thread at once, and a guest whose read
+hangs holds up the reads after it by the pin wait only, as one by one;
+a tick's listing of the domains is one hand-off.
 """
 
 import os
@@ -83,3 +84,12 @@ def test_a_hung_read_holds_up_the_reads_after_it_by_the_pin_wait(guests):
     # The hung guest is busy until its read returns.
     assert driver.busy_guests() == frozenset({hung})
     gate.set()
+
+
+def test_a_listing_of_the_guests_is_one_hand_off(guests, monkeypatch):
+    driver, doms = guests
+    assert {g.uuid for g in driver.guests()} == set(UUIDS)
+    hand_offs = _hand_offs(driver, monkeypatch)
+    assert {g.uuid for g in driver.guests()} == set(UUIDS)
+    # The active and the running domains (two before).
+    assert len(hand_offs) == 1
