@@ -25,14 +25,16 @@ from ufo_agent.hypervisor import procfs
 LOG = logging.getLogger(__name__)
 
 
-def cpumap(cpus, managed_cpus):
+def cpumap(cpus, managed_cpus, host_cpus=None):
     """libvirt's CPU map of ``cpus``.
 
     As wide as the highest of those CPUs, the managed CPUs and the host's
-    CPU count: libvirt leaves the CPUs beyond a short map as they were.
+    CPU count (``host_cpus``; None: ``os.cpu_count()``): libvirt leaves
+    the CPUs beyond a short map as they were.
     """
-    return _cpumap(frozenset(cpus), frozenset(managed_cpus),
-                   os.cpu_count() or 1)
+    if host_cpus is None:
+        host_cpus = os.cpu_count() or 1
+    return _cpumap(frozenset(cpus), frozenset(managed_cpus), host_cpus)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -96,7 +98,7 @@ class Guest:
     def __init__(self, host, info, dom_id, pid, channel,
                  managed_cpus=frozenset(), proc_root='/proc',
                  domain_name=None, start_time=None, vhost_kthreads=None,
-                 clock=None):
+                 clock=None, cpu_count=None):
         self.host = host
         self.info = info
         self.dom_id = dom_id
@@ -125,6 +127,9 @@ class Guest:
         self._scan_kthreads = vhost_kthreads or (
             lambda: procfs.vhost_kernel_threads(proc_root))
         self._kthreads = None
+        # The host's CPU count for the width of a CPU map (None:
+        # os.cpu_count(), which reads sysfs on every call).
+        self._cpu_count = cpu_count or (lambda: None)
         # Its threads' schedstat files, kept open for the thread set
         # last observed.
         self._counters = procfs.ThreadCounters(proc_root)
@@ -190,7 +195,7 @@ class Guest:
         return self.host.call(what, func, *args, key=self.uuid)
 
     def _cpumap(self, cpus):
-        return cpumap(cpus, self.managed_cpus)
+        return cpumap(cpus, self.managed_cpus, self._cpu_count())
 
     def rebooted(self):
         """The guest kernel starts over: find threads, restart history."""
