@@ -23,7 +23,7 @@ def value(cls):
     cls = dataclasses.dataclass(frozen=True)(cls)
     fields = dataclasses.fields(cls)
     if hasattr(cls, '__post_init__') or '__slots__' in vars(cls) or any(
-            not f.init or f.kw_only or
+            not f.init or f.kw_only or f.name == '_dict_' or
             f.default_factory is not dataclasses.MISSING for f in fields):
         return cls
     params, defaults = [], {}
@@ -33,9 +33,11 @@ def value(cls):
         else:
             defaults['_default_' + f.name] = f.default
             params.append('%s=_default_%s' % (f.name, f.name))
-    source = 'def __init__(self, %s):\n    self.__dict__.update(%s)\n' % (
-        ', '.join(params), ', '.join('%s=%s' % (f.name, f.name)
-                                     for f in fields))
+    # One store a field into the instance's dict: about half the cost
+    # of an update() with keywords, which builds a dict first.
+    source = 'def __init__(self, %s):\n    _dict_ = self.__dict__\n%s' % (
+        ', '.join(params), ''.join('    _dict_[%r] = %s\n' % (f.name, f.name)
+                                   for f in fields))
     namespace = dict(defaults)
     exec(source, namespace)
     init = namespace['__init__']

@@ -30,8 +30,10 @@ import dataclasses
 import heapq
 import math
 
+from ufo_agent import frozen
 
-@dataclasses.dataclass(frozen=True)
+
+@frozen.value
 class Request:
     """Demand of one active VM.
 

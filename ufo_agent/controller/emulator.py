@@ -91,6 +91,7 @@ import collections
 import dataclasses
 
 from ufo_agent.controller import reason
+from ufo_agent import frozen
 
 # Bounds of a learned crowding ratio: a measurement outside them is noise.
 _MIN_CROWDING = 1.0
@@ -170,7 +171,7 @@ class ProbeCandidate:
     pcu: float
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class ActiveGuest:
     """An active guest's cores held, and whether it is probing now."""
 

@@ -163,6 +163,19 @@ class HypervisorDriver(abc.ABC):
         Raises as :meth:`pin_vcpus` does.
         """
 
+    def read_pins_many(self, uuids):
+        """{uuid: :meth:`read_pins`' answer, or the exception it raised}.
+
+        A driver may read them at a lower cost than one by one.
+        """
+        out = {}
+        for uuid in uuids:
+            try:
+                out[uuid] = self.read_pins(uuid)
+            except Exception as exc:
+                out[uuid] = exc
+        return out
+
     def busy_guests(self):
         """The uuids of guests whose earlier calls have not returned.
 

@@ -731,16 +731,23 @@ class Enforcer:
         plan again (``pin_repairs`` counts them).
         """
         drifted = []
+        due = []
         for uuid in sorted(self.guests if uuids is None else uuids):
             vcpu = self.ledger.get((uuid, VCPU))
             emulator = self.ledger.get((uuid, EMULATOR))
             if vcpu is None or emulator is None or \
                     not _known(vcpu.pool) or not _known(emulator.pool):
                 continue
-            try:
-                vcpus, live_emulator = self.driver.read_pins(uuid)
-            except base.DriverError:
+            due.append(uuid)
+        # Read at once: one hand-off to the libvirt call thread for all.
+        live = self.driver.read_pins_many(due)
+        for uuid in due:
+            vcpu = self.ledger.get((uuid, VCPU))
+            emulator = self.ledger.get((uuid, EMULATOR))
+            found = live.get(uuid)
+            if found is None or isinstance(found, Exception):
                 continue
+            vcpus, live_emulator = found
             if vcpus != {vcpu.cpus} or live_emulator != emulator.cpus:
                 drifted.append(uuid)
                 self.pin_repairs += 1

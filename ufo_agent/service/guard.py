@@ -85,6 +85,19 @@ class GuardedDriver(base.HypervisorDriver):
     def read_pins(self, uuid):
         return self._guest_call('read_pins', uuid)
 
+    def read_pins_many(self, uuids):
+        out = self.driver.read_pins_many(uuids)
+        for uuid, found in out.items():
+            if isinstance(found, Exception) and \
+                    not isinstance(found, base.DriverError):
+                self.on_error(uuid, 'read_pins', found)
+                error = UnexpectedDriverError('read_pins: unexpected %s: %s'
+                                              % (type(found).__name__,
+                                                 found))
+                error.__cause__ = found
+                out[uuid] = error
+        return out
+
     def release(self, uuid):
         return self._guest_call('release', uuid)
 

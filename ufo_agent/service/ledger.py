@@ -31,8 +31,9 @@ others could move a thread beside another pool: pins are found as
 they are, overlapping other guests' where they do.
 """
 
-import dataclasses
 import functools
+
+from ufo_agent import frozen
 
 SHARED = 'shared'           # idle pool: parked and best-effort VMs
 EMULATOR = 'emulator'       # shared emulator pool
@@ -53,7 +54,7 @@ def unknown(key):
     return 'unknown:%s:%s' % key
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen.value
 class Entry:
     """A pinning's CPUs, by pool: one part once a pin succeeded.
 

@@ -55,6 +55,10 @@ class OperationSkipped(CallSkipped, base.GuestBusy):
     """An operation of several calls was skipped before its first."""
 
 
+class _Abandoned(Exception):
+    """The caller gave up on a batch: its worker makes no more calls."""
+
+
 class ItemFailed(Exception):
     """A call of :meth:`Deadlines.run_each` raised ``error``."""
 
@@ -159,28 +163,38 @@ class Deadlines:
         calls = list(calls)
         if not calls:
             return []
-        held = self.busy(key)
+        outcome, = self.run_batch([(key, calls)], wait)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def run_batch(self, items, wait=None):
+        """The calls of several keys, handed to a worker thread at once.
+
+        ``items`` are ``(key, calls)``, run in turn as :meth:`run_each`
+        runs each (``calls`` may also be a generator, sent the value of
+        each call it yields: a call may depend on an earlier one's
+        value). Returns the outcome of each item run, in order: the
+        values of its calls, or the exception :meth:`run_each` would
+        raise. The first item that fails ends the batch: the list is
+        shorter than ``items`` then, and ends with its exception. A call
+        abandoned at its deadline (or ``wait``) ends it too, so a hung
+        key delays the keys after it by one deadline at most, as if
+        each had been handed over on its own.
+        """
+        items = list(items)
+        if not items:
+            return []
+        held = self.busy(items[0][0])
         if held is not None:
-            raise CallSkipped('%s: skipped while an earlier call has not '
-                              'returned (%s)' % (calls[0][0], held))
-        values = []
-        call = _Call(key, calls[0][0], self.clock())
-
-        def each():
-            for what, func, args in calls:
-                with self._lock:
-                    if call.abandoned:
-                        break       # its key is busy: no call is made
-                    call.what, call.started = what, self.clock()
-                try:
-                    values.append(func(*args))
-                except Exception as exc:
-                    raise ItemFailed(what, exc)
-            return values
-
+            return [self._skipped(items[0][1], held)]
+        outcomes = []
+        call = _Call(items[0][0], None, self.clock())
         if self.timeout is None or self.timeout <= 0:
-            return each()
-        self._hand_over(call, each, (), None)
+            self._run_items(call, items, outcomes)
+            return outcomes
+        self._hand_over(call, self._run_items, (call, items, outcomes),
+                        None)
         limit = self.timeout
         if wait is not None and 0 < wait < limit:
             limit = wait
@@ -194,26 +208,93 @@ class Deadlines:
                     wait = call.started + limit - self.clock()
                     if wait <= 0:
                         call.abandoned = True
-                        self._outstanding[key] = call
+                        self._outstanding[call.key] = call
                         self.timeouts += 1
+                        done = list(outcomes)
             if call.abandoned:
-                if limit < self.timeout:
-                    LOG.warning('libvirt call %s left in flight after %.2f '
-                                's: calls on %s are skipped until it '
-                                'returns', call.what, limit, key)
-                    raise CallInFlight('%s not returned after %.2f s'
-                                       % (call.what, limit))
-                LOG.error('libvirt call %s timed out after %.1f s: calls on '
-                          '%s are skipped until it returns', call.what,
-                          self.timeout, key)
-                raise CallTimedOut('%s timed out after %.1f s'
-                                   % (call.what, self.timeout))
+                return done + [self._abandoned(call, limit)]
             if wait is None:
                 call.done.acquire()
                 break
         if call.error is not None:
             raise call.error
-        return call.value
+        return outcomes
+
+    def _run_items(self, call, items, outcomes):
+        """The worker's side of :meth:`run_batch`."""
+        for key, calls in items:
+            with self._lock:
+                if call.abandoned:
+                    return
+                call.key, call.started = key, self.clock()
+                held = self._outstanding.get(key)
+                if held is None and key != CONNECTION:
+                    held = self._outstanding.get(CONNECTION)
+            if held is not None:
+                outcomes.append(self._skipped(calls, held.what))
+                return
+            try:
+                values = self._drive(call, calls)
+            except _Abandoned:
+                return
+            except ItemFailed as exc:
+                values = exc
+            with self._lock:
+                if call.abandoned:
+                    return      # the caller has its outcomes
+                outcomes.append(values)
+            if isinstance(values, Exception):
+                return
+
+    def _drive(self, call, calls):
+        """Make ``calls`` on the worker, as ``call``; their values.
+
+        Raises _Abandoned once the caller gave up on ``call``, and
+        ItemFailed for a call that raised.
+        """
+        values = []
+        generator = calls if hasattr(calls, 'send') else None
+        steps = iter(calls)
+        value = None
+        while True:
+            try:
+                step = steps.send(value) if generator is not None \
+                    else next(steps)
+            except StopIteration:
+                return values
+            what, func, args = step
+            with self._lock:
+                if call.abandoned:
+                    raise _Abandoned()      # its key is busy: no call
+                call.what, call.started = what, self.clock()
+            try:
+                value = func(*args)
+            except Exception as exc:
+                if generator is not None:
+                    generator.close()
+                raise ItemFailed(what, exc)
+            values.append(value)
+
+    @staticmethod
+    def _skipped(calls, held):
+        what = calls[0][0] if isinstance(calls, (list, tuple)) and calls \
+            else 'call'
+        return CallSkipped('%s: skipped while an earlier call has not '
+                           'returned (%s)' % (what, held))
+
+    def _abandoned(self, call, limit):
+        """The exception of ``call``, abandoned after ``limit`` s."""
+        if limit < self.timeout:
+            LOG.warning('libvirt call %s left in flight after %.2f '
+                        's: calls on %s are skipped until it '
+                        'returns', call.what, limit, call.key)
+            return CallInFlight('%s not returned after %.2f s'
+                                % (call.what, limit))
+        LOG.error('libvirt call %s timed out after %.1f s: calls on '
+                  '%s are skipped until it returns', call.what,
+                  self.timeout, call.key)
+        return CallTimedOut('%s timed out after %.1f s'
+                            % (call.what, self.timeout))
 
     def _hand_over(self, call, func, args, discard):
         """``func(*args)`` for ``call`` to an idle worker, or a new one."""

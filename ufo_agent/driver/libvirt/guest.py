@@ -25,14 +25,16 @@ from ufo_agent.hypervisor import procfs
 LOG = logging.getLogger(__name__)
 
 
-def cpumap(cpus, managed_cpus):
+def cpumap(cpus, managed_cpus, host_cpus=None):
     """libvirt's CPU map of ``cpus``.
 
     As wide as the highest of those CPUs, the managed CPUs and the host's
-    CPU count: libvirt leaves the CPUs beyond a short map as they were.
+    CPU count (``host_cpus``; None: ``os.cpu_count()``): libvirt leaves
+    the CPUs beyond a short map as they were.
     """
-    return _cpumap(frozenset(cpus), frozenset(managed_cpus),
-                   os.cpu_count() or 1)
+    if host_cpus is None:
+        host_cpus = os.cpu_count() or 1
+    return _cpumap(frozenset(cpus), frozenset(managed_cpus), host_cpus)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -96,7 +98,7 @@ class Guest:
     def __init__(self, host, info, dom_id, pid, channel,
                  managed_cpus=frozenset(), proc_root='/proc',
                  domain_name=None, start_time=None, vhost_kthreads=None,
-                 clock=None):
+                 clock=None, cpu_count=None):
         self.host = host
         self.info = info
         self.dom_id = dom_id
@@ -118,12 +120,16 @@ class Guest:
         self._threads = None
         self._task_dir = os.path.join(proc_root, str(pid), 'task')
         self._task_names = None
+        self._task_mark = None      # (links, mtime) of the task list read
         self._settle = False        # read the names once more
         # Scans /proc for vhost kernel threads (one scan serves every
         # guest); its last answer is kept until a worker is gone.
         self._scan_kthreads = vhost_kthreads or (
             lambda: procfs.vhost_kernel_threads(proc_root))
         self._kthreads = None
+        # The host's CPU count for the width of a CPU map (None:
+        # os.cpu_count(), which reads sysfs on every call).
+        self._cpu_count = cpu_count or (lambda: None)
         # Its threads' schedstat files, kept open for the thread set
         # last observed.
         self._counters = procfs.ThreadCounters(proc_root)
@@ -189,7 +195,7 @@ class Guest:
         return self.host.call(what, func, *args, key=self.uuid)
 
     def _cpumap(self, cpus):
-        return cpumap(cpus, self.managed_cpus)
+        return cpumap(cpus, self.managed_cpus, self._cpu_count())
 
     def rebooted(self):
         """The guest kernel starts over: find threads, restart history."""
@@ -216,11 +222,21 @@ class Guest:
     def threads(self):
         """QEMU's threads, from /proc.
 
-        The task list is listed on every call (one directory read); the
-        threads' names are read again when it changed, and once more on
-        the next call: a new thread takes its name just after it starts.
+        The task list is listed again when its directory changed: its
+        link count (on procfs, two plus the threads; elsewhere, as in
+        the fakes, its subdirectories) or its modification time. A
+        thread that exits while another starts leaves the count as it
+        was: its schedstat, read on every observation, tells (see
+        :meth:`observe`). The threads' names are read again when the
+        list changed, and once more on the next call: a new thread
+        takes its name just after it starts.
         """
         try:
+            stat = os.stat(self._task_dir)
+            mark = (stat.st_nlink, stat.st_mtime_ns)
+            if mark == self._task_mark and self._threads is not None and \
+                    not self._settle:
+                return self._threads
             # Compared as listed: the names of an unchanged task list
             # come in the same order.
             names = os.listdir(self._task_dir)
@@ -233,6 +249,7 @@ class Guest:
                     self.pid, self.proc_root, tids, self._kthreads)
                 self._task_names = names
                 self._settle = changed
+            self._task_mark = mark
         except OSError as exc:
             if not os.path.exists(os.path.join(self.proc_root,
                                                str(self.pid))):
@@ -263,6 +280,32 @@ class Guest:
         if self.channel is not None:
             report = self.channel.read_guest(read_retries)
         counters = self._counters
+        cpu, wait, slices, gone = self._totals(threads)
+        if gone:
+            # A vCPU thread is gone though the task list looked the same
+            # (one thread exited as another started): listed again.
+            self._threads = None
+            threads = self.threads()
+            self._pin_plugged(threads.vcpus)
+            cpu, wait, slices, gone = self._totals(threads)
+        if gone:
+            self._threads = None
+            raise base.DriverError('guest %s: vCPU thread %d of %d is gone'
+                                   % (self.uuid, gone[0][1], gone[0][0]))
+        # A worker gone is left out: the task list is listed again next.
+        emu, emu_wait, _, gone = counters.totals(self._other_keys)
+        if gone:
+            self._threads = None
+            if any(pid != self.pid for pid, _ in gone):
+                self._kthreads = None       # a NIC went: scan again
+        return base.Observation(
+            now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
+            emulator_threads=len(threads.others) + len(threads.vhost),
+            nics=nics)
+
+    def _totals(self, threads):
+        """(cpu, wait, slices, gone) of the vCPU threads (as totals())."""
+        counters = self._counters
         if threads is not self._counted:
             pid = self.pid
             self._counted = threads
@@ -272,20 +315,7 @@ class Guest:
             self._other_keys = tuple((pid, tid) for tid in threads.others) \
                 + tuple(threads.vhost)
             counters.keep(set(self._vcpu_keys) | set(self._other_keys))
-        cpu, wait, slices, gone = counters.totals(self._vcpu_keys)
-        if gone:
-            self._threads = None
-            raise base.DriverError('guest %s: vCPU thread %d of %d is gone'
-                                   % (self.uuid, gone[0][1], gone[0][0]))
-        # A worker gone is left out: the next task list shows it.
-        emu, emu_wait, _, gone = counters.totals(self._other_keys)
-        if gone and any(pid != self.pid for pid, _ in gone):
-            self._kthreads = None       # a NIC went: scan again
-            self._threads = None
-        return base.Observation(
-            now, cpu, wait, slices, emu, report, emulator_wait_ns=emu_wait,
-            emulator_threads=len(threads.others) + len(threads.vhost),
-            nics=nics)
+        return counters.totals(self._vcpu_keys)
 
     def _pin_plugged(self, vcpus):
         """Pin a vCPU thread that appeared since the last observation.
@@ -407,11 +437,32 @@ class Guest:
         adds its own set. Read guest after guest (the drift check): a
         read left in flight after the pin wait makes the guest busy.
         """
+        outcome, = self.host.call_batch([(self.uuid, self.pin_reads())],
+                                        self.host.pin_wait)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return self.live_pins(outcome)
+
+    def pin_reads(self):
+        """The calls that read its pins, for :meth:`.Host.call_batch`.
+
+        Their values go to :meth:`live_pins`.
+        """
+        return self._pin_reads(self.host.get_connection())
+
+    def _pin_reads(self, conn):
         live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        _, (vcpus, emulator) = self._on_dom(
-            [('pins of %s' % self.uuid, 'vcpuPinInfo', (live,)),
-             ('emulator pin of %s' % self.uuid, 'emulatorPinInfo',
-              (live,))], self.host.pin_wait)
+        dom = yield ('domain %s' % self.uuid, self._lookup_on, (conn,))
+        yield ('pins of %s' % self.uuid, dom.vcpuPinInfo, (live,))
+        yield ('emulator pin of %s' % self.uuid, dom.emulatorPinInfo,
+               (live,))
+
+    def _lookup_on(self, conn):
+        return self._same_qemu(conn.lookupByUUIDString(self.uuid))
+
+    def live_pins(self, values):
+        """:meth:`read_pins`'s answer from the values of :meth:`pin_reads`."""
+        _, vcpus, emulator = values
         sets = {cpu_set(m) for m in vcpus}
         try:
             tids = self.threads().vcpus.values()

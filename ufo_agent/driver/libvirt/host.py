@@ -197,17 +197,35 @@ class Host:
         of one :meth:`call` each (:meth:`.Deadlines.run_each`, ``wait``
         as there); the first that fails ends them. Returns their values.
         """
+        calls = list(calls)
+        if not calls:
+            return []
+        outcome, = self.call_batch([(key, calls)], wait)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def call_batch(self, items, wait=None):
+        """``(key, calls)`` items, one hand-off for all of them.
+
+        As :meth:`.Deadlines.run_batch`, with the errors :meth:`call`
+        raises: an outcome per item run, its values or its exception (a
+        DriverError, or what a call raised that is not a libvirt error);
+        the first that fails ends the batch.
+        """
         conn = self._conn
-        try:
-            return self.deadlines.run_each(key, calls, wait)
-        except deadline.CallTimedOut:
-            self._retire(conn, key)
-            raise
-        except deadline.ItemFailed as failed:
-            what, exc = failed.what, failed.error
-        if not isinstance(exc, self.libvirt.libvirtError):
-            raise exc
-        raise self._failed(what, exc)
+        outcomes = self.deadlines.run_batch(items, wait)
+        if outcomes and isinstance(outcomes[-1], Exception):
+            error = outcomes[-1]
+            if isinstance(error, deadline.CallTimedOut):
+                key = items[len(outcomes) - 1][0]
+                self._retire(conn, key)
+            elif isinstance(error, deadline.ItemFailed):
+                exc = error.error
+                outcomes[-1] = (self._failed(error.what, exc)
+                                if isinstance(exc, self.libvirt.libvirtError)
+                                else exc)
+        return outcomes
 
     def _failed(self, what, exc):
         """The DriverError of a failed call; a dead connection is dropped."""
@@ -237,11 +255,13 @@ class Host:
         """
         conn = self.get_connection()
         lv = self.libvirt
-        active = self.call('list domains', conn.listAllDomains,
-                           lv.VIR_CONNECT_LIST_DOMAINS_ACTIVE)
-        running = {dom.UUIDString() for dom in self.call(
-            'list domains', conn.listAllDomains,
-            lv.VIR_CONNECT_LIST_DOMAINS_RUNNING)}
+        # Both lists in one hand-off to the call thread.
+        active, running = self.call_each(
+            [('list domains', conn.listAllDomains,
+              (lv.VIR_CONNECT_LIST_DOMAINS_ACTIVE,)),
+             ('list domains', conn.listAllDomains,
+              (lv.VIR_CONNECT_LIST_DOMAINS_RUNNING,))])
+        running = {dom.UUIDString() for dom in running}
         out = []
         for dom in active:
             uuid = dom.UUIDString()

@@ -300,3 +300,32 @@ def test_the_first_call_that_fails_ends_the_run():
         assert caught.value.what == 'b'
         assert isinstance(caught.value.error, ValueError)
         assert made == ['a']
+
+
+def test_a_batch_stops_at_its_first_failing_key_and_keeps_its_deadlines(
+        gates):
+    deadlines = deadline.Deadlines(10.0)
+    gate = gates()
+    made = []
+
+    def after_a(value):
+        # A generator's call depends on the value of the one before.
+        made.append((yield ('a1', lambda: 'x', ())))
+        yield ('a2', made.append, (value,))
+
+    items = [('a', after_a('y')), ('b', [('b1', gate.wait, ())]),
+             ('c', [('c1', made.append, ('c',))])]
+    start = time.monotonic()
+    outcomes = deadlines.run_batch(items, wait=TIMEOUT)
+    assert time.monotonic() - start < 3 * TIMEOUT
+    assert outcomes[0] == ['x', None]
+    assert isinstance(outcomes[1], deadline.CallInFlight)
+    assert len(outcomes) == 2 and made == ['x', 'y']
+    # Its key alone is busy; the keys after it go in a batch of their own.
+    assert deadlines.busy('b') == 'b1' and deadlines.busy('c') is None
+    assert deadlines.run_batch(items[2:]) == [[None]]
+    assert isinstance(deadlines.run_batch(items[1:2])[0],
+                      deadline.CallSkipped)
+    gate.set()
+    _wait_until(lambda: deadlines.busy('b') is None)
+    assert made == ['x', 'y', 'c']

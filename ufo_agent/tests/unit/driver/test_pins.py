@@ -55,6 +55,28 @@ def test_cpu_map_is_wide_enough_for_every_cpu(host, hv, monkeypatch,
         (0, _bits(width, cpus), LIVE), (1, _bits(width, cpus), LIVE)]
 
 
+def test_the_host_cpu_count_is_read_once_a_poll(host, hv, monkeypatch):
+    width, reads = [8], []
+
+    def cpu_count():
+        reads.append(width[0])
+        return width[0]
+    monkeypatch.setattr(os, 'cpu_count', cpu_count)
+    host.boot(U1, nova_xml(U1, cpuset='0-3'), pid=500)
+    driver = host.driver(managed_cpus=frozenset(range(4)))
+    driver.guests()
+    del reads[:]
+    for _ in range(3):
+        driver.pin_vcpus(U1, frozenset({1}))
+    # Read for every pin before (it reads sysfs).
+    assert reads == [8]
+    # A CPU brought online: the maps of the next poll's pins cover it.
+    width[0] = 12
+    driver.guests()
+    driver.pin_vcpus(U1, frozenset({1}))
+    assert _calls(hv, 'pinVcpuFlags')[-1] == (1, _bits(12, {1}), LIVE)
+
+
 def test_every_vcpu_thread_is_pinned_live(guest, hv, monkeypatch):
     monkeypatch.setattr(os, 'cpu_count', lambda: 8)
     driver, dom = guest
