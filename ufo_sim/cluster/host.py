@@ -252,8 +252,8 @@ class ClusterHost:
         until the host's layout has held for ``STABLE_TICKS`` seconds
         (at least ``MIN_TICKS`` after a boot, delete or load change);
         the rest of the step then runs at once with that layout, each of
-        its seconds judged as the layout's, unless the agent's idle
-        detector is counting toward parking or waking a VM.
+        its seconds judged as the layout's, up to the second the agent's
+        idle detector would park or wake a VM (:meth:`_quiet_span`).
         """
         seconds = int(seconds)
         for vm_id, vm in self.vms.items():
@@ -271,9 +271,8 @@ class ClusterHost:
         while done < seconds:
             span = 1
             if self.quasi_static and self._stable >= STABLE_TICKS and \
-                    self._since_change >= MIN_TICKS and \
-                    not self._timer_running():
-                span = seconds - done
+                    self._since_change >= MIN_TICKS:
+                span = self._quiet_span(seconds - done)
             self.host.advance(self.tick * span)
             self.now += span
             done += span
@@ -306,23 +305,30 @@ class ClusterHost:
                                 int(changes))
         return HostStep(self.name, start, seconds, vms, tuple(held))
 
-    def _timer_running(self):
-        """Will the agent change the layout with the inputs held?
+    def _quiet_span(self, left):
+        """Seconds the layout holds with the inputs held, at most ``left``.
 
-        Its idle detector parks a VM quiet for ``idle_after`` seconds
-        and wakes a parked one after ``confirm_samples`` busy samples:
-        a jump over that time would skip the change.
+        The agent's idle detector parks a VM quiet for ``idle_after``
+        seconds and wakes a parked one after ``confirm_samples`` busy
+        samples. A jump ends the second before a quiet VM's timer runs
+        out, so that the agent's own tick parks it; while a parked VM
+        counts busy samples there is no jump (1). A timer that ran out
+        without a park changes nothing with the inputs held.
         """
         if self.agent is None:
-            return False
+            return left
+        now = self.driver.now()
+        idle_after = self.agent.controller.config.idle_after
         for state in self.agent.controller.vms.values():
-            if state.mode == plan_mod.VmMode.ACTIVE and \
-                    state.idle.idle_since is not None:
-                return True
             if state.mode == plan_mod.VmMode.IDLE and \
                     state.idle.busy_streak > 0:
-                return True
-        return False
+                return 1
+            if state.mode == plan_mod.VmMode.ACTIVE and \
+                    state.idle.idle_since is not None:
+                fires = state.idle.idle_since + idle_after - now
+                if fires > 0:
+                    left = min(left, max(1, math.ceil(fires) - 1))
+        return left
 
     def _judge(self, vm_id, vm, span):
         """(p99, in violation) of ``vm`` over the last ``span`` seconds."""

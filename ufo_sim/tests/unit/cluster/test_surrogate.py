@@ -153,6 +153,26 @@ def test_a_quiet_vm_is_parked_as_when_stepping_every_second():
     assert h.agent.ticks - ticks < 20
 
 
+def test_a_quiet_vms_timer_ends_a_jump_rather_than_every_jump():
+    # A VM going quiet parks idle_after seconds later: the jump runs to
+    # the second before, and the agent's own tick parks it, where each
+    # second of the timer was ticked through before (15 ticks).
+    ticks, held = {}, {}
+    for quasi in (True, False):
+        h = host_mod.ClusterHost('h0', 4, 2, 'ufo', seed=1,
+                                 fidelity='surrogate', quasi_static=quasi)
+        h.boot(requests.steady('v0', seed=0))
+        h.boot(requests.steady('v1', seed=0))
+        h.step(60, {'v0': 0.3, 'v1': 0.3})
+        before = h.agent.ticks
+        held[quasi] = h.step(300, {'v0': 0.3, 'v1': 0.0}).held_cpus
+        ticks[quasi] = h.agent.ticks - before
+        assert not h.agent.last_plan.vms['v1'].cores
+    assert ticks[True] <= host_mod.MIN_TICKS + host_mod.STABLE_TICKS + 2
+    # The second the layout changes is booked with the jump's held CPUs.
+    assert sum(a != b for a, b in zip(held[True], held[False])) <= 1
+
+
 def test_the_stored_parameters_are_the_fit_of_the_stored_data():
     train, _ = surrogate_fit.load_data()
     fitted = json.loads(json.dumps(surrogate_fit.fit(train)))
