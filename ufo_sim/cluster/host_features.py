@@ -168,3 +168,44 @@ def served(vms, siblings, smt_slowdown):
 
     return {vm.name: pool(frozenset(vm.vcpu_cpus)).get(vm.name, 1.0)
             for vm in vms}
+
+
+def crowding(vms, siblings):
+    """Per VM name: (others' vCPU demand on its vCPU CPUs, their cores).
+
+    The demand in CPUs' worth, a group pinned more widely counted for
+    its share as in :func:`features`; the cores: SMT groups with a CPU
+    among its vCPUs' CPUs.
+    """
+    out = {}
+    for vm in vms:
+        others = 0.0
+        for other in vms:
+            if other is vm or not other.vcpu_demand:
+                continue
+            inside = len(other.vcpu_cpus & vm.vcpu_cpus)
+            others += other.vcpu_demand * inside / len(other.vcpu_cpus)
+        cores = sum(1 for group in siblings
+                    if any(c in vm.vcpu_cpus for c in group))
+        out[vm.name] = (others, max(1, cores))
+    return out
+
+
+def wake_refill(work, debt, cold_slowdown, decay, gap, others, cores):
+    """Guest CPU seconds a request adds refilling the caches it wakes to.
+
+    The engine's cache model: a thread switched in where others ran
+    since it last did owes up to ``debt`` seconds of stall, paid as it
+    works at ``1 / cold_slowdown`` of its pace, so a wake-up followed by
+    ``work`` seconds of work costs ``min(work * (cold_slowdown - 1),
+    debt)`` more; the share owed decays as ``1 - exp(-others' CPU time
+    on the core / decay)``. A quiet vCPU wakes every ``gap`` seconds; it
+    finds a core no other thread ran on while fewer others' threads
+    (``others``, CPUs' worth) than its ``cores`` less one are busy, and
+    else one that ran ``others / cores`` CPUs' worth meanwhile.
+    """
+    if others <= 0 or gap <= 0 or work <= 0:
+        return 0.0
+    crowded = min(1.0, max(0.0, others - (cores - 1)))
+    cold = crowded * (1.0 - math.exp(-others / cores * gap / decay))
+    return cold * min(work * (cold_slowdown - 1.0), debt)

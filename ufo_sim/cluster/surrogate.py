@@ -95,6 +95,40 @@ def predict(params, profile, feats):
     return p99, bad
 
 
+def refilled(states, lc, spec, cost):
+    """``states`` with each LC VM's requests paying their cache refills.
+
+    ``lc``: (profile, requests per second) by VM name; ``cost``: the
+    fitted costs by profile: ``vcpu_s`` a request's guest time,
+    ``quiet_s`` that of a quiet VM alone on warm caches. A request that
+    finds its vCPU halted (a share ``1 - u`` of them) wakes it for its
+    first round's work; what the wake adds is
+    :func:`~ufo_sim.cluster.host_features.wake_refill` with the host's
+    cache parameters and the profile's footprint. Returns the states
+    and, by VM name, a request's guest time over ``vcpu_s``.
+    """
+    crowd = host_features.crowding(states, spec.siblings())
+    out, factor = [], {}
+    for state in states:
+        if state.name in lc and state.vcpu_demand:
+            profile, rps = lc[state.name]
+            base = cost[profile.name]['vcpu_s']
+            others, cores = crowd[state.name]
+            usable = max(1, min(state.online, len(state.vcpu_cpus)))
+            halted = max(0.0, 1.0 - state.vcpu_demand / usable)
+            extra = halted * host_features.wake_refill(
+                cost[profile.name]['quiet_s'] / profile.rounds,
+                spec.cache_refill * profile.cache_footprint,
+                spec.cold_slowdown, spec.cache_decay, usable / rps,
+                others, cores)
+            if extra:
+                factor[state.name] = 1.0 + extra / base
+                state = dataclasses.replace(
+                    state, vcpu_demand=rps * (base + extra))
+        out.append(state)
+    return out, factor
+
+
 def load_params(path=PARAMS):
     with open(path) as f:
         return json.load(f)
@@ -133,6 +167,7 @@ class SurrogateHost:
         self._vms = {}
         self._features = None
         self._predicted = {}
+        self._refill = {}
 
     @property
     def now(self):
@@ -229,13 +264,18 @@ class SurrogateHost:
 
     def _states(self):
         """The features' view of the running VMs (idle class apart)."""
-        states, idle = [], []
+        every, lc = [], {}
         for v in self._vms.values():
             dv, de = self._demands(v)
-            state = host_features.VmState(
+            every.append(host_features.VmState(
                 v.name, v.profile.is_lc, v.online, v.vcpu_cpus, v.emu_cpus,
-                dv, de)
-            (idle if v.idle else states).append(state)
+                dv, de))
+            if v.profile.is_lc and dv:
+                lc[v.name] = (v.profile, v.rps)
+        every, self._refill = refilled(every, lc, self.spec,
+                                       self.params['cost'])
+        states = [s for s in every if not self._vms[s.name].idle]
+        idle = [s for s in every if self._vms[s.name].idle]
         return states, idle
 
     def _evaluate(self):
@@ -282,7 +322,10 @@ class SurrogateHost:
             emu = state.emu_demand * emu_served * dt
             rho = min(f['rho_v'], _CLIP)
             rho_e = min(f['rho_e'], _CLIP)
-            work = busy / max(r['busy_s_per_unit'], 1e-12)
+            # Work done in requests (LC) or batch chunks: cache refills
+            # lengthen a request, not its switches.
+            work = busy / max(r['busy_s_per_unit'] *
+                              self._refill.get(name, 1.0), 1e-12)
             c['vcpu_cpu_ns'] += int(cpu * 1e9)
             c['vcpu_guest_ns'] += int(cpu * 1e9)
             c['guest_busy_ns'] += int(busy * 1e9)

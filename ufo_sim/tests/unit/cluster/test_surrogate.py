@@ -185,14 +185,78 @@ def test_the_stored_parameters_are_the_fit_of_the_stored_data():
 
 
 def test_held_out_engine_cells_are_met_within_the_stated_error():
-    # The error the research record states (2026-12-02 cluster hosts):
-    # verdicts agree on 96.4 % of the held-out LC VMs, the p99 of those
-    # the engine found meeting QoS is off by 8.9 % at the median.
+    # The error the research records state (2026-12-02 cluster hosts,
+    # 2026-12-03 surrogate low load): verdicts agree on 96.3 % of the
+    # held-out LC VMs, the p99 of those the engine found meeting QoS is
+    # off by 8.6 % at the median.
     train, held = surrogate_fit.load_data()
     result = surrogate_fit.validate(held, surrogate.load_params())
-    assert result['vms'] == 633
+    assert result['vms'] == 753
     assert result['verdict_agreement'] >= 0.95
     assert result['p99_median_error'] <= 0.15
+
+
+def test_held_out_low_load_cells_are_met():
+    # LC VMs under 5 % load, alone or among busy BE threads: the
+    # surrogate fitted without such cells agreed on 84 % of the
+    # held-out verdicts, its p99 off by 36 % at the median; now 94 %
+    # and 8 %.
+    _, held = surrogate_fit.load_data()
+    low = [c for c in held if surrogate_fit.is_low(c['seed'])]
+    result = surrogate_fit.validate(low, surrogate.load_params())
+    assert result['vms'] == 120
+    assert result['verdict_agreement'] >= 0.9
+    assert result['p99_median_error'] <= 0.15
+
+
+def test_a_wake_among_busy_threads_pays_a_refill_a_free_core_none():
+    # 4 cores: 2 busy threads elsewhere leave a core no other thread
+    # runs on; 4 do not. A wake 1 s after the last finds the caches
+    # cold; one 1 ms after finds them barely touched.
+    refill = host_features.wake_refill
+    assert refill(1.0, 3.0, 3.8, 0.01, 1.0, 2.0, 4) == 0.0
+    assert refill(1.0, 3.0, 3.8, 0.01, 1.0, 4.0, 4) == pytest.approx(2.8)
+    assert refill(1.0, 2.0, 3.8, 0.01, 1.0, 4.0, 4) == pytest.approx(2.0)
+    assert refill(1.0, 3.0, 3.8, 0.01, 1e-3, 4.0, 4) < 0.3
+
+
+def _parked(host, load):
+    """(guest s per request, utilization %) of a parked quiet VM.
+
+    A 2-vCPU Memcached VM, one vCPU online, among busy BE threads on
+    cores 0-2, as UFO parks it; every emulator thread on core 3.
+    """
+    p = profiles.MEMCACHED
+    host.add_vm('be', 8, profiles.BE(threads=8))
+    host.add_vm('lc', 2, p, rps=load * p.max_rps * 2 / p.vcpus)
+    host.set_online('lc', 1)
+    for vm in ('be', 'lc'):
+        host.pin_vcpus(vm, range(6))
+        host.pin_emulator(vm, [6, 7])
+    host.advance(engine.TIME_SCALE)
+    before = host.counters('lc')
+    host.advance(4 * engine.TIME_SCALE)
+    after = host.counters('lc')
+    busy = (after.guest_busy_ns - before.guest_busy_ns) / 1e9
+    done = after.requests_done - before.requests_done
+    # Guest time per request, and utilization in % of a CPU as the
+    # guest module reports it (per real second).
+    return busy / done, busy / (4 * engine.TIME_SCALE) * 100
+
+
+def test_a_parked_quiet_vm_pays_cache_refills_as_on_the_engine():
+    # The engine's requests wake the vCPU on a core the BE threads ran
+    # on and pay the refill: about 3 times the fitted guest time, its
+    # utilization over the agent's 1 % wake mark. The surrogate gave
+    # the fitted cost (0.42 %), so the agent kept the VM parked.
+    spec = engine.HostSpec(cores=4, smt=2)
+    eng_cost, eng_util = _parked(engine.SimHost(spec, seed=7), 0.003)
+    sur_cost, sur_util = _parked(surrogate.SurrogateHost(spec, seed=7),
+                                 0.003)
+    fitted = surrogate.load_params()['cost']['memcached']['vcpu_s']
+    assert eng_cost > 2.5 * fitted
+    assert sur_cost == pytest.approx(eng_cost, rel=0.2)
+    assert eng_util > 1.0 and sur_util > 1.0
 
 
 def test_a_held_layout_is_judged_once(monkeypatch):
