@@ -44,6 +44,7 @@ KINDS = ('memcached', 'nginx', 'mysql', 'be')
 # Low-load cells (draw_low_cell): LOW_SPAN seeds from each of these.
 LOW_FIT_SEED, LOW_HELD_OUT_SEED, LOW_SPAN = 3000, 7000, 1000
 LOW_LOADS = (0.0003, 0.05)
+LOW_BE_PER_CPU = (0.2, 2.0)
 
 
 def draw_cell(seed):
@@ -103,7 +104,8 @@ def draw_low_cell(seed):
     with an emulator pool on the last core as UFO keeps one:
     ``low-alone`` (cores of its own), ``low-parked`` (one vCPU online
     among BE VMs' busy threads on an idle pool, as UFO parks a quiet
-    VM) and ``low-float`` (all vCPUs online, floating among them).
+    VM) and ``low-float`` (all vCPUs online, floating among them), the
+    busy threads per pool CPU uniform over ``LOW_BE_PER_CPU``.
     """
     rng = np.random.default_rng(seed)
     cpus = list(range(CORES * SMT))
@@ -125,11 +127,15 @@ def draw_low_cell(seed):
     if layout == 'low-parked':
         lc['online'] = 1
     vms = [lc]
-    for i in range(int(rng.integers(1, 4))):
+    # Busy BE threads per pool CPU spread evenly: whether a CPU is left
+    # free for the woken vCPU decides its wait.
+    left = max(1, int(round(rng.uniform(*LOW_BE_PER_CPU) * len(pool))))
+    while left:
         be_vcpus = int(rng.choice(FLAVORS))
-        vms.append(dict(name='b%d' % i, profile='be', vcpus=be_vcpus,
-                        load=0.0,
-                        threads=int(rng.integers(1, be_vcpus + 1)),
+        threads = min(left, be_vcpus)
+        left -= threads
+        vms.append(dict(name='b%d' % (len(vms) - 1), profile='be',
+                        vcpus=be_vcpus, load=0.0, threads=threads,
                         online=be_vcpus, vcpu_cpus=pool,
                         emu_cpus=emulator))
     return dict(seed=seed, layout=layout, vms=vms)
