@@ -34,6 +34,7 @@ import numpy as np
 
 from ufo_sim.cluster import host_features
 from ufo_sim.engine import host as engine_host
+from ufo_sim.engine import spec as engine_spec
 from ufo_sim.engine.spec import HostSpec
 
 PARAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -47,6 +48,9 @@ _CLIP = 0.97
 # cross-validation on the fitted cells, see the research record).
 K_VERDICT = 7
 K_P99 = 3
+# Below this many requests a second, a second's p99 is its slowest
+# request or next to it.
+FEW_REQUESTS = 100
 
 
 def vector(feats):
@@ -75,24 +79,33 @@ def _prepared(params, name):
         _PREPARED[key] = (scale, {
             part: (np.array(model[part]['x']) / scale,
                    np.array(model[part]['y']))
-            for part in ('verdict', 'p99')}, params)
+            for part in ('verdict', 'p99', 'over') if model.get(part, {})
+            .get('x')}, params)
     return _PREPARED[key]
 
 
-def predict(params, profile, feats):
-    """(p99 in simulated us, in violation) of an LC VM with ``feats``.
+def predict(params, profile, feats, per_second=math.inf):
+    """(p99 in simulated us, share of seconds in violation) of an LC VM.
 
     Both from the engine's measured cells nearest in the features
-    (scaled by their spread): the verdict is the weighted vote of
-    ``K_VERDICT`` of them, the p99 the weighted geometric mean of
-    ``K_P99`` that served their load.
+    ``feats`` (scaled by their spread): the p99 is the weighted
+    geometric mean of ``K_P99`` that served their load. With
+    ``per_second`` requests a second (real seconds) or more than
+    ``FEW_REQUESTS``, the share is 1 or 0 by the weighted vote of
+    ``K_VERDICT`` cells; with fewer, a second's p99 is about its slowest
+    request, so a second is in violation when any request is over the
+    target: ``1 - exp(-q * per_second)`` for Poisson arrivals, ``q`` the
+    share of requests over the target in the ``K_VERDICT`` nearest
+    cells that measured it.
     """
     scale, tables, _ = _prepared(params, profile.name)
     z = np.array(vector(feats)) / scale
-    bad = _nearest(*tables['verdict'], z, K_VERDICT) > 0.5
     p99 = profile.qos_p99_us * math.exp(
         _nearest(*tables['p99'], z, K_P99))
-    return p99, bad
+    if per_second < FEW_REQUESTS and 'over' in tables:
+        over = _nearest(*tables['over'], z, K_VERDICT)
+        return p99, 1.0 - math.exp(-over * per_second)
+    return p99, float(_nearest(*tables['verdict'], z, K_VERDICT) > 0.5)
 
 
 def refilled(states, lc, spec, cost):
@@ -147,7 +160,7 @@ class _Vm:
     stopped: bool = False
     counts: dict = dataclasses.field(default_factory=dict)
     p99: float = math.nan
-    violated: bool = False
+    violated: float = 0.0
 
 
 _COUNTERS = [f.name for f in dataclasses.fields(engine_host.VmCounters)]
@@ -245,7 +258,11 @@ class SurrogateHost:
         return engine_host.VmCounters(**counts)
 
     def take_p99(self, vm):
-        """The last interval's (p99 us, in violation) of ``vm``."""
+        """The last interval's (p99 us, share of seconds in violation).
+
+        The share is 0 or 1 but for VMs of few requests a second (see
+        :func:`predict`).
+        """
         v = self._vm(vm)
         return v.p99, v.violated
 
@@ -343,10 +360,11 @@ class SurrogateHost:
                 c['requests_arrived'] += arrived
                 c['requests_done'] += int(round(arrived * served))
                 if arrived and name not in self._predicted:
-                    self._predicted[name] = predict(self.params, p, f)
-                v.p99, bad = self._predicted[name] if arrived else \
-                    (math.nan, False)
-                v.violated = bool(arrived and bad)
+                    self._predicted[name] = predict(
+                        self.params, p, f, v.rps * engine_spec.TIME_SCALE)
+                v.p99, share = self._predicted[name] if arrived else \
+                    (math.nan, 0.0)
+                v.violated = share if arrived else 0.0
             else:
                 c['requests_done'] += int(work)
         self._now += dt

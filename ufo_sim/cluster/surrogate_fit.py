@@ -183,6 +183,9 @@ def run_cell(cell):
             'requests_dropped')}
         d['p99_us'] = float(np.percentile(values, 99)) if len(values) \
             else None
+        p = profile_of(vm)
+        d['over_target'] = int(np.sum(values > p.qos_p99_us)) if p.is_lc \
+            else None
         d['seconds'] = MEASURE * tick
         rows.append(d)
     return dict(cell, measured=rows)
@@ -320,10 +323,15 @@ def fit(cells):
         feats = cell_features(cell, cost)
         for vm, row, p, bad in lc_rows(cell):
             t = tables.setdefault(vm['profile'], dict(
-                verdict=dict(x=[], y=[]), p99=dict(x=[], y=[])))
+                verdict=dict(x=[], y=[]), p99=dict(x=[], y=[]),
+                over=dict(x=[], y=[])))
             x = [round(v, 5) for v in surrogate.vector(feats[vm['name']])]
             t['verdict']['x'].append(x)
             t['verdict']['y'].append(1.0 if bad else 0.0)
+            if row.get('over_target') is not None and row['requests_done']:
+                t['over']['x'].append(x)
+                t['over']['y'].append(round(
+                    row['over_target'] / row['requests_done'], 5))
             if row['p99_us'] and _served_all(vm, row):
                 t['p99']['x'].append(x)
                 t['p99']['y'].append(round(math.log(
@@ -371,7 +379,12 @@ def _fit_wait(cells, cost, rates):
 
 
 def surrogate_cell(cell, params):
-    """Run ``cell`` on the surrogate: (p99, violated) per VM name."""
+    """Run ``cell`` on the surrogate: (p99, violated) per VM name.
+
+    Violated: the surrogate's share of seconds in violation makes the
+    cell's window of ``MEASURE`` seconds more likely in violation than
+    not.
+    """
     host = surrogate.SurrogateHost(engine.HostSpec(cores=CORES, smt=SMT),
                                    seed=cell['seed'], params=params)
     for vm in cell['vms']:
@@ -380,7 +393,11 @@ def surrogate_cell(cell, params):
         host.pin_emulator(vm['name'], vm['emu_cpus'])
         host.set_online(vm['name'], vm['online'])
     host.advance(MEASURE * engine.TIME_SCALE)
-    return {vm['name']: host.take_p99(vm['name']) for vm in cell['vms']}
+    out = {}
+    for vm in cell['vms']:
+        p99, share = host.take_p99(vm['name'])
+        out[vm['name']] = (p99, 1.0 - (1.0 - share) ** MEASURE > 0.5)
+    return out
 
 
 def validate(cells, params):
@@ -414,13 +431,13 @@ def validate(cells, params):
 FIELDS = ('p99_us', 'vcpu_cpu_ns', 'vcpu_wait_ns', 'vcpu_slices',
           'emulator_cpu_ns', 'emulator_wait_ns', 'guest_busy_ns',
           'guest_ctxsw', 'guest_sched_in', 'requests_done',
-          'requests_arrived', 'requests_dropped')
+          'requests_arrived', 'requests_dropped', 'over_target')
 FIT_SEED, HELD_OUT_SEED = 1000, 5000
 
 
 def compact(cells):
     """A cell as [seed, rows]: the layout is ``draw_cell(seed)``'s."""
-    return [[c['seed'], [[None if r[f] is None else round(r[f], 1)
+    return [[c['seed'], [[None if r.get(f) is None else round(r[f], 1)
                           for f in FIELDS] for r in c['measured']]]
             for c in cells]
 

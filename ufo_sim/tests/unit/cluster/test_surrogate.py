@@ -266,9 +266,9 @@ def test_a_held_layout_is_judged_once(monkeypatch):
     calls = []
     predict = surrogate.predict
 
-    def counted(params, profile, feats):
+    def counted(params, profile, feats, per_second):
         calls.append(profile.name)
-        return predict(params, profile, feats)
+        return predict(params, profile, feats, per_second)
 
     monkeypatch.setattr(surrogate, 'predict', counted)
     h = _host(0.5)
@@ -361,3 +361,74 @@ def test_an_overloaded_pool_serves_a_light_vm_in_full():
         assert light['requests_done'] >= 0.99 * light['requests_arrived']
         assert heavy['requests_done'] < 0.5 * heavy['requests_arrived']
         assert run['be']['guest_busy_ns'] > 1.5 * heavy['guest_busy_ns']
+
+
+def _among_be(host, profile, load, be_threads, seconds):
+    """Share of seconds in violation of a parked 2-vCPU LC VM.
+
+    One vCPU online, floating over cores 0-2 with ``be_threads`` busy
+    BE threads; every emulator thread on core 3.
+    """
+    host.add_vm('be', 8, profiles.BE(threads=be_threads))
+    rps = load * profile.max_rps * 2 / profile.vcpus
+    host.add_vm('lc', 2, profile, rps=rps)
+    host.set_online('lc', 1)
+    for vm in ('be', 'lc'):
+        host.pin_vcpus(vm, range(6))
+        host.pin_emulator(vm, [6, 7])
+    host.advance(engine.TIME_SCALE)
+    bad = 0.0
+    for _ in range(seconds):
+        host.advance(engine.TIME_SCALE)
+        if isinstance(host, engine.SimHost):
+            bad += host_mod.violated(profile, host.take_latencies('lc'),
+                                     rps * engine.TIME_SCALE)
+        else:
+            bad += host.take_p99('lc')[1]
+    return bad / seconds
+
+
+def test_a_parked_vm_waits_only_when_no_cpu_is_free():
+    # A quiet Memcached VM (200 requests a second) parked among BE
+    # threads: with a CPU of the six free its woken vCPU runs at once,
+    # with none it waits for a slice and every second misses. The
+    # surrogate without the low-load cells missed both.
+    spec = engine.HostSpec(cores=4, smt=2)
+    p = profiles.MEMCACHED
+    for threads, share in ((5, 0.0), (6, 1.0)):
+        eng = _among_be(engine.SimHost(spec, seed=2), p, 0.003, threads, 6)
+        sur = _among_be(surrogate.SurrogateHost(spec, seed=2), p, 0.003,
+                        threads, 6)
+        assert eng == share
+        assert sur == share
+
+
+def test_a_second_of_few_requests_is_judged_by_its_slowest():
+    # Nginx at 0.0004 of its max: 11 requests a second, parked with no
+    # CPU free. A few per cent of its requests wait for a slice, so
+    # about a third of its seconds miss on the engine; the surrogate
+    # judged every second by its cells' two-second verdict.
+    spec = engine.HostSpec(cores=4, smt=2)
+    p = profiles.NGINX
+    eng = _among_be(engine.SimHost(spec, seed=2), p, 0.0004, 6, 20)
+    sur = _among_be(surrogate.SurrogateHost(spec, seed=2), p, 0.0004, 6,
+                    20)
+    assert 0.1 < eng < 0.7
+    assert sur == pytest.approx(eng, abs=0.2)
+
+
+def test_a_share_of_seconds_in_violation_is_booked_whole(monkeypatch):
+    # The surrogate's share of seconds in violation adds up over steps:
+    # ten 1-second steps book what one 10-second step does.
+    monkeypatch.setattr(surrogate, 'predict',
+                        lambda params, profile, feats, per_second: (
+                            1.0, 0.3))
+    booked = []
+    for steps, length in ((10, 1), (1, 10)):
+        h = host_mod.ClusterHost('h0', 4, 2, 'default', seed=1,
+                                 fidelity='surrogate')
+        h.boot(requests.steady('v0'))
+        booked.append([h.step(length, {'v0': 0.3}).vms['v0'].violation_s
+                       for _ in range(steps)])
+    assert booked[0] == [0, 0, 0, 1, 0, 0, 1, 0, 0, 1]
+    assert booked[1] == [3]
