@@ -182,17 +182,22 @@ def crowding(vms, siblings):
     its share as in :func:`features`; the cores: SMT groups with a CPU
     among its vCPUs' CPUs.
     """
+    # Many VMs share a pool: each CPU set's work is summed once.
+    pools = {}
+
+    def pool(cpus):
+        if cpus not in pools:
+            work = sum(vm.vcpu_demand * len(vm.vcpu_cpus & cpus) /
+                       len(vm.vcpu_cpus) for vm in vms if vm.vcpu_demand)
+            cores = sum(1 for group in siblings
+                        if any(c in cpus for c in group))
+            pools[cpus] = (work, max(1, cores))
+        return pools[cpus]
+
     out = {}
     for vm in vms:
-        others = 0.0
-        for other in vms:
-            if other is vm or not other.vcpu_demand:
-                continue
-            inside = len(other.vcpu_cpus & vm.vcpu_cpus)
-            others += other.vcpu_demand * inside / len(other.vcpu_cpus)
-        cores = sum(1 for group in siblings
-                    if any(c in vm.vcpu_cpus for c in group))
-        out[vm.name] = (others, max(1, cores))
+        work, cores = pool(frozenset(vm.vcpu_cpus))
+        out[vm.name] = (max(0.0, work - vm.vcpu_demand), cores)
     return out
 
 
