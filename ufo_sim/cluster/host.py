@@ -154,6 +154,7 @@ class _Vm:
     profile: object
     rps: float = 0.0
     online: int = 0
+    owed: float = 0.0       # violation seconds short of a whole one
 
 
 class ClusterHost:
@@ -284,7 +285,7 @@ class ClusterHost:
                 vm.online = online
                 p99, miss = self._judge(vm_id, vm, span)
                 series.extend([p99] * span)
-                bad += int(miss) * span
+                bad += float(miss) * span
                 p99s[vm_id] = p99 if not math.isnan(p99) else \
                     (math.inf if vm.rps > 0 else 0.0)
                 if not vm.request.lc:
@@ -300,8 +301,14 @@ class ClusterHost:
         vms = {}
         for vm_id, (series, bad, changes) in per_vm.items():
             vm = self.vms[vm_id]
+            # The surrogate judges a VM of few requests a second by the
+            # share of its seconds in violation: whole seconds are
+            # booked, the rest carried to its next step.
+            bad += vm.owed
+            whole = math.floor(bad + 1e-9)
+            vm.owed = bad - whole
             vms[vm_id] = VmStep(vm_id, vm.request.lc, vm.profile.name,
-                                seconds, int(bad), tuple(series),
+                                seconds, int(whole), tuple(series),
                                 int(changes))
         return HostStep(self.name, start, seconds, vms, tuple(held))
 
@@ -331,7 +338,11 @@ class ClusterHost:
         return left
 
     def _judge(self, vm_id, vm, span):
-        """(p99, in violation) of ``vm`` over the last ``span`` seconds."""
+        """(p99, in violation) of ``vm`` over the last ``span`` seconds.
+
+        The surrogate's "in violation" is the share of those seconds,
+        from 0 to 1 (see :func:`~ufo_sim.cluster.surrogate.predict`).
+        """
         if self.fidelity == 'surrogate':
             p99, miss = self.host.take_p99(vm_id)
             return (p99, miss) if vm.request.lc else (math.nan, False)

@@ -18,7 +18,7 @@ emulator load is the sum of its VMs' emulator CPU over its CPU count.
 import dataclasses
 import math
 
-NAMES = ('u', 'rho_v', 'rho_e', 'be', 'emu_home', 'log_n')
+NAMES = ('u', 'rho_v', 'rho_e', 'be', 'emu_home', 'log_n', 'free')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +67,10 @@ def features(vms, siblings, smt_slowdown):
     (spread evenly: the host balances it); ``be``: the
     same load of the other VMs' BE vCPU threads (always runnable) on its
     vCPUs' CPUs; ``emu_home``: 1 when its emulator threads may run on
-    its vCPUs' CPUs; ``log_n``: log of its usable vCPUs.
+    its vCPUs' CPUs; ``log_n``: log of its usable vCPUs; ``free``: 1
+    when the other VMs' vCPU work on its vCPUs' CPUs leaves one of them
+    free, 0 when it fills them all (a woken vCPU of a quiet VM runs at
+    once, or waits for a busy thread's slice), linear between.
     """
     groups = []         # (CPUs, demand, batch, emulator, VM name)
     for vm in vms:
@@ -96,11 +99,11 @@ def features(vms, siblings, smt_slowdown):
                     batch.append((share, name))
             cap = max(1e-9, capacity(cpus, siblings, smt_slowdown))
             pools[cpus] = (work / cap + emulator / max(1, len(cpus)),
-                           batch, cap)
+                           batch, cap, work)
         return pools[cpus]
 
     def load_on(cpus, me):
-        load, batch, cap = pool(cpus)
+        load, batch, cap, _ = pool(cpus)
         others = 0.0
         for share, name in batch:
             if name != me:
@@ -112,10 +115,12 @@ def features(vms, siblings, smt_slowdown):
         n = max(1, min(vm.online, len(vm.vcpu_cpus)))
         rho_v, be = load_on(vm.vcpu_cpus, vm.name)
         rho_e, _ = load_on(vm.emu_cpus, vm.name)
+        others = pool(vm.vcpu_cpus)[3] - vm.vcpu_demand
+        free = min(1.0, max(0.0, len(vm.vcpu_cpus) - others))
         out[vm.name] = {
             'u': vm.vcpu_demand / n, 'rho_v': rho_v, 'rho_e': rho_e,
             'be': be, 'emu_home': 1.0 if vm.emu_cpus & vm.vcpu_cpus else 0.0,
-            'log_n': math.log(n)}
+            'log_n': math.log(n), 'free': free}
     return out
 
 
@@ -168,3 +173,49 @@ def served(vms, siblings, smt_slowdown):
 
     return {vm.name: pool(frozenset(vm.vcpu_cpus)).get(vm.name, 1.0)
             for vm in vms}
+
+
+def crowding(vms, siblings):
+    """Per VM name: (others' vCPU demand on its vCPU CPUs, their cores).
+
+    The demand in CPUs' worth, a group pinned more widely counted for
+    its share as in :func:`features`; the cores: SMT groups with a CPU
+    among its vCPUs' CPUs.
+    """
+    # Many VMs share a pool: each CPU set's work is summed once.
+    pools = {}
+
+    def pool(cpus):
+        if cpus not in pools:
+            work = sum(vm.vcpu_demand * len(vm.vcpu_cpus & cpus) /
+                       len(vm.vcpu_cpus) for vm in vms if vm.vcpu_demand)
+            cores = sum(1 for group in siblings
+                        if any(c in cpus for c in group))
+            pools[cpus] = (work, max(1, cores))
+        return pools[cpus]
+
+    out = {}
+    for vm in vms:
+        work, cores = pool(frozenset(vm.vcpu_cpus))
+        out[vm.name] = (max(0.0, work - vm.vcpu_demand), cores)
+    return out
+
+
+def wake_refill(work, debt, cold_slowdown, decay, gap, others, cores):
+    """Guest CPU seconds a request adds refilling the caches it wakes to.
+
+    The engine's cache model: a thread switched in where others ran
+    since it last did owes up to ``debt`` seconds of stall, paid as it
+    works at ``1 / cold_slowdown`` of its pace, so a wake-up followed by
+    ``work`` seconds of work costs ``min(work * (cold_slowdown - 1),
+    debt)`` more; the share owed decays as ``1 - exp(-others' CPU time
+    on the core / decay)``. A quiet vCPU wakes every ``gap`` seconds; it
+    finds a core no other thread ran on while fewer others' threads
+    (``others``, CPUs' worth) than its ``cores`` less one are busy, and
+    else one that ran ``others / cores`` CPUs' worth meanwhile.
+    """
+    if others <= 0 or gap <= 0 or work <= 0:
+        return 0.0
+    crowded = min(1.0, max(0.0, others - (cores - 1)))
+    cold = crowded * (1.0 - math.exp(-others / cores * gap / decay))
+    return cold * min(work * (cold_slowdown - 1.0), debt)

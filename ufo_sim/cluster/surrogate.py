@@ -34,6 +34,7 @@ import numpy as np
 
 from ufo_sim.cluster import host_features
 from ufo_sim.engine import host as engine_host
+from ufo_sim.engine import spec as engine_spec
 from ufo_sim.engine.spec import HostSpec
 
 PARAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -47,6 +48,9 @@ _CLIP = 0.97
 # cross-validation on the fitted cells, see the research record).
 K_VERDICT = 7
 K_P99 = 3
+# Below this many requests a second, a second's p99 is its slowest
+# request or next to it.
+FEW_REQUESTS = 100
 
 
 def vector(feats):
@@ -75,24 +79,67 @@ def _prepared(params, name):
         _PREPARED[key] = (scale, {
             part: (np.array(model[part]['x']) / scale,
                    np.array(model[part]['y']))
-            for part in ('verdict', 'p99')}, params)
+            for part in ('verdict', 'p99', 'over') if model.get(part, {})
+            .get('x')}, params)
     return _PREPARED[key]
 
 
-def predict(params, profile, feats):
-    """(p99 in simulated us, in violation) of an LC VM with ``feats``.
+def predict(params, profile, feats, per_second=math.inf):
+    """(p99 in simulated us, share of seconds in violation) of an LC VM.
 
     Both from the engine's measured cells nearest in the features
-    (scaled by their spread): the verdict is the weighted vote of
-    ``K_VERDICT`` of them, the p99 the weighted geometric mean of
-    ``K_P99`` that served their load.
+    ``feats`` (scaled by their spread): the p99 is the weighted
+    geometric mean of ``K_P99`` that served their load. With
+    ``per_second`` requests a second (real seconds) or more than
+    ``FEW_REQUESTS``, the share is 1 or 0 by the weighted vote of
+    ``K_VERDICT`` cells; with fewer, a second's p99 is about its slowest
+    request, so a second is in violation when any request is over the
+    target: ``1 - exp(-q * per_second)`` for Poisson arrivals, ``q`` the
+    share of requests over the target in the ``K_VERDICT`` nearest
+    cells that measured it.
     """
     scale, tables, _ = _prepared(params, profile.name)
     z = np.array(vector(feats)) / scale
-    bad = _nearest(*tables['verdict'], z, K_VERDICT) > 0.5
     p99 = profile.qos_p99_us * math.exp(
         _nearest(*tables['p99'], z, K_P99))
-    return p99, bad
+    if per_second < FEW_REQUESTS and 'over' in tables:
+        over = _nearest(*tables['over'], z, K_VERDICT)
+        return p99, 1.0 - math.exp(-over * per_second)
+    return p99, float(_nearest(*tables['verdict'], z, K_VERDICT) > 0.5)
+
+
+def refilled(states, lc, spec, cost):
+    """``states`` with each LC VM's requests paying their cache refills.
+
+    ``lc``: (profile, requests per second) by VM name; ``cost``: the
+    fitted costs by profile: ``vcpu_s`` a request's guest time,
+    ``quiet_s`` that of a quiet VM alone on warm caches. A request that
+    finds its vCPU halted (a share ``1 - u`` of them) wakes it for its
+    first round's work; what the wake adds is
+    :func:`~ufo_sim.cluster.host_features.wake_refill` with the host's
+    cache parameters and the profile's footprint. Returns the states
+    and, by VM name, a request's guest time over ``vcpu_s``.
+    """
+    crowd = host_features.crowding(states, spec.siblings())
+    out, factor = [], {}
+    for state in states:
+        if state.name in lc and state.vcpu_demand:
+            profile, rps = lc[state.name]
+            base = cost[profile.name]['vcpu_s']
+            others, cores = crowd[state.name]
+            usable = max(1, min(state.online, len(state.vcpu_cpus)))
+            halted = max(0.0, 1.0 - state.vcpu_demand / usable)
+            extra = halted * host_features.wake_refill(
+                cost[profile.name]['quiet_s'] / profile.rounds,
+                spec.cache_refill * profile.cache_footprint,
+                spec.cold_slowdown, spec.cache_decay, usable / rps,
+                others, cores)
+            if extra:
+                factor[state.name] = 1.0 + extra / base
+                state = dataclasses.replace(
+                    state, vcpu_demand=rps * (base + extra))
+        out.append(state)
+    return out, factor
 
 
 def load_params(path=PARAMS):
@@ -113,7 +160,7 @@ class _Vm:
     stopped: bool = False
     counts: dict = dataclasses.field(default_factory=dict)
     p99: float = math.nan
-    violated: bool = False
+    violated: float = 0.0
 
 
 _COUNTERS = [f.name for f in dataclasses.fields(engine_host.VmCounters)]
@@ -133,6 +180,7 @@ class SurrogateHost:
         self._vms = {}
         self._features = None
         self._predicted = {}
+        self._refill = {}
 
     @property
     def now(self):
@@ -210,7 +258,11 @@ class SurrogateHost:
         return engine_host.VmCounters(**counts)
 
     def take_p99(self, vm):
-        """The last interval's (p99 us, in violation) of ``vm``."""
+        """The last interval's (p99 us, share of seconds in violation).
+
+        The share is 0 or 1 but for VMs of few requests a second (see
+        :func:`predict`).
+        """
         v = self._vm(vm)
         return v.p99, v.violated
 
@@ -229,13 +281,18 @@ class SurrogateHost:
 
     def _states(self):
         """The features' view of the running VMs (idle class apart)."""
-        states, idle = [], []
+        every, lc = [], {}
         for v in self._vms.values():
             dv, de = self._demands(v)
-            state = host_features.VmState(
+            every.append(host_features.VmState(
                 v.name, v.profile.is_lc, v.online, v.vcpu_cpus, v.emu_cpus,
-                dv, de)
-            (idle if v.idle else states).append(state)
+                dv, de))
+            if v.profile.is_lc and dv:
+                lc[v.name] = (v.profile, v.rps)
+        every, self._refill = refilled(every, lc, self.spec,
+                                       self.params['cost'])
+        states = [s for s in every if not self._vms[s.name].idle]
+        idle = [s for s in every if self._vms[s.name].idle]
         return states, idle
 
     def _evaluate(self):
@@ -282,7 +339,10 @@ class SurrogateHost:
             emu = state.emu_demand * emu_served * dt
             rho = min(f['rho_v'], _CLIP)
             rho_e = min(f['rho_e'], _CLIP)
-            work = busy / max(r['busy_s_per_unit'], 1e-12)
+            # Work done in requests (LC) or batch chunks: cache refills
+            # lengthen a request, not its switches.
+            work = busy / max(r['busy_s_per_unit'] *
+                              self._refill.get(name, 1.0), 1e-12)
             c['vcpu_cpu_ns'] += int(cpu * 1e9)
             c['vcpu_guest_ns'] += int(cpu * 1e9)
             c['guest_busy_ns'] += int(busy * 1e9)
@@ -300,10 +360,11 @@ class SurrogateHost:
                 c['requests_arrived'] += arrived
                 c['requests_done'] += int(round(arrived * served))
                 if arrived and name not in self._predicted:
-                    self._predicted[name] = predict(self.params, p, f)
-                v.p99, bad = self._predicted[name] if arrived else \
-                    (math.nan, False)
-                v.violated = bool(arrived and bad)
+                    self._predicted[name] = predict(
+                        self.params, p, f, v.rps * engine_spec.TIME_SCALE)
+                v.p99, share = self._predicted[name] if arrived else \
+                    (math.nan, 0.0)
+                v.violated = share if arrived else 0.0
             else:
                 c['requests_done'] += int(work)
         self._now += dt

@@ -13,7 +13,9 @@ warm up, then is measured over ``MEASURE`` intervals, static.
 The cells fitted on (seeds from ``FIT_SEED``) and the held-out cells
 (seeds from ``HELD_OUT_SEED``, never used in fitting or in choosing the
 model) are stored in ``surrogate_data.json``; ``--validate`` prints the
-error on both as RESULT lines.
+error on both as RESULT lines. ``--collect-low`` measures the low-load
+cells (:func:`draw_low_cell`, seeds from ``LOW_FIT_SEED`` and
+``LOW_HELD_OUT_SEED``) anew in place of the stored ones.
 """
 
 import argparse
@@ -39,10 +41,16 @@ SMT = 2
 MEASURE = 2
 FLAVORS = (2, 4, 8)
 KINDS = ('memcached', 'nginx', 'mysql', 'be')
+# Low-load cells (draw_low_cell): LOW_SPAN seeds from each of these.
+LOW_FIT_SEED, LOW_HELD_OUT_SEED, LOW_SPAN = 3000, 7000, 1000
+LOW_LOADS = (0.0003, 0.05)
+LOW_BE_PER_CPU = (0.2, 2.0)
 
 
 def draw_cell(seed):
     """A random static cell: its VMs and their pins, loads, online."""
+    if is_low(seed):
+        return draw_low_cell(seed)
     rng = np.random.default_rng(seed)
     cpus = list(range(CORES * SMT))
     cores = [cpus[i:i + SMT] for i in range(0, len(cpus), SMT)]
@@ -80,6 +88,56 @@ def draw_cell(seed):
     rest = [c for core in free for c in core] or cpus
     for vm in floating:
         vm['vcpu_cpus'] = vm['emu_cpus'] = rest
+    return dict(seed=seed, layout=layout, vms=vms)
+
+
+def is_low(seed):
+    """Do cells of this seed come from :func:`draw_low_cell`?"""
+    return any(first <= seed < first + LOW_SPAN
+               for first in (LOW_FIT_SEED, LOW_HELD_OUT_SEED))
+
+
+def draw_low_cell(seed):
+    """A static cell of one LC VM at a load under ``LOW_LOADS[1]``.
+
+    Loads log-uniform over ``LOW_LOADS``, in one of three layouts, each
+    with an emulator pool on the last core as UFO keeps one:
+    ``low-alone`` (cores of its own), ``low-parked`` (one vCPU online
+    among BE VMs' busy threads on an idle pool, as UFO parks a quiet
+    VM) and ``low-float`` (all vCPUs online, floating among them), the
+    busy threads per pool CPU uniform over ``LOW_BE_PER_CPU``.
+    """
+    rng = np.random.default_rng(seed)
+    cpus = list(range(CORES * SMT))
+    cores = [cpus[i:i + SMT] for i in range(0, len(cpus), SMT)]
+    emulator = cores[-1]
+    layout = str(rng.choice(['low-alone', 'low-parked', 'low-float']))
+    kind = str(rng.choice(KINDS[:3]))
+    vcpus = int(rng.choice(FLAVORS))
+    low, high = (math.log(x) for x in LOW_LOADS)
+    lc = dict(name='v0', profile=kind, vcpus=vcpus,
+              load=float(math.exp(rng.uniform(low, high))),
+              threads=vcpus, online=vcpus, emu_cpus=emulator)
+    if layout == 'low-alone':
+        k = int(rng.integers(1, math.ceil(vcpus / SMT) + 1))
+        lc['vcpu_cpus'] = [c for core in cores[:k] for c in core]
+        return dict(seed=seed, layout=layout, vms=[lc])
+    pool = [c for core in cores[:int(rng.integers(1, 5))] for c in core]
+    lc['vcpu_cpus'] = pool
+    if layout == 'low-parked':
+        lc['online'] = 1
+    vms = [lc]
+    # Busy BE threads per pool CPU spread evenly: whether a CPU is left
+    # free for the woken vCPU decides its wait.
+    left = max(1, int(round(rng.uniform(*LOW_BE_PER_CPU) * len(pool))))
+    while left:
+        be_vcpus = int(rng.choice(FLAVORS))
+        threads = min(left, be_vcpus)
+        left -= threads
+        vms.append(dict(name='b%d' % (len(vms) - 1), profile='be',
+                        vcpus=be_vcpus, load=0.0, threads=threads,
+                        online=be_vcpus, vcpu_cpus=pool,
+                        emu_cpus=emulator))
     return dict(seed=seed, layout=layout, vms=vms)
 
 
@@ -124,6 +182,9 @@ def run_cell(cell):
             'guest_sched_in', 'requests_done', 'requests_arrived',
             'requests_dropped')}
         d['p99_us'] = float(np.percentile(values, 99)) if len(values) \
+            else None
+        p = profile_of(vm)
+        d['over_target'] = int(np.sum(values > p.qos_p99_us)) if p.is_lc \
             else None
         d['seconds'] = MEASURE * tick
         rows.append(d)
@@ -208,7 +269,7 @@ def _rates(items):
 
 def cell_features(cell, cost):
     """The features of each VM of a measured cell, by VM name."""
-    states = []
+    states, lc = [], {}
     for vm in cell['vms']:
         c = cost[vm['profile']]
         if vm['profile'] == 'be':
@@ -217,10 +278,13 @@ def cell_features(cell, cost):
         else:
             rps = rps_of(vm)
             dv, de = rps * c['vcpu_s'], host_features.emulator_demand(c, rps)
+            if rps:
+                lc[vm['name']] = (profile_of(vm), rps)
         states.append(host_features.VmState(
             vm['name'], vm['profile'] != 'be', vm['online'],
             frozenset(vm['vcpu_cpus']), frozenset(vm['emu_cpus']), dv, de))
     spec = engine.HostSpec(cores=CORES, smt=SMT)
+    states, _ = surrogate.refilled(states, lc, spec, cost)
     return host_features.features(states, spec.siblings(),
                                   spec.smt_slowdown)
 
@@ -244,18 +308,30 @@ def lc_rows(cell):
 
 
 def fit(cells):
-    """The surrogate's parameters from measured cells."""
-    cost, rates = fit_costs(cells)
-    _fit_wait(cells, cost, rates)
+    """The surrogate's parameters from measured cells.
+
+    Costs and rates from the random cells only: a low-load cell's
+    requests pay cache refills (:func:`surrogate.refilled`), which the
+    warm cost must not hold.
+    """
+    regular = [c for c in cells if not is_low(c['seed'])]
+    cost, rates = fit_costs(regular)
+    _fit_quiet(cells, cost)
+    _fit_wait(regular, cost, rates)
     tables = {}
     for cell in cells:
         feats = cell_features(cell, cost)
         for vm, row, p, bad in lc_rows(cell):
             t = tables.setdefault(vm['profile'], dict(
-                verdict=dict(x=[], y=[]), p99=dict(x=[], y=[])))
+                verdict=dict(x=[], y=[]), p99=dict(x=[], y=[]),
+                over=dict(x=[], y=[])))
             x = [round(v, 5) for v in surrogate.vector(feats[vm['name']])]
             t['verdict']['x'].append(x)
             t['verdict']['y'].append(1.0 if bad else 0.0)
+            if row.get('over_target') is not None and row['requests_done']:
+                t['over']['x'].append(x)
+                t['over']['y'].append(round(
+                    row['over_target'] / row['requests_done'], 5))
             if row['p99_us'] and _served_all(vm, row):
                 t['p99']['x'].append(x)
                 t['p99']['y'].append(round(math.log(
@@ -266,6 +342,25 @@ def fit(cells):
                       for s in spread]
     return dict(cost=cost, rates=rates, knn=tables,
                 fitted_on=len(cells), cores=CORES, smt=SMT)
+
+
+def _fit_quiet(cells, cost):
+    """Guest time per request of a quiet VM alone (``low-alone`` cells).
+
+    Falls back to ``vcpu_s`` for a profile without such a cell.
+    """
+    per = {}
+    for cell in cells:
+        if cell['layout'] != 'low-alone':
+            continue
+        for vm, row in zip(cell['vms'], cell['measured']):
+            if _served(row):
+                per.setdefault(vm['profile'], []).append(
+                    row['guest_busy_ns'] / 1e9 / row['requests_done'])
+    for name, c in cost.items():
+        if name != 'be':
+            c['quiet_s'] = float(np.median(per[name])) if per.get(name) \
+                else c['vcpu_s']
 
 
 def _fit_wait(cells, cost, rates):
@@ -284,7 +379,12 @@ def _fit_wait(cells, cost, rates):
 
 
 def surrogate_cell(cell, params):
-    """Run ``cell`` on the surrogate: (p99, violated) per VM name."""
+    """Run ``cell`` on the surrogate: (p99, violated) per VM name.
+
+    Violated: the surrogate's share of seconds in violation makes the
+    cell's window of ``MEASURE`` seconds more likely in violation than
+    not.
+    """
     host = surrogate.SurrogateHost(engine.HostSpec(cores=CORES, smt=SMT),
                                    seed=cell['seed'], params=params)
     for vm in cell['vms']:
@@ -293,7 +393,11 @@ def surrogate_cell(cell, params):
         host.pin_emulator(vm['name'], vm['emu_cpus'])
         host.set_online(vm['name'], vm['online'])
     host.advance(MEASURE * engine.TIME_SCALE)
-    return {vm['name']: host.take_p99(vm['name']) for vm in cell['vms']}
+    out = {}
+    for vm in cell['vms']:
+        p99, share = host.take_p99(vm['name'])
+        out[vm['name']] = (p99, 1.0 - (1.0 - share) ** MEASURE > 0.5)
+    return out
 
 
 def validate(cells, params):
@@ -327,13 +431,13 @@ def validate(cells, params):
 FIELDS = ('p99_us', 'vcpu_cpu_ns', 'vcpu_wait_ns', 'vcpu_slices',
           'emulator_cpu_ns', 'emulator_wait_ns', 'guest_busy_ns',
           'guest_ctxsw', 'guest_sched_in', 'requests_done',
-          'requests_arrived', 'requests_dropped')
+          'requests_arrived', 'requests_dropped', 'over_target')
 FIT_SEED, HELD_OUT_SEED = 1000, 5000
 
 
 def compact(cells):
     """A cell as [seed, rows]: the layout is ``draw_cell(seed)``'s."""
-    return [[c['seed'], [[None if r[f] is None else round(r[f], 1)
+    return [[c['seed'], [[None if r.get(f) is None else round(r[f], 1)
                           for f in FIELDS] for r in c['measured']]]
             for c in cells]
 
@@ -364,6 +468,10 @@ def main(argv=None):
     parser.add_argument('--collect', type=int, metavar='CELLS',
                         help='measure this many engine cells to fit on, '
                         'and half as many held out, first')
+    parser.add_argument('--collect-low', type=int, metavar='CELLS',
+                        help='measure this many low-load engine cells to '
+                        'fit on, and half as many held out, in place of '
+                        'the stored ones (draw_low_cell)')
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--validate', action='store_true')
     args = parser.parse_args(argv)
@@ -373,6 +481,17 @@ def main(argv=None):
                                         args.workers)),
                     held_out=compact(collect(args.collect // 2,
                                              HELD_OUT_SEED, args.workers)))
+        with open(DATA, 'w') as f:
+            json.dump(data, f, separators=(',', ':'))
+            f.write('\n')
+    if args.collect_low:
+        with open(DATA) as f:
+            data = json.load(f)
+        for part, first, count in (
+                ('fit', LOW_FIT_SEED, args.collect_low),
+                ('held_out', LOW_HELD_OUT_SEED, args.collect_low // 2)):
+            data[part] = [c for c in data[part] if not is_low(c[0])] + \
+                compact(collect(count, first, args.workers))
         with open(DATA, 'w') as f:
             json.dump(data, f, separators=(',', ':'))
             f.write('\n')

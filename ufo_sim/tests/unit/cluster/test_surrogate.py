@@ -185,14 +185,78 @@ def test_the_stored_parameters_are_the_fit_of_the_stored_data():
 
 
 def test_held_out_engine_cells_are_met_within_the_stated_error():
-    # The error the research record states (2026-12-02 cluster hosts):
-    # verdicts agree on 96.4 % of the held-out LC VMs, the p99 of those
-    # the engine found meeting QoS is off by 8.9 % at the median.
+    # The error the research records state (2026-12-02 cluster hosts,
+    # 2026-12-03 surrogate low load): verdicts agree on 96.9 % of the
+    # held-out LC VMs, the p99 of those the engine found meeting QoS is
+    # off by 9.0 % at the median.
     train, held = surrogate_fit.load_data()
     result = surrogate_fit.validate(held, surrogate.load_params())
-    assert result['vms'] == 633
+    assert result['vms'] == 753
     assert result['verdict_agreement'] >= 0.95
     assert result['p99_median_error'] <= 0.15
+
+
+def test_held_out_low_load_cells_are_met():
+    # LC VMs under 5 % load, alone or among busy BE threads: the
+    # surrogate fitted without such cells agreed on 87 % of the
+    # held-out verdicts, its p99 off by 50 % at the median; now 98 %
+    # and 9 %.
+    _, held = surrogate_fit.load_data()
+    low = [c for c in held if surrogate_fit.is_low(c['seed'])]
+    result = surrogate_fit.validate(low, surrogate.load_params())
+    assert result['vms'] == 120
+    assert result['verdict_agreement'] >= 0.9
+    assert result['p99_median_error'] <= 0.15
+
+
+def test_a_wake_among_busy_threads_pays_a_refill_a_free_core_none():
+    # 4 cores: 2 busy threads elsewhere leave a core no other thread
+    # runs on; 4 do not. A wake 1 s after the last finds the caches
+    # cold; one 1 ms after finds them barely touched.
+    refill = host_features.wake_refill
+    assert refill(1.0, 3.0, 3.8, 0.01, 1.0, 2.0, 4) == 0.0
+    assert refill(1.0, 3.0, 3.8, 0.01, 1.0, 4.0, 4) == pytest.approx(2.8)
+    assert refill(1.0, 2.0, 3.8, 0.01, 1.0, 4.0, 4) == pytest.approx(2.0)
+    assert refill(1.0, 3.0, 3.8, 0.01, 1e-3, 4.0, 4) < 0.3
+
+
+def _parked(host, load):
+    """(guest s per request, utilization %) of a parked quiet VM.
+
+    A 2-vCPU Memcached VM, one vCPU online, among busy BE threads on
+    cores 0-2, as UFO parks it; every emulator thread on core 3.
+    """
+    p = profiles.MEMCACHED
+    host.add_vm('be', 8, profiles.BE(threads=8))
+    host.add_vm('lc', 2, p, rps=load * p.max_rps * 2 / p.vcpus)
+    host.set_online('lc', 1)
+    for vm in ('be', 'lc'):
+        host.pin_vcpus(vm, range(6))
+        host.pin_emulator(vm, [6, 7])
+    host.advance(engine.TIME_SCALE)
+    before = host.counters('lc')
+    host.advance(4 * engine.TIME_SCALE)
+    after = host.counters('lc')
+    busy = (after.guest_busy_ns - before.guest_busy_ns) / 1e9
+    done = after.requests_done - before.requests_done
+    # Guest time per request, and utilization in % of a CPU as the
+    # guest module reports it (per real second).
+    return busy / done, busy / (4 * engine.TIME_SCALE) * 100
+
+
+def test_a_parked_quiet_vm_pays_cache_refills_as_on_the_engine():
+    # The engine's requests wake the vCPU on a core the BE threads ran
+    # on and pay the refill: about 3 times the fitted guest time, its
+    # utilization over the agent's 1 % wake mark. The surrogate gave
+    # the fitted cost (0.42 %), so the agent kept the VM parked.
+    spec = engine.HostSpec(cores=4, smt=2)
+    eng_cost, eng_util = _parked(engine.SimHost(spec, seed=7), 0.003)
+    sur_cost, sur_util = _parked(surrogate.SurrogateHost(spec, seed=7),
+                                 0.003)
+    fitted = surrogate.load_params()['cost']['memcached']['vcpu_s']
+    assert eng_cost > 2.5 * fitted
+    assert sur_cost == pytest.approx(eng_cost, rel=0.2)
+    assert eng_util > 1.0 and sur_util > 1.0
 
 
 def test_a_held_layout_is_judged_once(monkeypatch):
@@ -202,9 +266,9 @@ def test_a_held_layout_is_judged_once(monkeypatch):
     calls = []
     predict = surrogate.predict
 
-    def counted(params, profile, feats):
+    def counted(params, profile, feats, per_second):
         calls.append(profile.name)
-        return predict(params, profile, feats)
+        return predict(params, profile, feats, per_second)
 
     monkeypatch.setattr(surrogate, 'predict', counted)
     h = _host(0.5)
@@ -297,3 +361,74 @@ def test_an_overloaded_pool_serves_a_light_vm_in_full():
         assert light['requests_done'] >= 0.99 * light['requests_arrived']
         assert heavy['requests_done'] < 0.5 * heavy['requests_arrived']
         assert run['be']['guest_busy_ns'] > 1.5 * heavy['guest_busy_ns']
+
+
+def _among_be(host, profile, load, be_threads, seconds):
+    """Share of seconds in violation of a parked 2-vCPU LC VM.
+
+    One vCPU online, floating over cores 0-2 with ``be_threads`` busy
+    BE threads; every emulator thread on core 3.
+    """
+    host.add_vm('be', 8, profiles.BE(threads=be_threads))
+    rps = load * profile.max_rps * 2 / profile.vcpus
+    host.add_vm('lc', 2, profile, rps=rps)
+    host.set_online('lc', 1)
+    for vm in ('be', 'lc'):
+        host.pin_vcpus(vm, range(6))
+        host.pin_emulator(vm, [6, 7])
+    host.advance(engine.TIME_SCALE)
+    bad = 0.0
+    for _ in range(seconds):
+        host.advance(engine.TIME_SCALE)
+        if isinstance(host, engine.SimHost):
+            bad += host_mod.violated(profile, host.take_latencies('lc'),
+                                     rps * engine.TIME_SCALE)
+        else:
+            bad += host.take_p99('lc')[1]
+    return bad / seconds
+
+
+def test_a_parked_vm_waits_only_when_no_cpu_is_free():
+    # A quiet Memcached VM (200 requests a second) parked among BE
+    # threads: with a CPU of the six free its woken vCPU runs at once,
+    # with none it waits for a slice and every second misses. The
+    # surrogate without the low-load cells missed both.
+    spec = engine.HostSpec(cores=4, smt=2)
+    p = profiles.MEMCACHED
+    for threads, share in ((5, 0.0), (6, 1.0)):
+        eng = _among_be(engine.SimHost(spec, seed=2), p, 0.003, threads, 6)
+        sur = _among_be(surrogate.SurrogateHost(spec, seed=2), p, 0.003,
+                        threads, 6)
+        assert eng == share
+        assert sur == share
+
+
+def test_a_second_of_few_requests_is_judged_by_its_slowest():
+    # Nginx at 0.0004 of its max: 11 requests a second, parked with no
+    # CPU free. A few per cent of its requests wait for a slice, so
+    # about a third of its seconds miss on the engine; the surrogate
+    # judged every second by its cells' two-second verdict.
+    spec = engine.HostSpec(cores=4, smt=2)
+    p = profiles.NGINX
+    eng = _among_be(engine.SimHost(spec, seed=2), p, 0.0004, 6, 20)
+    sur = _among_be(surrogate.SurrogateHost(spec, seed=2), p, 0.0004, 6,
+                    20)
+    assert 0.1 < eng < 0.7
+    assert sur == pytest.approx(eng, abs=0.2)
+
+
+def test_a_share_of_seconds_in_violation_is_booked_whole(monkeypatch):
+    # The surrogate's share of seconds in violation adds up over steps:
+    # ten 1-second steps book what one 10-second step does.
+    monkeypatch.setattr(surrogate, 'predict',
+                        lambda params, profile, feats, per_second: (
+                            1.0, 0.3))
+    booked = []
+    for steps, length in ((10, 1), (1, 10)):
+        h = host_mod.ClusterHost('h0', 4, 2, 'default', seed=1,
+                                 fidelity='surrogate')
+        h.boot(requests.steady('v0'))
+        booked.append([h.step(length, {'v0': 0.3}).vms['v0'].violation_s
+                       for _ in range(steps)])
+    assert booked[0] == [0, 0, 0, 1, 0, 0, 1, 0, 0, 1]
+    assert booked[1] == [3]
