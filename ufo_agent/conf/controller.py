@@ -180,6 +180,18 @@ OPTS = [
         help='Seconds a VM must stay below idle_util before it is parked in '
              'the idle pool.'),
     cfg.FloatOpt(
+        'idle_after_max', default=_DEFAULTS.idle_after_max, min=0.0,
+        mutable=True,
+        help='Longest wait before a VM is parked again after it woke too '
+             'soon. A VM woken sooner after its park than it waited to be '
+             'parked (its few requests cost more among the idle pool\'s '
+             'threads than on a core of its own) waits twice as long '
+             'before its next park, up to this many seconds, instead of '
+             'having its vCPUs taken offline and back every few seconds; '
+             'one that stays parked that long waits idle_after again. '
+             'Set it to idle_after (or lower) to park after idle_after '
+             'always, as the paper does.'),
+    cfg.FloatOpt(
         'be_sf_per_util', default=_DEFAULTS.be_sf_per_util, min=0.0,
         mutable=True,
         help='Scheduling frequency per utilization percent below which a '

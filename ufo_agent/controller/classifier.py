@@ -10,10 +10,18 @@ from ufo_agent.controller.plan import VmClass
 
 
 class IdleDetector:
-    """Says when a VM has been idle for ``idle_after`` seconds.
+    """Says when a VM has been idle long enough to park.
 
-    A parked VM wakes after ``confirm_samples`` busy samples in a row, so
-    that a guest's housekeeping blip does not buy it cores.
+    A VM is parked after ``idle_after`` seconds below the idle mark. A
+    parked VM wakes after ``confirm_samples`` busy samples in a row, so
+    that a guest's housekeeping blip does not buy it cores. One that
+    wakes sooner after its park than it waited to be parked (a VM whose
+    few requests cost more among the idle pool's threads than on a core
+    of its own, over the mark there and under it here) waits twice as
+    long before its next park, up to ``idle_after_max``: otherwise it
+    would be parked and woken, its vCPUs taken offline and back, every
+    few seconds. One that stays parked that long starts again from
+    ``idle_after``.
     """
 
     def __init__(self, config):
@@ -21,6 +29,15 @@ class IdleDetector:
         self.idle_since = None
         self.busy_streak = 0
         self._quiet = False
+        self.backoff = 0            # doublings of idle_after
+        self._parked_at = None
+        self._parked_for = None     # the wait its last park came after
+
+    def wait(self):
+        """Seconds below the idle mark before this VM is parked."""
+        cfg = self.config
+        wait = cfg.idle_after * 2 ** self.backoff
+        return min(wait, max(cfg.idle_after, cfg.idle_after_max))
 
     def update(self, util, now):
         """Feed one sample; return True while the VM counts as idle."""
@@ -34,7 +51,29 @@ class IdleDetector:
         self._quiet = True
         if self.idle_since is None:
             self.idle_since = now
-        return now - self.idle_since >= self.config.idle_after
+        return now - self.idle_since >= self.wait()
+
+    def parks_at(self):
+        """When the VM's quiet run reaches its wait, or None if it is busy."""
+        if self.idle_since is None:
+            return None
+        return self.idle_since + self.wait()
+
+    def parked(self, now):
+        """The VM was parked at ``now``."""
+        self._parked_at, self._parked_for = now, self.wait()
+
+    def woken(self, now):
+        """The VM was woken at ``now``: its next park waits accordingly."""
+        if self._parked_at is None:
+            return
+        if now - self._parked_at < self._parked_for:
+            cap = max(self.config.idle_after, self.config.idle_after_max)
+            if self.config.idle_after * 2 ** self.backoff < cap:
+                self.backoff += 1
+        else:
+            self.backoff = 0
+        self._parked_at = None
 
     def woke(self):
         """True once the last samples fed were busy long enough to wake."""

@@ -42,6 +42,7 @@ class ControllerConfig:
     sample_max_age: float = 600.0
     idle_util: float = 1.0
     idle_after: float = 10.0
+    idle_after_max: float = 320.0
     be_sf_per_util: float = 10.0
     classify_min_util: float = 20.0
     classify_samples: int = 5
@@ -75,6 +76,8 @@ class ControllerConfig:
                           '(a quadratic has three coefficients)')
         if not 0.0 < self.host_only_steal_max < 1.0:
             errors.append('host_only_steal_max must be between 0 and 1')
+        if self.idle_after_max < 0.0:
+            errors.append('idle_after_max must not be negative')
         if self.drain_hold_max < 0.0:
             errors.append('drain_hold_max must not be negative')
         if self.be_policy not in BE_POLICIES:

@@ -626,7 +626,8 @@ class Controller:
             decisions.append(Decision(
                 now, uuid, Action.PARK, len(state.cores), 0,
                 reason.of(IDLE, util=self.config.idle_util,
-                          seconds=self.config.idle_after)))
+                          seconds=state.idle.wait())))
+            state.idle.parked(now)
             # Its vCPUs go offline now: that work is not a wake-up.
             state.changed_at = now
         elif state.mode == VmMode.IDLE and state.idle.woke() \
@@ -635,6 +636,7 @@ class Controller:
             state.committed = state.want = state.cores_before_idle
             state.last_action = Step(Action.WAKE,
                                      reason.of(WAKE, util=sample.util))
+            state.idle.woken(now)
 
     def _predict(self, state, sample, now):
         cfg = self.config

@@ -315,24 +315,24 @@ class ClusterHost:
     def _quiet_span(self, left):
         """Seconds the layout holds with the inputs held, at most ``left``.
 
-        The agent's idle detector parks a VM quiet for ``idle_after``
-        seconds and wakes a parked one after ``confirm_samples`` busy
-        samples. A jump ends the second before a quiet VM's timer runs
-        out, so that the agent's own tick parks it; while a parked VM
-        counts busy samples there is no jump (1). A timer that ran out
-        without a park changes nothing with the inputs held.
+        The agent's idle detector parks a VM quiet for its wait
+        (``idle_after``, longer for one that woke soon after a park) and
+        wakes a parked one after ``confirm_samples`` busy samples. A jump
+        ends the second before a quiet VM's timer runs out, so that the
+        agent's own tick parks it; while a parked VM counts busy samples
+        there is no jump (1). A timer that ran out without a park changes
+        nothing with the inputs held.
         """
         if self.agent is None:
             return left
         now = self.driver.now()
-        idle_after = self.agent.controller.config.idle_after
         for state in self.agent.controller.vms.values():
             if state.mode == plan_mod.VmMode.IDLE and \
                     state.idle.busy_streak > 0:
                 return 1
-            if state.mode == plan_mod.VmMode.ACTIVE and \
-                    state.idle.idle_since is not None:
-                fires = state.idle.idle_since + idle_after - now
+            parks_at = state.idle.parks_at()
+            if state.mode == plan_mod.VmMode.ACTIVE and parks_at is not None:
+                fires = parks_at - now
                 if fires > 0:
                     left = min(left, max(1, math.ceil(fires) - 1))
         return left

@@ -82,7 +82,7 @@ class UfoAgent:
 # (doc/source/controller.rst): a move on every settled sample, and the
 # emulator pool's 70 / 50 % band. For reproducing the paper's runs.
 PAPER_RULES = (('confirm_samples', 1), ('emulator_util_high', 0.70),
-               ('emulator_util_low', 0.50))
+               ('emulator_util_low', 0.50), ('idle_after_max', 0.0))
 
 
 def config_of(settings):

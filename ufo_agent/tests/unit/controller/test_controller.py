@@ -555,3 +555,44 @@ def test_cores_held_by_a_hung_guest_keep_the_emulator_pool_at_its_minimum():
                 if d.reason.rule == ctl.HELD_BY_HUNG]
     assert [(d.action, d.old - d.new) for d in squeezed] == \
         [(plan_mod.Action.SQUEEZE, 1)]
+
+
+def _flapping(config, seconds):
+    """Park and wake times of a quiet VM over its own core's mark.
+
+    Its few requests read 0.5 % on a core of its own and 3 % parked
+    among other threads (they pay the refills there): over the idle
+    mark when parked, under it when woken.
+    """
+    controller = Controller(HostTopology.uniform(4, 2), config)
+    controller.add_vm(VmSpec('quiet', 2, 'lc'))
+    parks, wakes = [], []
+    parked = False
+    for t in range(seconds):
+        util = 3.0 if parked else 0.5
+        plan = controller.tick(float(t), {'quiet': VmSample(util, 20.0)},
+                               5.0)
+        now = plan.vms['quiet'].mode == plan_mod.VmMode.IDLE
+        if now and not parked:
+            parks.append(t)
+        elif parked and not now:
+            wakes.append(t)
+        parked = now
+    return parks, wakes
+
+
+def test_a_vm_woken_soon_after_its_park_waits_longer_for_the_next():
+    # Parked after idle_after (10 s), woken 4 s later, parked again after
+    # 20 s, 40 s, ... up to idle_after_max: not every 14 s for an hour.
+    parks, wakes = _flapping(ControllerConfig(), 1200)
+    # Quiet again the second after its wake.
+    waits = [p - w - 1 for w, p in zip(wakes, parks[1:])]
+    assert parks[0] == 10
+    assert waits == [20, 40, 80, 160, 320, 320]
+
+
+def test_the_papers_setting_parks_after_idle_after_every_time():
+    parks, wakes = _flapping(ControllerConfig(idle_after_max=0.0), 300)
+    waits = [p - w - 1 for w, p in zip(wakes, parks[1:])]
+    assert set(waits) == {10}
+    assert len(parks) == 21

@@ -264,3 +264,28 @@ def test_io_beyond_fair_shares_is_charged_to_the_guests_that_overdraw():
     # Nobody above its share: nothing to charge.
     assert allocator.charge_excess(
         1, {'a': 100.0, 'b': 100.0, 'c': 200.0}, entitled) == {}
+
+
+def test_a_vm_parked_as_long_as_its_wait_starts_again_from_idle_after():
+    det = classifier.IdleDetector(ControllerConfig(idle_after=10.0,
+                                                   idle_after_max=40.0))
+    assert det.wait() == 10.0
+    det.parked(0.0)
+    det.woken(4.0)                  # sooner than it waited: twice as long
+    assert det.wait() == 20.0
+    det.parked(30.0)
+    det.woken(35.0)
+    det.parked(100.0)
+    det.woken(101.0)
+    assert det.wait() == 40.0       # the cap
+    det.parked(200.0)
+    det.woken(210.0)
+    assert det.wait() == 40.0
+    det.parked(300.0)
+    det.woken(340.0)                # parked as long as it waited
+    assert det.wait() == 10.0
+    # The quiet run's park time follows the wait.
+    det.update(0.0, 400.0)
+    assert det.parks_at() == 410.0
+    det.update(5.0, 401.0)
+    assert det.parks_at() is None
