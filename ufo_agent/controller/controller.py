@@ -469,15 +469,20 @@ class Controller:
                 return
             state.hold()
             return
-        if not settled or emulator_grows:
-            if not settled:
-                state.confirm.reset()
+        if not settled:
+            state.confirm.reset()
             state.hold()
             return
         traffic = self._traffic(state, sample, count, now)
         pred = loop.decide(count, sample.latency_us, sample.util,
                            traffic.demand, min(state.committed, count), now,
                            state.trial)
+        if emulator_grows:
+            # A step's I/O grows the pool on its first second: that
+            # sample still counts toward the grow, as in black-box mode.
+            self._count_latency_sample(state, pred, count, sample.util,
+                                       now, traffic)
+            return
         if pred.action == Action.PROBE and \
                 self.emulator_pool.latency_trial_open():
             # One trial at a time: the pool's is judged on this latency.
@@ -491,6 +496,25 @@ class Controller:
             # The cores it had violated at this load: no trial back to
             # them until the load falls (_shrink_undone).
             state.shrink_undone = Shrink(pred.cores, sample.util, now)
+
+    def _count_latency_sample(self, state, pred, count, util, now,
+                              traffic):
+        """On an emulator-grow tick: count a latency grow, move nothing.
+
+        Only a grow counts (a trial waits for a quiet tick); the grow
+        still needs a sample from after this tick.
+        """
+        state.hold()
+        if pred.action != Action.GROW or state.trial is not None or \
+                self._guarded(state, pred, count, util, now, True,
+                              traffic.draining):
+            state.confirm.reset()
+            return
+        pending = state.confirm.agree_not_last((True, count), now)
+        state.last_action = Step(Action.STAY, reason.of(
+            CONFIRM_EMULATOR_GROW, action=pred.action, cores=pred.cores,
+            agreed=pending, needed=self.config.confirm_samples,
+            reason=pred.reason))
 
     @staticmethod
     def _violating(state):

@@ -88,6 +88,29 @@ def test_a_violation_grows_on_confirmation_to_the_flavor_at_most():
     assert host.plan.vms['a'].note.rule == latency.FLAVOR_MAX
 
 
+def test_a_violation_on_a_tick_the_pool_grows_counts_toward_the_grow():
+    # A step's I/O grows the emulator pool on its first second (Memcached
+    # 10 % -> 80 % at 130 s of the dynamic run): that second's violation
+    # is the first of the two the grow needs, as in black-box mode.
+    host = shrunk_to_one()
+    assert host.pool() == 1
+    host.run(1, emulator_busy=190.0, a=sample(3 * TARGET))
+    assert host.pool() == 2
+    assert host.cores() == 1
+    host.run(1, emulator_busy=150.0, a=sample(3 * TARGET))
+    assert host.cores() == 2
+    grow = host.decisions[-1]
+    assert (grow.action, grow.reason.rule) == ('grow', latency.VIOLATION)
+
+
+def test_a_violation_on_a_tick_the_pool_grows_does_not_move_alone():
+    # One violating second (a burst) on a pool grow moves nothing.
+    host = shrunk_to_one()
+    host.run(1, emulator_busy=190.0, a=sample(3 * TARGET))
+    host.run(10, emulator_busy=150.0, a=sample(200.0))
+    assert host.cores() == 1
+
+
 def test_a_violation_grows_to_what_the_demand_needs():
     host = shrunk_to_one()
     # 190 % on one core of two CPUs, all its traffic answered: 95 % per
