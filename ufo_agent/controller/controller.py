@@ -404,7 +404,8 @@ class Controller:
             state.drain_back = None
             return
         if state.drain_back is not None:
-            self._end_drain(state)
+            if not self._keep_drain_cores(state, sample, now):
+                self._end_drain(state)
             return
         if state.latency is not None:
             if sample.latency_us is not None and not sample.host_only:
@@ -835,6 +836,24 @@ class Controller:
             state.last_action = Step(pred.action, pred.reason.after_all(
                 reason.of(DRAIN_CORES, extra=drain - pred.cores,
                           need=need)))
+
+    def _keep_drain_cores(self, state, sample, now):
+        """QoS-target mode: drain cores a tick more while still late.
+
+        The drain tick's latency over the target says the backlog is not
+        worked off yet. They stay up to ``settle_time`` after the grow,
+        speculative as before. True if kept.
+        """
+        if not state.judged_latency or sample.latency_us is None or \
+                sample.host_only or \
+                sample.latency_us <= state.spec.latency_target_us or \
+                len(state.cores) <= state.drain_back or \
+                state.settled(now, self.config.settle_time):
+            return False
+        state.hold()
+        state.last_action = Step(Action.STAY, state.latency.drain_kept(
+            sample.latency_us, len(state.cores)))
+        return True
 
     def _end_drain(self, state):
         """Give a grow's drain cores back: a core change like any other."""
