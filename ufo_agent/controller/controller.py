@@ -490,7 +490,7 @@ class Controller:
             self._wait(state, reason.of(latency.POOL_TRIAL,
                                         cores=pred.cores))
             return
-        self._adopt(state, self._latency_bounded(state, pred, sample.util),
+        self._adopt(state, self._latency_bounded(state, pred, traffic.demand),
                     count, sample.util, now, True, traffic)
         if pred.action == Action.GROW and \
                 state.last_action.action == Action.GROW:
@@ -525,16 +525,19 @@ class Controller:
             sample.latency_us is not None and \
             sample.latency_us > state.spec.latency_target_us
 
-    def _latency_bounded(self, state, pred, util):
+    def _latency_bounded(self, state, pred, demand):
         """``pred`` committing no more than the VM's work justifies.
 
         A latency report is the guest's word: cores it asks for beyond
-        what it held committed and what its utilization keeps busy at
+        what it held committed and what its ``demand`` keeps busy at
         ``pcu_high`` are speculative, served from idle cores only, so
         that no report takes cores from another VM's committed demand.
+        The demand is the host's reading (:meth:`_traffic`): its
+        utilization, or what its traffic says a saturated VM would run,
+        which the black-box rules commit on too.
         """
         cap = max(state.committed,
-                  state.latency.cores_for(util, self.config.pcu_high))
+                  state.latency.cores_for(demand, self.config.pcu_high))
         if pred.committed <= cap:
             return pred
         return dataclasses.replace(pred, committed=cap)
