@@ -404,7 +404,8 @@ class Controller:
             state.drain_back = None
             return
         if state.drain_back is not None:
-            self._end_drain(state)
+            if not self._keep_drain_cores(state, sample, now):
+                self._end_drain(state)
             return
         if state.latency is not None:
             if sample.latency_us is not None and not sample.host_only:
@@ -469,28 +470,52 @@ class Controller:
                 return
             state.hold()
             return
-        if not settled or emulator_grows:
-            if not settled:
-                state.confirm.reset()
+        if not settled:
+            state.confirm.reset()
             state.hold()
             return
         traffic = self._traffic(state, sample, count, now)
         pred = loop.decide(count, sample.latency_us, sample.util,
                            traffic.demand, min(state.committed, count), now,
                            state.trial)
+        if emulator_grows:
+            # A step's I/O grows the pool on its first second: that
+            # sample still counts toward the grow, as in black-box mode.
+            self._count_latency_sample(state, pred, count, sample.util,
+                                       now, traffic)
+            return
         if pred.action == Action.PROBE and \
                 self.emulator_pool.latency_trial_open():
             # One trial at a time: the pool's is judged on this latency.
             self._wait(state, reason.of(latency.POOL_TRIAL,
                                         cores=pred.cores))
             return
-        self._adopt(state, self._latency_bounded(state, pred, sample.util),
+        self._adopt(state, self._latency_bounded(state, pred, traffic.demand),
                     count, sample.util, now, True, traffic)
         if pred.action == Action.GROW and \
                 state.last_action.action == Action.GROW:
             # The cores it had violated at this load: no trial back to
             # them until the load falls (_shrink_undone).
             state.shrink_undone = Shrink(pred.cores, sample.util, now)
+
+    def _count_latency_sample(self, state, pred, count, util, now,
+                              traffic):
+        """On an emulator-grow tick: count a latency grow, move nothing.
+
+        Only a grow counts (a trial waits for a quiet tick); the grow
+        still needs a sample from after this tick.
+        """
+        state.hold()
+        if pred.action != Action.GROW or state.trial is not None or \
+                self._guarded(state, pred, count, util, now, True,
+                              traffic.draining):
+            state.confirm.reset()
+            return
+        pending = state.confirm.agree_not_last((True, count), now)
+        state.last_action = Step(Action.STAY, reason.of(
+            CONFIRM_EMULATOR_GROW, action=pred.action, cores=pred.cores,
+            agreed=pending, needed=self.config.confirm_samples,
+            reason=pred.reason))
 
     @staticmethod
     def _violating(state):
@@ -500,16 +525,19 @@ class Controller:
             sample.latency_us is not None and \
             sample.latency_us > state.spec.latency_target_us
 
-    def _latency_bounded(self, state, pred, util):
+    def _latency_bounded(self, state, pred, demand):
         """``pred`` committing no more than the VM's work justifies.
 
         A latency report is the guest's word: cores it asks for beyond
-        what it held committed and what its utilization keeps busy at
+        what it held committed and what its ``demand`` keeps busy at
         ``pcu_high`` are speculative, served from idle cores only, so
         that no report takes cores from another VM's committed demand.
+        The demand is the host's reading (:meth:`_traffic`): its
+        utilization, or what its traffic says a saturated VM would run,
+        which the black-box rules commit on too.
         """
         cap = max(state.committed,
-                  state.latency.cores_for(util, self.config.pcu_high))
+                  state.latency.cores_for(demand, self.config.pcu_high))
         if pred.committed <= cap:
             return pred
         return dataclasses.replace(pred, committed=cap)
@@ -813,6 +841,24 @@ class Controller:
             state.last_action = Step(pred.action, pred.reason.after_all(
                 reason.of(DRAIN_CORES, extra=drain - pred.cores,
                           need=need)))
+
+    def _keep_drain_cores(self, state, sample, now):
+        """QoS-target mode: drain cores a tick more while still late.
+
+        The drain tick's latency over the target says the backlog is not
+        worked off yet. They stay up to ``settle_time`` after the grow,
+        speculative as before. True if kept.
+        """
+        if not state.judged_latency or sample.latency_us is None or \
+                sample.host_only or \
+                sample.latency_us <= state.spec.latency_target_us or \
+                len(state.cores) <= state.drain_back or \
+                state.settled(now, self.config.settle_time):
+            return False
+        state.hold()
+        state.last_action = Step(Action.STAY, state.latency.drain_kept(
+            sample.latency_us, len(state.cores)))
+        return True
 
     def _end_drain(self, state):
         """Give a grow's drain cores back: a core change like any other."""

@@ -50,6 +50,9 @@ IN_BAND = reason.rule(
 POOL_TRIAL = reason.rule(
     'latency-pool-wait', 'trial of %(cores)d cores waits: the emulator '
     'pool is on trial')
+DRAIN_KEPT = reason.rule(
+    'latency-drain-kept', 'p%(percentile)g %(latency).0f us > target '
+    '%(target).0f us on the drain cores: %(cores)d cores a tick more')
 STALE = reason.rule(
     'latency-stale', 'no fresh latency from the guest: black-box rules')
 
@@ -140,6 +143,10 @@ class LatencyLoop:
         return predictor.Prediction(
             cores, Action.STAY,
             self._why(IN_BAND, latency, slack=cfg.latency_slack))
+
+    def drain_kept(self, latency, cores):
+        """The reason a grow's drain cores stay on ``cores``."""
+        return self._why(DRAIN_KEPT, latency, cores=cores)
 
     def _why(self, rule, latency, **values):
         return reason.of(rule, percentile=self.percentile, latency=latency,
