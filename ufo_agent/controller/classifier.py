@@ -35,9 +35,13 @@ class IdleDetector:
 
     def wait(self):
         """Seconds below the idle mark before this VM is parked."""
-        cfg = self.config
-        wait = cfg.idle_after * 2 ** self.backoff
-        return min(wait, max(cfg.idle_after, cfg.idle_after_max))
+        return min(self._doubled(), self._longest())
+
+    def _doubled(self):
+        return self.config.idle_after * 2 ** self.backoff
+
+    def _longest(self):
+        return max(self.config.idle_after, self.config.idle_after_max)
 
     def update(self, util, now):
         """Feed one sample; return True while the VM counts as idle."""
@@ -68,8 +72,7 @@ class IdleDetector:
         if self._parked_at is None:
             return
         if now - self._parked_at < self._parked_for:
-            cap = max(self.config.idle_after, self.config.idle_after_max)
-            if self.config.idle_after * 2 ** self.backoff < cap:
+            if self._doubled() < self._longest():
                 self.backoff += 1
         else:
             self.backoff = 0
