@@ -277,6 +277,8 @@ class Console(object):
         return code, [line for line in out if not line.startswith('ufo-rc=')]
 
     def close(self):
+        if self._closed:
+            return      # its fd number may be another file's by now
         self._closed = True
         self._thread.join(2)
         try:
