@@ -9,7 +9,8 @@ defines and starts a transient domain with direct kernel boot, one UFO
 channel (an ivshmem-plain ``<shmem>`` whose page the host initializes
 before the guest starts), optionally a virtio NIC on a tap of its own,
 and a serial console on a pty that it reads in the background and on
-which it can run shell commands.
+which it can run shell commands. ``GuestBoot`` waits for a guest's init
+shell, and starts a boot that stalls again, once.
 
 KVM is used where a guest really boots under it (tried once per process);
 elsewhere TCG (``<domain type='qemu'>``). ``UFO_GUEST_ACCEL=kvm|tcg``
@@ -17,6 +18,7 @@ forces the choice.
 """
 
 import importlib.metadata
+import logging
 import os
 import re
 import select
@@ -48,6 +50,8 @@ QEMU_GROUP = host_channel.DEFAULT_QEMU_GROUP
 LOG_DIR = os.environ.get(
     'UFO_GUEST_LOG_DIR',
     os.path.join(tempfile.gettempdir(), 'ufo-guest-logs'))
+
+LOG = logging.getLogger(__name__)
 
 _artifacts = None
 _accel = None
@@ -277,6 +281,8 @@ class Console(object):
         return code, [line for line in out if not line.startswith('ufo-rc=')]
 
     def close(self):
+        if self._closed:
+            return      # its fd number may be another file's by now
         self._closed = True
         self._thread.join(2)
         try:
@@ -294,6 +300,50 @@ def serial_console(dom, log_path=None):
     if not m:
         raise RuntimeError('no serial pty in the live XML')
     return Console(m.group(1), log_path)
+
+
+def diagnose(dom):
+    """What QEMU and the host say about a domain that went silent."""
+    import libvirt
+    import libvirt_qemu
+    lines = []
+    try:
+        lines.append('domain state %r' % (dom.state(),))
+        for command in ('info cpus', 'info status'):
+            out = libvirt_qemu.qemuMonitorCommand(
+                dom, command,
+                libvirt_qemu.VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP)
+            lines.append('%s:\n%s' % (command, out))
+    except libvirt.libvirtError as exc:
+        lines.append('QEMU monitor: %s' % exc)
+    try:
+        with open('/run/libvirt/qemu/%s.pid' % dom.name()) as f:
+            pid = int(f.read())
+        for tid in sorted(os.listdir('/proc/%d/task' % pid), key=int):
+            with open('/proc/%d/task/%s/stat' % (pid, tid)) as f:
+                stat = f.read()
+            comm = stat[stat.index('(') + 1:stat.rindex(')')]
+            fields = stat[stat.rindex(')') + 2:].split()
+            lines.append('QEMU thread %s %s: state %s utime %s stime %s'
+                         % (tid, comm, fields[0], fields[11], fields[12]))
+    except (OSError, ValueError) as exc:
+        lines.append('QEMU threads: %s' % exc)
+    try:
+        with open('/proc/loadavg') as f:
+            lines.append('host loadavg %s' % f.read().strip())
+    except OSError:
+        pass
+    return '\n'.join(lines)
+
+
+def stop_domain(dom, console):
+    """Close a boot's console and destroy its domain, if still there."""
+    import libvirt
+    console.close()
+    try:
+        dom.destroy()
+    except libvirt.libvirtError:
+        pass    # gone already: a panic reboots, on_reboot destroys
 
 
 #: How long the first command after boot may go unanswered before it is
@@ -326,6 +376,155 @@ def wait_init(console, timeout, probe_timeout=PROBE_TIMEOUT):
             if time.monotonic() >= deadline:
                 raise
             console.write(')\n')
+
+
+#: A console line saying the test guest's init shell is up.
+BOOTED = re.compile(r'UFO-INIT ready|UFO-ALIVE')
+
+#: Kernel lines of a guest its emulator starved: an RCU stall, a timer
+#: that never fired, a hung or locked-up task.
+BOOT_STALL = re.compile(r"rcu_\S+ .*stall|didn't happen for \d+ jiffies|"
+                        r"blocked for more than \d+ seconds|soft lockup")
+
+#: Past its boot deadline, a boot that printed nothing for this long has
+#: stalled; one still printing kernel lines is slow, not stalled.
+BOOT_QUIET = 20.0
+
+#: Console lines of a failed boot kept in its report.
+BOOT_TAIL_LINES = 30
+
+READY = 'ready'
+STALLED = 'stalled'
+BOOTING = 'booting'
+
+
+def boot_state(lines, started, now, deadline, quiet=BOOT_QUIET):
+    """Where a boot stands by its console: (state, when, why).
+
+    ``lines`` are the boot's (monotonic time, text) console lines. READY
+    once its init shell says so; STALLED since its first kernel stall
+    line, or since ``deadline`` s after ``started`` with no line for
+    ``quiet`` s by then; else BOOTING.
+    """
+    stall = None
+    last = started
+    for at, text in lines:
+        if BOOTED.search(text):
+            return READY, at, text
+        if stall is None and BOOT_STALL.search(text):
+            stall = at, 'kernel stall: %s' % text.strip()
+        last = max(last, at)
+    if stall is not None:
+        return (STALLED,) + stall
+    silent = max(started + deadline, last + quiet)
+    if now >= silent:
+        return STALLED, silent, 'no UFO-INIT line in %.0f s' % (
+            silent - started)
+    return BOOTING, None, None
+
+
+class GuestBoot(object):
+    """Boots a test guest until its init shell answers; again if stalled.
+
+    ``start()`` starts the domain and returns its Console; ``stop()``
+    destroys it. A boot that stalls (see :func:`boot_state`) within its
+    boot deadline, ``timeout / (retries + 1)`` s, is stopped and started
+    again, at most ``retries`` times (default
+    ``$UFO_GUEST_BOOT_RETRIES``, else 1); all within ``timeout``. TCG on
+    a busy host sometimes starves a boot for good. The stalled boot's
+    console tail and ``diagnose()`` go to the log; a guest still not up
+    at ``timeout`` fails with every boot's.
+    """
+
+    def __init__(self, name, start, stop, timeout, retries=None,
+                 diagnose=None, quiet=BOOT_QUIET,
+                 probe_timeout=PROBE_TIMEOUT, poke_every=5.0):
+        if retries is None:
+            retries = int(os.environ.get('UFO_GUEST_BOOT_RETRIES', '1'))
+        self.name = name
+        self._start = start
+        self._stop = stop
+        self.timeout = timeout
+        self.retries = retries
+        self.deadline = timeout / (retries + 1)
+        self.diagnose = diagnose
+        self.quiet = quiet
+        self.probe_timeout = probe_timeout
+        self.poke_every = poke_every
+        self.console = None
+        self.boots = 0
+        self._began = None
+        self._started = None
+        self._ready_at = None
+
+    def begin(self):
+        """Start the first boot; returns self (guests may boot at once)."""
+        self._began = time.monotonic()
+        self._boot()
+        return self
+
+    def _boot(self):
+        self.boots += 1
+        self._started = time.monotonic()
+        self.console = self._start()
+
+    def wait(self):
+        """Until the guest's init shell answers; returns its console."""
+        end = self._began + self.timeout
+        reports = []
+        while True:
+            why = self._wait_booted(end, len(reports) < self.retries)
+            if why is None:
+                break
+            reports.append(self._report(why))
+            if time.monotonic() >= end:
+                raise TimeoutError(
+                    'test guest %s did not boot in %.0f s (boots: %d)\n%s' % (
+                        self.name, self.timeout, self.boots,
+                        '\n'.join(reports)))
+            self._stop()
+            self._boot()
+        LOG.info('%s booted in %.1f s (boot %d, %.1f s in all)', self.name,
+                 self._ready_at - self._started, self.boots,
+                 self._ready_at - self._began)
+        wait_init(self.console, max(1.0, end - time.monotonic()),
+                  self.probe_timeout)
+        return self.console
+
+    def _wait_booted(self, end, may_restart):
+        """None once booted; else why it stalled, or why it is late."""
+        poked = time.monotonic()
+        while True:
+            now = time.monotonic()
+            state, when, why = boot_state(
+                self.console.timed_lines(), self._started, now,
+                self.deadline, self.quiet)
+            if state == READY:
+                self._ready_at = when
+                return None
+            if state == STALLED and may_restart and \
+                    when - self._started <= self.deadline:
+                return why
+            if now >= end:
+                return why or 'no UFO-INIT ready'
+            # The console may have been opened after the first lines.
+            if now - poked >= self.poke_every:
+                self.console.write('echo UFO-ALIVE\n')
+                poked = now
+            try:
+                self.console.wait_for('', min(1.0, end - now),
+                                      start=self.console.position)
+            except TimeoutError:
+                pass
+
+    def _report(self, why):
+        report = 'boot %d of %s after %.0f s: %s; console tail:\n%s' % (
+            self.boots, self.name, time.monotonic() - self._started, why,
+            '\n'.join(self.console.lines()[-BOOT_TAIL_LINES:]))
+        if self.diagnose:
+            report += '\n' + self.diagnose()
+        LOG.warning('%s', report)
+        return report
 
 
 def online_cpus(console):
@@ -428,15 +627,19 @@ class TestGuest(object):
         self._channels = []
         self._with_channel = channel
 
-    def start(self, boot_timeout=180.0):
+    def start(self, boot_timeout=180.0, boot_retries=None):
+        """Start the domain; wait for the test guest's shell.
+
+        ``boot_retries``: see :class:`GuestBoot`.
+        """
         try:
-            self._start(boot_timeout)
+            self._start(boot_timeout, boot_retries)
         except BaseException:
             self.close()
             raise
         return self
 
-    def _start(self, boot_timeout):
+    def _start(self, boot_timeout, boot_retries):
         # Copies readable by the QEMU user (the cache may sit in /root).
         kernel = os.path.join(self._tmp, 'vmlinuz')
         initrd = os.path.join(self._tmp, 'initrd.gz')
@@ -496,49 +699,32 @@ class TestGuest(object):
         self.conn = self.libvirt.open(self.uri)
         if self.persistent:
             self.dom = self.conn.defineXML(xml)
-            self.dom.create()
-        else:
-            self.dom = self.conn.createXML(xml, 0)
-        self.console = serial_console(self.dom, self.log_path)
-        self.console.diagnose = self.diagnose
+        self._xml = xml
         if self.channel:
             self.start_heartbeat()
         if not self.test_init:
+            self._start_domain()
             return self
-        wait_init(self.console, boot_timeout)
+        GuestBoot(self.name, self._start_domain, self._stop_domain,
+                  boot_timeout, boot_retries, self.diagnose).begin().wait()
         return self
+
+    def _start_domain(self):
+        if self.persistent:
+            self.dom.create()
+        else:
+            self.dom = self.conn.createXML(self._xml, 0)
+        # Opened for appending: the log keeps every boot.
+        self.console = serial_console(self.dom, self.log_path)
+        self.console.diagnose = self.diagnose
+        return self.console
+
+    def _stop_domain(self):
+        stop_domain(self.dom, self.console)
 
     def diagnose(self):
         """What QEMU and the host say about a guest that went silent."""
-        import libvirt_qemu
-        lines = []
-        try:
-            lines.append('domain state %r' % (self.dom.state(),))
-            for command in ('info cpus', 'info status'):
-                out = libvirt_qemu.qemuMonitorCommand(
-                    self.dom, command,
-                    libvirt_qemu.VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP)
-                lines.append('%s:\n%s' % (command, out))
-        except self.libvirt.libvirtError as exc:
-            lines.append('QEMU monitor: %s' % exc)
-        try:
-            with open('/run/libvirt/qemu/%s.pid' % self.name) as f:
-                pid = int(f.read())
-            for tid in sorted(os.listdir('/proc/%d/task' % pid), key=int):
-                with open('/proc/%d/task/%s/stat' % (pid, tid)) as f:
-                    stat = f.read()
-                comm = stat[stat.index('(') + 1:stat.rindex(')')]
-                fields = stat[stat.rindex(')') + 2:].split()
-                lines.append('QEMU thread %s %s: state %s utime %s stime %s'
-                             % (tid, comm, fields[0], fields[11], fields[12]))
-        except (OSError, ValueError) as exc:
-            lines.append('QEMU threads: %s' % exc)
-        try:
-            with open('/proc/loadavg') as f:
-                lines.append('host loadavg %s' % f.read().strip())
-        except OSError:
-            pass
-        return '\n'.join(lines)
+        return diagnose(self.dom)
 
     # -- heartbeat --------------------------------------------------------
 

@@ -84,13 +84,26 @@ class NovaGuest:
         self.module = module
         self.uuid = domain.UUIDString()
         self.console = None
+        self.log_path = None
+        self.boot = None
 
-    def open_console(self, log_dir):
-        self.console = testguest.serial_console(
-            self.dom, os.path.join(log_dir, self.name + '.log'))
+    def start(self, log_dir, timeout=300.0):
+        """Start booting; :meth:`wait_ready` waits for the shell."""
+        self.log_path = os.path.join(log_dir, self.name + '.log')
+        self.boot = testguest.GuestBoot(
+            'nova34-' + self.name, self._start, self._stop, timeout,
+            diagnose=lambda: testguest.diagnose(self.dom)).begin()
 
-    def wait_ready(self, timeout=300.0):
-        testguest.wait_init(self.console, timeout)
+    def _start(self):
+        self.dom.create()
+        self.console = testguest.serial_console(self.dom, self.log_path)
+        return self.console
+
+    def _stop(self):
+        testguest.stop_domain(self.dom, self.console)
+
+    def wait_ready(self):
+        self.boot.wait()
 
     def online_cpus(self):
         return testguest.online_cpus(self.console)
@@ -159,8 +172,8 @@ def guests(host, guest_artifacts):
                 cmdline=cmdline)
             booted[name] = NovaGuest(name, conn.defineXML(xml), module)
         for g in booted.values():
-            g.dom.create()
-            g.open_console(work)
+            g.start(work)
+        # One that stalls boots again alone; the others go on.
         for g in booted.values():
             g.wait_ready()
         yield booted

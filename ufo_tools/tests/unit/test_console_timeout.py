@@ -81,3 +81,20 @@ def test_a_first_command_lost_at_boot_is_sent_again():
         console.close()
         os.close(main_fd)
         os.close(sub_fd)
+
+
+def test_closing_twice_leaves_a_file_that_took_its_fd_open():
+    main_fd, sub_fd = os.openpty()
+    console = testguest.Console(os.ttyname(sub_fd))
+    fd = console._fd
+    console.close()
+    # The next file opened takes the lowest free number: the console's.
+    other = os.open(os.devnull, os.O_RDONLY)
+    try:
+        assert other == fd
+        console.close()
+        os.fstat(other)
+    finally:
+        os.close(other)
+        os.close(main_fd)
+        os.close(sub_fd)
