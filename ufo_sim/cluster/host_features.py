@@ -205,10 +205,15 @@ def emulator_pool_load(vms, served, siblings, smt_slowdown):
             pools[cpus] = work / cap + emulator / max(1, len(cpus))
         return pools[cpus]
 
+    # Emulator thread groups by CPU set: many VMs share one pool.
+    groups = {}
+    for vm in vms:
+        if vm.emu_demand:
+            groups[vm.emu_cpus] = groups.get(vm.emu_cpus, 0) + 1
     out = {}
     for vm in vms:
-        shared = any(other.name != vm.name and other.emu_demand and
-                     other.emu_cpus & vm.emu_cpus for other in vms)
+        shared = sum(n for cpus, n in groups.items()
+                     if cpus & vm.emu_cpus) > 1
         if not vm.emu_demand or vm.emu_cpus & vm.vcpu_cpus or not shared:
             out[vm.name] = 0.0
         else:
