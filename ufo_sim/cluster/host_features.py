@@ -175,6 +175,52 @@ def served(vms, siblings, smt_slowdown):
             for vm in vms}
 
 
+def emulator_pool_load(vms, served, siblings, smt_slowdown):
+    """Per VM name: the load its emulator threads meet in a shared pool.
+
+    The work on its emulator threads' CPUs that reaches them: each
+    VM's vCPU and emulator demand there times ``served`` (by VM name,
+    the share of its vCPU demand its CPUs serve: requests its vCPUs do
+    not serve bring no emulator work), vCPU work over the CPUs'
+    capacity plus emulator CPU over their count, as in
+    :func:`features`. Over 1, the pool is saturated: its CPUs are all
+    busy and a woken emulator thread waits for one. 0 for a VM whose
+    emulator threads may run on its vCPUs' CPUs or meet no other VM's
+    emulator threads (its own overload is the features' to judge).
+    """
+    pools = {}
+
+    def load(cpus):
+        if cpus not in pools:
+            work = emulator = 0.0
+            for vm in vms:
+                share = served.get(vm.name, 1.0)
+                if vm.vcpu_demand:
+                    work += vm.vcpu_demand * share * \
+                        len(vm.vcpu_cpus & cpus) / len(vm.vcpu_cpus)
+                if vm.emu_demand:
+                    emulator += vm.emu_demand * share * \
+                        len(vm.emu_cpus & cpus) / len(vm.emu_cpus)
+            cap = max(1e-9, capacity(cpus, siblings, smt_slowdown))
+            pools[cpus] = work / cap + emulator / max(1, len(cpus))
+        return pools[cpus]
+
+    # Emulator thread groups by CPU set: many VMs share one pool.
+    groups = {}
+    for vm in vms:
+        if vm.emu_demand:
+            groups[vm.emu_cpus] = groups.get(vm.emu_cpus, 0) + 1
+    out = {}
+    for vm in vms:
+        shared = sum(n for cpus, n in groups.items()
+                     if cpus & vm.emu_cpus) > 1
+        if not vm.emu_demand or vm.emu_cpus & vm.vcpu_cpus or not shared:
+            out[vm.name] = 0.0
+        else:
+            out[vm.name] = load(frozenset(vm.emu_cpus))
+    return out
+
+
 def crowding(vms, siblings):
     """Per VM name: (others' vCPU demand on its vCPU CPUs, their cores).
 

@@ -108,6 +108,24 @@ def predict(params, profile, feats, per_second=math.inf):
     return p99, float(_nearest(*tables['verdict'], z, K_VERDICT) > 0.5)
 
 
+def queued(p99, share, pool_load, wait, target):
+    """(p99, share of seconds in violation) with a saturated pool's wait.
+
+    ``pool_load``: the load the VM's emulator threads meet in a shared
+    pool (:func:`~ufo_sim.cluster.host_features.emulator_pool_load`).
+    Over 1 every CPU of the pool is busy: a woken emulator thread runs
+    only when a running one's slice ends, so a request waits at least
+    ``wait`` (the host's shortest slice) on its way in or out, and its
+    second misses QoS when that puts the p99 over ``target``. The
+    fitted cells' VMs in such pools are so judged by their features
+    already; this holds for pools of many VMs the cells do not have.
+    """
+    if pool_load <= 1.0:
+        return p99, share
+    p99 = p99 + wait
+    return p99, 1.0 if p99 > target else share
+
+
 def refilled(states, lc, spec, cost):
     """``states`` with each LC VM's requests paying their cache refills.
 
@@ -181,6 +199,7 @@ class SurrogateHost:
         self._features = None
         self._predicted = {}
         self._refill = {}
+        self._pool_load = {}
 
     @property
     def now(self):
@@ -320,6 +339,8 @@ class SurrogateHost:
                 if state.emu_demand else 1.0
             out[state.name] = (state, f, served, emu_served)
         self._features = out
+        self._pool_load = host_features.emulator_pool_load(
+            states + idle, fair, self.siblings, slowdown)
         # A VM's p99 and verdict hold as long as its features do.
         self._predicted = {}
 
@@ -360,8 +381,12 @@ class SurrogateHost:
                 c['requests_arrived'] += arrived
                 c['requests_done'] += int(round(arrived * served))
                 if arrived and name not in self._predicted:
-                    self._predicted[name] = predict(
-                        self.params, p, f, v.rps * engine_spec.TIME_SCALE)
+                    self._predicted[name] = queued(
+                        *predict(self.params, p, f,
+                                 v.rps * engine_spec.TIME_SCALE),
+                        self._pool_load.get(name, 0.0),
+                        self.spec.sched_min_granularity * 1e6,
+                        p.qos_p99_us)
                 v.p99, share = self._predicted[name] if arrived else \
                     (math.nan, 0.0)
                 v.violated = share if arrived else 0.0
