@@ -70,7 +70,10 @@ def features(vms, siblings, smt_slowdown):
     its vCPUs' CPUs; ``log_n``: log of its usable vCPUs; ``free``: 1
     when the other VMs' vCPU work on its vCPUs' CPUs leaves one of them
     free, 0 when it fills them all (a woken vCPU of a quiet VM runs at
-    once, or waits for a busy thread's slice), linear between.
+    once, or waits for a busy thread's slice), linear between. Beside
+    them, ``others_per_cpu``: that work per CPU (not compared by the
+    nearest-neighbour model; :func:`~ufo_sim.cluster.surrogate.predict`
+    reads it for a parked VM).
     """
     groups = []         # (CPUs, demand, batch, emulator, VM name)
     for vm in vms:
@@ -120,7 +123,8 @@ def features(vms, siblings, smt_slowdown):
         out[vm.name] = {
             'u': vm.vcpu_demand / n, 'rho_v': rho_v, 'rho_e': rho_e,
             'be': be, 'emu_home': 1.0 if vm.emu_cpus & vm.vcpu_cpus else 0.0,
-            'log_n': math.log(n), 'free': free}
+            'log_n': math.log(n), 'free': free,
+            'others_per_cpu': others / len(vm.vcpu_cpus)}
     return out
 
 

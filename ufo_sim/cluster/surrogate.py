@@ -96,16 +96,44 @@ def predict(params, profile, feats, per_second=math.inf):
     request, so a second is in violation when any request is over the
     target: ``1 - exp(-q * per_second)`` for Poisson arrivals, ``q`` the
     share of requests over the target in the ``K_VERDICT`` nearest
-    cells that measured it.
+    cells that measured it. A parked VM (one usable vCPU) whose CPUs
+    others' work fills takes ``q`` from the parked-wait cells instead,
+    by the busy threads it shares its CPU with (:func:`_threads_beside`):
+    with one, the woken vCPU mostly runs at once; with two it queues
+    behind one of them.
     """
     scale, tables, _ = _prepared(params, profile.name)
     z = np.array(vector(feats)) / scale
     p99 = profile.qos_p99_us * math.exp(
         _nearest(*tables['p99'], z, K_P99))
+    parked = params.get('parked', {}).get(profile.name)
+    if per_second < FEW_REQUESTS and parked and \
+            _parked_among_busy(feats):
+        over = parked[_threads_beside(feats['others_per_cpu'])]
+        return p99, 1.0 - math.exp(-over * per_second)
     if per_second < FEW_REQUESTS and 'over' in tables:
         over = _nearest(*tables['over'], z, K_VERDICT)
         return p99, 1.0 - math.exp(-over * per_second)
     return p99, float(_nearest(*tables['verdict'], z, K_VERDICT) > 0.5)
+
+
+# Sums of demands in CPUs' worth are whole numbers up to this.
+_WHOLE = 1e-6
+
+
+def _parked_among_busy(feats):
+    """One usable vCPU, and others' work fills every CPU it may use."""
+    return feats['log_n'] == 0.0 and feats['free'] < _WHOLE
+
+
+def _threads_beside(per_cpu):
+    """Busy threads on a parked vCPU's CPU, as the parked cells key it.
+
+    The engine keeps a woken vCPU on its last CPU while none is idle,
+    and puts it where it was re-pinned on the least loaded one: the
+    fewer of the two whole numbers around ``per_cpu``.
+    """
+    return '1' if per_cpu < 2.0 - _WHOLE else '2'
 
 
 def queued(p99, share, pool_load, wait, target):

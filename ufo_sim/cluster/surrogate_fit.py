@@ -15,7 +15,9 @@ The cells fitted on (seeds from ``FIT_SEED``) and the held-out cells
 model) are stored in ``surrogate_data.json``; ``--validate`` prints the
 error on both as RESULT lines. ``--collect-low`` measures the low-load
 cells (:func:`draw_low_cell`, seeds from ``LOW_FIT_SEED`` and
-``LOW_HELD_OUT_SEED``) anew in place of the stored ones.
+``LOW_HELD_OUT_SEED``) anew in place of the stored ones;
+``--collect-parked`` the parked-wait cells (:func:`draw_parked_cell`,
+fitted on only).
 """
 
 import argparse
@@ -45,12 +47,20 @@ KINDS = ('memcached', 'nginx', 'mysql', 'be')
 LOW_FIT_SEED, LOW_HELD_OUT_SEED, LOW_SPAN = 3000, 7000, 1000
 LOW_LOADS = (0.0003, 0.05)
 LOW_BE_PER_CPU = (0.2, 2.0)
+# Parked-wait cells (draw_parked_cell): PARKED_CELLS seeds from
+# PARKED_SEED, each with one of PARKED_THREADS busy threads on the
+# parked vCPU's CPU, at PARKED_RPS requests a real second.
+PARKED_SEED, PARKED_CELLS = 9000, 60
+PARKED_THREADS = (1, 2)
+PARKED_RPS = 50.0
 
 
 def draw_cell(seed):
     """A random static cell: its VMs and their pins, loads, online."""
     if is_low(seed):
         return draw_low_cell(seed)
+    if is_parked(seed):
+        return draw_parked_cell(seed)
     rng = np.random.default_rng(seed)
     cpus = list(range(CORES * SMT))
     cores = [cpus[i:i + SMT] for i in range(0, len(cpus), SMT)]
@@ -95,6 +105,57 @@ def is_low(seed):
     """Do cells of this seed come from :func:`draw_low_cell`?"""
     return any(first <= seed < first + LOW_SPAN
                for first in (LOW_FIT_SEED, LOW_HELD_OUT_SEED))
+
+
+def is_parked(seed):
+    """Do cells of this seed come from :func:`draw_parked_cell`?"""
+    return PARKED_SEED <= seed < PARKED_SEED + PARKED_CELLS
+
+
+def draw_parked_cell(seed):
+    """A parked LC VM's vCPU on one CPU with a number of busy threads.
+
+    One vCPU online of four, on CPU 0 with ``PARKED_THREADS`` busy BE
+    threads, its sibling busy with one more; emulator threads on the
+    last core. The profile and the thread count go round with the
+    seed. What the share of requests over the target is with one
+    thread or two on the vCPU's CPU (:func:`fit_parked`).
+    """
+    i = seed - PARKED_SEED
+    kind = KINDS[i % 3]
+    threads = PARKED_THREADS[(i // 3) % len(PARKED_THREADS)]
+    p = profiles.by_name(kind)
+    emulator = list(range((CORES - 1) * SMT, CORES * SMT))
+    lc = dict(name='v0', profile=kind, vcpus=4, threads=4, online=1,
+              load=PARKED_RPS / engine.TIME_SCALE * p.vcpus /
+              (p.max_rps * 4), vcpu_cpus=[0], emu_cpus=emulator)
+    be = dict(name='b0', profile='be', vcpus=4, load=0.0,
+              threads=threads, online=4, vcpu_cpus=[0], emu_cpus=emulator)
+    sibling = dict(be, name='b1', threads=1, vcpu_cpus=[1])
+    return dict(seed=seed, layout='parked', vms=[lc, be, sibling],
+                threads=threads)
+
+
+def fit_parked(cells):
+    """A parked vCPU's share of requests over the target, by threads.
+
+    Per profile and busy threads on the vCPU's CPU (as a string): the
+    requests over the target over those done, pooled over the
+    parked-wait cells.
+    """
+    counts = {}
+    for cell in cells:
+        if not is_parked(cell['seed']):
+            continue
+        for vm, row, p, _ in lc_rows(cell):
+            key = (vm['profile'], str(cell['threads']))
+            over, done = counts.get(key, (0, 0))
+            counts[key] = (over + row['over_target'],
+                           done + row['requests_done'])
+    out = {}
+    for (name, threads), (over, done) in sorted(counts.items()):
+        out.setdefault(name, {})[threads] = round(over / max(1, done), 5)
+    return out
 
 
 def draw_low_cell(seed):
@@ -166,6 +227,12 @@ def run_cell(cell):
         host.set_online(vm['name'], vm['online'])
     host.advance(tick)
     start = {vm['name']: host.counters(vm['name']) for vm in cell['vms']}
+    if is_parked(cell['seed']):
+        # Its share of requests over the target counts the measured
+        # seconds' requests only. (The other stored cells were measured
+        # with the warm-up second's latencies in their p99.)
+        for vm in cell['vms']:
+            host.take_latencies(vm['name'])
     lat = {vm['name']: [] for vm in cell['vms']}
     for _ in range(MEASURE):
         host.advance(tick)
@@ -314,8 +381,11 @@ def fit(cells):
     requests pay cache refills (:func:`surrogate.refilled`), which the
     warm cost must not hold.
     """
-    regular = [c for c in cells if not is_low(c['seed'])]
+    regular = [c for c in cells if not is_low(c['seed']) and
+               not is_parked(c['seed'])]
     cost, rates = fit_costs(regular)
+    parked = fit_parked(cells)
+    cells = [c for c in cells if not is_parked(c['seed'])]
     _fit_quiet(cells, cost)
     _fit_wait(regular, cost, rates)
     tables = {}
@@ -340,7 +410,7 @@ def fit(cells):
         spread = np.array(t['verdict']['x']).std(axis=0)
         t['scale'] = [round(float(s), 5) if s > 1e-9 else 1.0
                       for s in spread]
-    return dict(cost=cost, rates=rates, knn=tables,
+    return dict(cost=cost, rates=rates, knn=tables, parked=parked,
                 fitted_on=len(cells), cores=CORES, smt=SMT)
 
 
@@ -472,6 +542,9 @@ def main(argv=None):
                         help='measure this many low-load engine cells to '
                         'fit on, and half as many held out, in place of '
                         'the stored ones (draw_low_cell)')
+    parser.add_argument('--collect-parked', action='store_true',
+                        help='measure the parked-wait engine cells '
+                        '(draw_parked_cell) in place of the stored ones')
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--validate', action='store_true')
     args = parser.parse_args(argv)
@@ -492,6 +565,14 @@ def main(argv=None):
                 ('held_out', LOW_HELD_OUT_SEED, args.collect_low // 2)):
             data[part] = [c for c in data[part] if not is_low(c[0])] + \
                 compact(collect(count, first, args.workers))
+        with open(DATA, 'w') as f:
+            json.dump(data, f, separators=(',', ':'))
+            f.write('\n')
+    if args.collect_parked:
+        with open(DATA) as f:
+            data = json.load(f)
+        data['fit'] = [c for c in data['fit'] if not is_parked(c[0])] + \
+            compact(collect(PARKED_CELLS, PARKED_SEED, args.workers))
         with open(DATA, 'w') as f:
             json.dump(data, f, separators=(',', ':'))
             f.write('\n')
