@@ -116,6 +116,11 @@ class Observation:
     nics: dict = None   # {NIC name: NicCounters}; None: not known
 
 
+# The two pinnings of a guest: its vCPU threads, and every other thread.
+VCPU = 'vcpu'
+EMULATOR = 'emulator'
+
+
 class HypervisorDriver(abc.ABC):
     """The interface; see the module docstring for the calling rules."""
 
@@ -162,6 +167,27 @@ class HypervisorDriver(abc.ABC):
 
         Raises as :meth:`pin_vcpus` does.
         """
+
+    def pin_many(self, pins):
+        """Make ``pins``, ``(uuid, kind, cpus)``, in turn; an outcome each.
+
+        ``kind`` is :data:`VCPU` (:meth:`pin_vcpus`) or :data:`EMULATOR`
+        (:meth:`pin_emulator`). The outcome is None for a pin made, or
+        the DriverError its method raised (a driver that hands the pins
+        over together may return any exception a pin raised). Each is
+        made as its method makes it alone; a driver may hand them to
+        libvirt at a lower cost than one by one.
+        """
+        outcomes = []
+        for uuid, kind, cpus in pins:
+            method = self.pin_vcpus if kind == VCPU else self.pin_emulator
+            try:
+                method(uuid, cpus)
+            except DriverError as exc:
+                outcomes.append(exc)
+            else:
+                outcomes.append(None)
+        return outcomes
 
     def read_pins_many(self, uuids):
         """{uuid: :meth:`read_pins`' answer, or the exception it raised}.

@@ -46,8 +46,8 @@ from ufo_agent.service import ledger as ledger_mod
 
 LOG = logging.getLogger(__name__)
 
-VCPU = 'vcpu'
-EMULATOR = 'emulator'
+VCPU = base.VCPU
+EMULATOR = base.EMULATOR
 # The driver calls whose failures the enforcer counts (``errors``).
 DRIVER_METHODS = ('pin_vcpus', 'pin_emulator', 'set_vcpu_target',
                   'acknowledged', 'set_vcpus_idle')
@@ -314,14 +314,15 @@ class Enforcer:
         self._read_guessed(uuids)
         wanted = self._wanted_pins(uuids, plan, soaking, deferred)
         self._expect_pins(wanted)
-        pinned = 0
+        narrows = []
         for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
             entry = self.ledger.get(key)
             if entry.cpus is cpus and entry.exact and not entry.guessed:
                 continue            # pinned on this very set: no narrow
             kept = self._narrowed(entry, cpus)
             if kept:
-                pinned += self._pin(key, None, kept, failed)
+                narrows.append((key, None, kept))
+        pinned = self._pin_all(narrows, failed) if narrows else 0
         pending = {}
         for key, target in wanted.items():
             entry = self.ledger.get(key)
@@ -503,6 +504,7 @@ class Enforcer:
                 if entry.pool != pool and not self.ledger.holders(
                         entry.cpus, pool, key, joining, floating):
                     self.ledger.joined(key, pool)
+            ready = []
             for key in sorted(pending):
                 pool, cpus = pending[key]
                 entry = self.ledger.get(key)
@@ -514,9 +516,13 @@ class Enforcer:
                 if entry.cpus == cpus and entry.exact:
                     self.ledger.joined(key, pool)
                 else:
-                    pinned += self._pin(key, pool, cpus, failed)
+                    ready.append((key, pool, cpus))
                 del pending[key]
                 progress = True
+            if ready:
+                # Each decided on the ledger before the round's pins: a
+                # pin the others clear the way for waits a round.
+                pinned += self._pin_all(ready, failed)
             if not pending:
                 break
             if progress:
@@ -628,36 +634,62 @@ class Enforcer:
 
     def _pin(self, key, pool, cpus, failed):
         """Pin; ``pool`` None narrows within the pinning's own pools."""
-        uuid, kind = key
-        if self.managed_cpus is not None and not cpus <= self.managed_cpus:
-            raise EnforcementError(
-                'refusing to pin %s of %s to unmanaged CPUs %s'
-                % (kind, uuid, sorted(cpus - self.managed_cpus)))
-        method = 'pin_vcpus' if kind == VCPU else 'pin_emulator'
-        entry = self.ledger.get(key)
-        # A narrow of pins seen lands inside them: the next agent reads
-        # them. Any other pin must be on record before it is made.
-        if not (entry.exact and cpus <= entry.cpus) and \
-                not self.in_flight.cover(key, cpus):
-            failed[uuid] = ('%s pin withheld: the in-flight pin record '
-                            'cannot be written (%s)'
-                            % (kind, self.in_flight.error))
-            return 0
-        try:
-            getattr(self.driver, method)(uuid, cpus)
-        except base.DriverError as exc:
-            self.errors[method] += 1
-            failed[uuid] = '%s pin: %s' % (kind, exc)
-            # A pin not made (GuestBusy) left the threads where they were.
-            if pool is not None and not isinstance(exc, base.GuestBusy):
+        return self._pin_all([(key, pool, cpus)], failed)
+
+    def _pin_all(self, pins, failed):
+        """Make ``pins``, ``(key, pool, cpus)`` as :meth:`_pin`'s, at once.
+
+        The pins of a pass (the narrows, a round of widens) are each
+        decided on the ledger before any of them is made: none depends
+        on another's outcome, so the driver may hand them to libvirt
+        together. Until its outcome is known, each pin beyond the CPUs
+        its pinning holds is held in the ledger as failed (its old and
+        new CPUs), which covers its threads whichever of the calls have
+        landed. Returns the pins made.
+        """
+        if self.managed_cpus is not None:
+            for (uuid, kind), _, cpus in pins:
+                if not cpus <= self.managed_cpus:
+                    raise EnforcementError(
+                        'refusing to pin %s of %s to unmanaged CPUs %s'
+                        % (kind, uuid, sorted(cpus - self.managed_cpus)))
+        calls, before = [], {}
+        for key, pool, cpus in pins:
+            entry = self.ledger.get(key)
+            # A narrow of pins seen lands inside them: the next agent
+            # reads them. Any other pin must be on record before it is
+            # made.
+            if not (entry.exact and cpus <= entry.cpus) and \
+                    not self.in_flight.cover(key, cpus):
+                failed[key[0]] = ('%s pin withheld: the in-flight pin '
+                                  'record cannot be written (%s)'
+                                  % (key[1], self.in_flight.error))
+                continue
+            if pool is not None and not cpus <= entry.cpus:
+                before[key] = entry
                 self.ledger.failed(key, pool, cpus)
-            return 0
-        self.in_flight.returned(uuid)
-        if pool is None:
-            self.ledger.narrowed(key, cpus)
-        else:
-            self.ledger.succeeded(key, pool, cpus)
-        return 1
+            calls.append((key, pool, cpus))
+        outcomes = self.driver.pin_many(
+            [(uuid, kind, cpus) for (uuid, kind), _, cpus in calls])
+        made = 0
+        for ((uuid, kind), pool, cpus), error in zip(calls, outcomes):
+            if error is not None:
+                self.errors['pin_vcpus' if kind == VCPU
+                            else 'pin_emulator'] += 1
+                failed[uuid] = '%s pin: %s' % (kind, error)
+                # A pin not made (GuestBusy) left the threads where they
+                # were.
+                if isinstance(error, base.GuestBusy) and \
+                        (uuid, kind) in before:
+                    self.ledger.restore((uuid, kind), before[(uuid, kind)])
+                continue
+            self.in_flight.returned(uuid)
+            if pool is None:
+                self.ledger.narrowed((uuid, kind), cpus)
+            else:
+                self.ledger.succeeded((uuid, kind), pool, cpus)
+            made += 1
+        return made
 
     def held_cpus(self, uuid):
         """(vCPU CPUs, emulator CPUs) the guest's threads may run on.

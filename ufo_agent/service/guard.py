@@ -85,18 +85,34 @@ class GuardedDriver(base.HypervisorDriver):
     def read_pins(self, uuid):
         return self._guest_call('read_pins', uuid)
 
+    def pin_many(self, pins):
+        if type(self.driver).pin_many is base.HypervisorDriver.pin_many:
+            # One by one, each through its guarded method.
+            return super().pin_many(pins)
+        outcomes = self.driver.pin_many(pins)
+        for i, ((uuid, kind, _), found) in enumerate(zip(pins, outcomes)):
+            if found is not None:
+                outcomes[i] = self._expected(
+                    uuid, 'pin_vcpus' if kind == base.VCPU
+                    else 'pin_emulator', found)
+        return outcomes
+
     def read_pins_many(self, uuids):
         out = self.driver.read_pins_many(uuids)
         for uuid, found in out.items():
-            if isinstance(found, Exception) and \
-                    not isinstance(found, base.DriverError):
-                self.on_error(uuid, 'read_pins', found)
-                error = UnexpectedDriverError('read_pins: unexpected %s: %s'
-                                              % (type(found).__name__,
-                                                 found))
-                error.__cause__ = found
-                out[uuid] = error
+            if isinstance(found, Exception):
+                out[uuid] = self._expected(uuid, 'read_pins', found)
         return out
+
+    def _expected(self, uuid, method, exc):
+        """``exc`` of a per-guest call as a DriverError, bugs reported."""
+        if isinstance(exc, base.DriverError):
+            return exc
+        self.on_error(uuid, method, exc)
+        error = UnexpectedDriverError('%s: unexpected %s: %s'
+                                      % (method, type(exc).__name__, exc))
+        error.__cause__ = exc
+        return error
 
     def release(self, uuid):
         return self._guest_call('release', uuid)

@@ -194,6 +194,10 @@ class Ledger:
                              entry.seen if entry is not None
                              else None))
 
+    def restore(self, key, entry):
+        """Put back ``entry``: a pin held as failed was never made."""
+        self._set(key, entry)
+
     def forget_guest(self, uuid):
         for key in [k for k in self._entries if k[0] == uuid]:
             self._guessed.discard(key)

@@ -395,6 +395,42 @@ class LibvirtDriver(base.HypervisorDriver):
         self._check_free(uuid)
         self._get(uuid).pin_emulator(cpus)
 
+    def pin_many(self, pins):
+        """See the interface: the pins of many guests in one hand-off.
+
+        Each pin's calls keep their deadlines and the pin wait
+        (:meth:`.Host.call_batch`); after one that fails or is left in
+        flight the pins after it go in a batch of their own, so a hung
+        guest delays the others by the pin wait, as one by one. What
+        else a pin raises is its outcome (the guard reports it).
+        """
+        outcomes = [None] * len(pins)
+        left = list(range(len(pins)))
+        while left:
+            items, made = [], []
+            for i in left:
+                uuid, kind, cpus = pins[i]
+                try:
+                    self._check_free(uuid)
+                    calls = self._get(uuid).pin_calls(kind, cpus)
+                    items.append((uuid, calls))
+                except Exception as exc:
+                    outcomes[i] = exc
+                    continue
+                made.append(i)
+            results = self._host.call_batch(items, self._host.pin_wait)
+            for i, result in zip(made, results):
+                if isinstance(result, Exception):
+                    outcomes[i] = result
+                    continue
+                uuid, kind, cpus = pins[i]
+                try:
+                    self._get(uuid).pinned(kind, cpus)
+                except Exception as exc:
+                    outcomes[i] = exc
+            left = made[len(results):]
+        return outcomes
+
     def _check_free(self, uuid):
         """Raise GuestBusy, before any call, while its calls hang."""
         held = self._host.deadlines.busy(uuid)

@@ -358,22 +358,47 @@ class Guest:
         """
         if wait is True:
             wait = self.host.pin_wait
-        bits = self._cpumap(cpus)
-        self._vcpu_cpus = frozenset(cpus)
-        live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
-        self._on_dom([('pin vCPU %d of %s' % (index, self.uuid),
-                       'pinVcpuFlags', (index, bits, live))
-                      for index in self.vcpu_indexes()], wait)
+        self._run(self.pin_calls(base.VCPU, cpus), wait)
 
     def pin_emulator(self, cpus):
-        self._pin_other_threads('pin', cpus)
+        self._run(self.pin_calls(base.EMULATOR, cpus), self.host.pin_wait)
+        self.pinned(base.EMULATOR, cpus)
 
-    def _pin_other_threads(self, verb, cpus, iothread_cpus=None):
-        """The emulator, every I/O thread and vhost thread to ``cpus``.
+    def pin_calls(self, kind, cpus):
+        """The calls of a pin of ``kind``, for :meth:`.Host.call_batch`.
+
+        Once they all returned, :meth:`pinned` finishes the pin.
+        """
+        conn = self.host.get_connection()
+        if kind == base.VCPU:
+            bits = self._cpumap(cpus)
+            self._vcpu_cpus = frozenset(cpus)
+            return self._vcpu_pins(conn, bits, self.vcpu_indexes())
+        return self._other_pins(conn, 'pin', cpus, {})
+
+    def pinned(self, kind, cpus):
+        """What a pin does beside libvirt once its calls returned."""
+        if kind == base.EMULATOR:
+            self._pin_vhost('pin', cpus)
+
+    def _run(self, calls, wait):
+        outcome, = self.host.call_batch([(self.uuid, calls)], wait)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def _vcpu_pins(self, conn, bits, indexes):
+        live = self.host.libvirt.VIR_DOMAIN_AFFECT_LIVE
+        dom = yield ('domain %s' % self.uuid, self._lookup_on, (conn,))
+        for index in indexes:
+            yield ('pin vCPU %d of %s' % (index, self.uuid),
+                   dom.pinVcpuFlags, (index, bits, live))
+
+    def _other_pins(self, conn, verb, cpus, iothread_cpus):
+        """The emulator's and every I/O thread's pin calls.
 
         ``iothread_cpus`` maps I/O thread ids to CPUs of their own.
         """
-        iothread_cpus = iothread_cpus or {}
         lv = self.host.libvirt
         live = lv.VIR_DOMAIN_AFFECT_LIVE
 
@@ -384,19 +409,26 @@ class Guest:
             except lv.libvirtError as exc:
                 return exc
 
+        dom = yield ('domain %s' % self.uuid, self._lookup_on, (conn,))
+        yield ('%s emulator of %s' % (verb, self.uuid), dom.pinEmulator,
+               (self._cpumap(cpus), live))
+        reported = yield ('I/O threads of %s' % self.uuid, iothread_info,
+                          (dom,))
+        for iothread in self._iothread_ids(reported):
+            yield ('%s I/O thread %d of %s' % (verb, iothread, self.uuid),
+                   dom.pinIOThread,
+                   (iothread, self._cpumap(iothread_cpus.get(iothread, cpus)),
+                    live))
+
+    def _pin_other_threads(self, verb, cpus, iothread_cpus=None):
+        """The emulator, every I/O thread and vhost thread to ``cpus``."""
         # A restore waits the whole deadline: nothing else waits for it.
         wait = self.host.pin_wait if verb == 'pin' else None
-        dom, (_, reported) = self._on_dom([
-            ('%s emulator of %s' % (verb, self.uuid), 'pinEmulator',
-             (self._cpumap(cpus), live)),
-            ('I/O threads of %s' % self.uuid, iothread_info, ())], wait)
-        calls = [('%s I/O thread %d of %s' % (verb, iothread, self.uuid),
-                  dom.pinIOThread,
-                  (iothread, self._cpumap(iothread_cpus.get(iothread, cpus)),
-                   live))
-                 for iothread in self._iothread_ids(reported)]
-        if calls:
-            self.host.call_each(calls, key=self.uuid, wait=wait)
+        self._run(self._other_pins(self.host.get_connection(), verb, cpus,
+                                   iothread_cpus or {}), wait)
+        self._pin_vhost(verb, cpus)
+
+    def _pin_vhost(self, verb, cpus):
         for _, tid in self.threads().vhost:
             try:
                 os.sched_setaffinity(tid, cpus)

@@ -316,3 +316,47 @@ def test_a_restarted_agent_keeps_the_cpus_of_a_guest_it_cannot_adopt(
     assert plan.vms[PAUSED].cores and plan.vms[BUSY].cores
     assert not _pins(world.doms[BUSY]) & _pins(dom)
     assert world.violations == []
+
+
+def test_the_ledger_covers_every_thread_at_every_pin_call(world, hv,
+                                                          monkeypatch):
+    """The pins of a pass are made together; the ledger covers each."""
+    agent = world.agent
+    uncovered, batches = [], []
+
+    def check(when):
+        ledger = agent.enforcer.ledger
+        for uuid, dom in world.doms.items():
+            for kind, cpus in (('vcpu', _pins(dom)),
+                               ('emulator', frozenset(
+                                   i for i, on in enumerate(
+                                       dom.emulator_pin or ()) if on))):
+                entry = ledger.get((uuid, kind))
+                if entry is not None and not cpus <= entry.cpus:
+                    uncovered.append('%s: %s %s on %s, ledger %s' % (
+                        when, uuid[:8], kind, sorted(cpus),
+                        sorted(entry.cpus)))
+
+    for method in ('pinVcpuFlags', 'pinEmulator'):
+        real = getattr(lv.FakeDomain, method)
+
+        def checked(dom, *args, _real=real, _method=method):
+            check('before %s of %s' % (_method, dom.uuid[:8]))
+            _real(dom, *args)
+            check('after %s of %s' % (_method, dom.uuid[:8]))
+        monkeypatch.setattr(lv.FakeDomain, method, checked)
+    pin_many = world.driver.pin_many
+
+    def counted(pins):
+        batches.append(len(pins))
+        return pin_many(pins)
+    monkeypatch.setattr(world.driver, 'pin_many', counted)
+    agent.start()
+    # Loads that move cores from one guest to the other and back.
+    for busy, idle in ((BUSY, PAUSED), (PAUSED, BUSY)) * 3:
+        world.busy[busy], world.busy[idle] = VCPUS, 1
+        for _ in range(6):
+            world.tick()
+    assert uncovered == []
+    assert world.violations == []
+    assert max(batches) > 1
