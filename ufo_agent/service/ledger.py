@@ -25,8 +25,9 @@ wider (an earlier agent's call may still move it) may narrow within
 the CPUs it was read on (*seen*): libvirt runs that call first, so the
 threads end where they were seen. The same holds for pins read as
 different sets for different threads (libvirt pins vCPUs one by one, so
-a call cut short leaves a mix): the pinning holds their union, but it
-narrows only within the CPUs common to all of them. A narrow onto the
+a call cut short leaves a mix), and for a pin call that failed: the
+pinning holds their union, but it narrows only within the CPUs common
+to all of them. A narrow onto the
 others could move a thread beside another pool: pins are found as
 they are, overlapping other guests' where they do.
 """
@@ -184,15 +185,19 @@ class Ledger:
         self._set(key, Entry(tuple(parts), True))
 
     def failed(self, key, pool, attempted):
-        """A pin call failed: the threads may be in the old or new set."""
+        """A pin call failed: the threads may be in the old or new set.
+
+        Each thread is where it was or where the call put it (libvirt
+        pins vCPUs one by one), so a narrow keeps only the CPUs common
+        to both: the old room and the attempted set.
+        """
         entry = self._entries.get(key)
+        attempted = frozenset(attempted)
         parts = dict(entry.parts) if entry is not None else {}
-        parts[pool] = parts.get(pool, frozenset()) | frozenset(attempted)
-        # Threads left where they were still are where nobody saw them.
+        parts[pool] = parts.get(pool, frozenset()) | attempted
+        seen = entry.room & attempted if entry is not None else frozenset()
         self._set(key, Entry(tuple(sorted(parts.items())), False,
-                             entry is not None and entry.guessed,
-                             entry.seen if entry is not None
-                             else None))
+                             entry is not None and entry.guessed, seen))
 
     def restore(self, key, entry):
         """Put back ``entry``: a pin held as failed was never made."""

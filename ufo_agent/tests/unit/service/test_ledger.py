@@ -73,3 +73,23 @@ def test_a_pinning_on_one_set_holds_that_very_set():
     # Two parts (a failed pin): their union, as before.
     ledger.failed(key, ledger_mod.SHARED, {5})
     assert ledger.get(key).cpus == {2, 3, 5}
+
+
+def test_a_failed_pin_narrows_only_where_every_thread_may_be():
+    # libvirt pins vCPUs one by one: after a failed pin from {2, 8} to
+    # {5, 11} some threads are on one set, some on the other. A narrow
+    # may keep no CPU of either alone (before: all four).
+    ledger = ledger_mod.Ledger()
+    key = ('g', 'vcpu')
+    ledger.succeeded(key, ledger_mod.vm_pool('g'), {2, 8})
+    ledger.failed(key, ledger_mod.SHARED, {5, 11})
+    entry = ledger.get(key)
+    assert entry.cpus == {2, 5, 8, 11}
+    assert entry.room == frozenset()
+    # It joins the shared pool by its label: still no narrow.
+    ledger.joined(key, ledger_mod.SHARED)
+    assert ledger.get(key).room == frozenset()
+    # A failed widen over the old set keeps the old set as its room.
+    ledger.succeeded(key, ledger_mod.SHARED, {5, 11})
+    ledger.failed(key, ledger_mod.vm_pool('g'), {2, 5, 8, 11})
+    assert ledger.get(key).room == {5, 11}

@@ -1,0 +1,50 @@
+"""Failing examples the full soak found, kept as they were found.
+
+Each is the Hypothesis example ``python -m ufo_agent.tests.soak``
+printed, shrunk by hand to the steps that still fail, run over the
+soak's world with a call deadline long enough for a loaded machine.
+"""
+
+from ufo_agent.tests.soak import machine
+from ufo_agent.tests.unit.service import test_fault_soak
+
+
+class _Machine(machine.SoakMachine):
+    call_timeout = test_fault_soak.SCENARIO_CALL_TIMEOUT
+
+
+def _guest(vcpus, module='honest', demand=0, iothreads=0,
+           switches=300):
+    return {'vcpus': vcpus, 'module': module, 'demand': demand,
+            'iothreads': iothreads, 'switches': switches}
+
+
+def test_a_pin_cut_short_narrows_only_where_every_thread_may_run():
+    # Seed 14 of the full soak (10,000 ticks from seed 7). A guest's
+    # pin from its own cores to the idle pool hangs after its first
+    # vCPU and lands late: its vCPUs end up split over both sets. The
+    # ledger kept the union as where every thread had been seen, so
+    # a later plan giving the guest cores in the union "narrowed" the
+    # vCPUs on the idle pool onto cores another guest's vCPU still ran
+    # on (PoolConflict). Now a narrow keeps only CPUs common to both.
+    state = _Machine()
+    try:
+        state.setup(guests=[_guest(3), _guest(1), _guest(1), _guest(3)],
+                    final_list_failures=0)
+        state.guest_migrates_in(
+            guest=_guest(1, demand=2, iothreads=1, switches=4000),
+            online=3, pins={9, 4, 6}, seq=1)
+        state.guest_resized(dedicated=True, deliver=True, index=5,
+                            vcpus=4)
+        state.guest_appears(deliver=True,
+                            guest=_guest(1, 'absent', demand=3))
+        state.guest_appears(deliver=False,
+                            guest=_guest(4, 'deaf', demand=4))
+        state.migration_completes(deliver=True, index=12)
+        state.state_file_corrupt(index=4, kind='garbage')
+        state.qemu_hangs(before=1, hold=4, index=6, late='apply',
+                         method='pinVcpuFlags')
+        state.tick(n=1)
+        state.tick(n=3)
+    finally:
+        state.teardown()
