@@ -119,6 +119,8 @@ class Observation:
 # The two pinnings of a guest: its vCPU threads, and every other thread.
 VCPU = 'vcpu'
 EMULATOR = 'emulator'
+# The driver method that pins each.
+PIN_METHODS = {VCPU: 'pin_vcpus', EMULATOR: 'pin_emulator'}
 
 
 class HypervisorDriver(abc.ABC):
@@ -180,9 +182,8 @@ class HypervisorDriver(abc.ABC):
         """
         outcomes = []
         for uuid, kind, cpus in pins:
-            method = self.pin_vcpus if kind == VCPU else self.pin_emulator
             try:
-                method(uuid, cpus)
+                getattr(self, PIN_METHODS[kind])(uuid, cpus)
             except DriverError as exc:
                 outcomes.append(exc)
             else:

@@ -674,8 +674,7 @@ class Enforcer:
         made = 0
         for ((uuid, kind), pool, cpus), error in zip(calls, outcomes):
             if error is not None:
-                self.errors['pin_vcpus' if kind == VCPU
-                            else 'pin_emulator'] += 1
+                self.errors[base.PIN_METHODS[kind]] += 1
                 failed[uuid] = '%s pin: %s' % (kind, error)
                 # A pin not made (GuestBusy) left the threads where they
                 # were.

@@ -37,9 +37,7 @@ class GuardedDriver(base.HypervisorDriver):
         except base.DriverError:
             raise
         except Exception as exc:
-            self.on_error(uuid, method, exc)
-            raise UnexpectedDriverError('%s: unexpected %s: %s' % (
-                method, type(exc).__name__, exc)) from exc
+            raise self._expected(uuid, method, exc) from exc
 
     # -- whole host ----------------------------------------------------------
     def host_cpus(self):
@@ -92,9 +90,8 @@ class GuardedDriver(base.HypervisorDriver):
         outcomes = self.driver.pin_many(pins)
         for i, ((uuid, kind, _), found) in enumerate(zip(pins, outcomes)):
             if found is not None:
-                outcomes[i] = self._expected(
-                    uuid, 'pin_vcpus' if kind == base.VCPU
-                    else 'pin_emulator', found)
+                outcomes[i] = self._expected(uuid, base.PIN_METHODS[kind],
+                                             found)
         return outcomes
 
     def read_pins_many(self, uuids):
