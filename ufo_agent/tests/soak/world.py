@@ -299,8 +299,8 @@ class SoakDomain(lv.FakeDomain):
                                   'applying' % method)
 
     def pinVcpuFlags(self, vcpu, cpumap, flags):
-        call = self.world.pin_call()
         key = self.inc.vcpu_key(vcpu)
+        call = self.world.pin_call(key)
         with self._call('pinVcpuFlags', key, cpumap, call) as action:
             self._record('pinVcpuFlags', vcpu, tuple(cpumap), flags)
             self.vcpu_pins[vcpu] = tuple(cpumap)
@@ -308,8 +308,8 @@ class SoakDomain(lv.FakeDomain):
                          % (vcpu, self.inc.label))
 
     def pinEmulator(self, cpumap, flags):
-        call = self.world.pin_call()
         key = self.inc.emulator_key()
+        call = self.world.pin_call(key)
         with self._call('pinEmulator', key, cpumap, call) as action:
             self._record('pinEmulator', tuple(cpumap), flags)
             self.emulator_pin = tuple(cpumap)
@@ -317,8 +317,8 @@ class SoakDomain(lv.FakeDomain):
                          % self.inc.label)
 
     def pinIOThread(self, iothread, cpumap, flags):
-        call = self.world.pin_call()
         key = self.inc.iothread_key(iothread)
+        call = self.world.pin_call(key)
         with self._call('pinIOThread', key, cpumap, call) as action:
             self._record('pinIOThread', iothread, tuple(cpumap), flags)
             self.iothread_pins[iothread] = tuple(cpumap)
@@ -731,6 +731,12 @@ class Checker:
                     (shared, plan.shared_cpus)]
         return [(shared, plan.emulator_cpus)]
 
+    def mark_of(self, key):
+        """A copy of the mark of thread ``key``, None without one."""
+        with self.lock:
+            mark = self.marks.get(key)
+            return None if mark is None else dataclasses.replace(mark)
+
     def evaluate(self, where, landing=None):
         with self.lock:
             self._evaluate(where, landing)
@@ -771,12 +777,11 @@ class Checker:
                 continue
             # It gained CPUs: the pool of the pin that put it there.
             mark.cpus = cpus
-            mark.fresh_ticks = 0
-            call = (plan, releasing)
+            call = (plan, releasing, None)
             if landing is not None and landing[0] == key:
                 call = landing[1:]
-            mark.label = self._landed_label(inc, kind, cpus, definition,
-                                            call)
+            mark.label, mark.fresh_ticks = self._landed_label(
+                inc, kind, cpus, definition, call)
         for key in [k for k in self.marks if k not in live]:
             del self.marks[key]
         if plan is not None and not releasing:
@@ -784,20 +789,27 @@ class Checker:
         self._check_conflicts(where, threads)
 
     def _landed_label(self, inc, kind, cpus, definition, call):
-        """The label of a thread a pin call ``call`` put on ``cpus``.
+        """(label, fresh ticks) of a thread a pin call put on ``cpus``.
 
         The pool of the plan the call carried out that holds them. A
         release puts a thread back on its definition, even one that
         lands after the next agent started: libvirt made it so, and
-        the agent that runs then has to place it (fresh).
+        the agent that runs then has to place it (fresh). A pin within
+        the CPUs the thread was on when the call was made is a narrow
+        even if an earlier call (of this agent or a dead one) moved it
+        in between: libvirt runs a guest's calls in turn, so the thread
+        ends where it was, in the pool it was in then.
         """
-        plan, releases = call
+        plan, releases, before = call
+        if before is not None and cpus <= before.cpus:
+            return before.label, before.fresh_ticks
         if releases:
-            return ('fresh',) if cpus == definition else ('stray', inc.uuid)
+            return (('fresh',) if cpus == definition
+                    else ('stray', inc.uuid)), 0
         for label, pool in self._pools(plan, inc, kind):
             if cpus <= pool:
-                return label
-        return ('stray', inc.uuid)
+                return label, 0
+        return ('stray', inc.uuid), 0
 
     def _effective(self, inc, key):
         """The label that counts, or None for a thread still in grace."""
@@ -831,7 +843,8 @@ class Checker:
             may[key] |= cpus
             if key in kinds and call is not None:
                 inc, kind, definition = kinds[key]
-                label = self._landed_label(inc, kind, cpus, definition, call)
+                label, _ = self._landed_label(inc, kind, cpus, definition,
+                                              call)
                 # Landed fresh, it is in its grace (no label that counts).
                 landings[key].append(
                     (cpus, None if label[0] == 'fresh' else label))
@@ -1228,14 +1241,16 @@ class World:
     def current(self, uuid):
         return self.incs.get(uuid)
 
-    def pin_call(self):
-        """(plan, release) of a pin call made now.
+    def pin_call(self, key):
+        """(plan, release, mark) of a pin call of thread ``key`` made now.
 
-        The plan it carries out (None without one), and whether it gives
-        the guest back (a stop's or ``--restore``'s): the checker labels
+        The plan it carries out (None without one), whether it gives
+        the guest back (a stop's or ``--restore``'s), and the checker's
+        mark of the thread then (None: none yet): the checker labels
         the thread when the call lands, whenever that is.
         """
-        return self.plan_in_force(), self.releasing
+        return (self.plan_in_force(), self.releasing,
+                self.checker.mark_of(key))
 
     def plan_in_force(self):
         if self.releasing or self.run_ is None:

@@ -48,3 +48,43 @@ def test_a_pin_cut_short_narrows_only_where_every_thread_may_run():
         state.tick(n=3)
     finally:
         state.teardown()
+
+
+def test_a_late_narrow_after_a_dead_agents_pin_keeps_its_pool():
+    # Seed 14 again, with the fix above. A paused guest's pin hangs;
+    # the agent is killed and the next one narrows the guest's vCPU to
+    # where it was read, a call that queues behind the dead agent's.
+    # Both land at once: the dead agent's moves the thread away, the
+    # new one's back to where it was, beside another guest as when it
+    # was adopted. The checker had taken the second landing for a move
+    # into the guest's own pool (PoolConflict on CPU 2); the new
+    # agent's ledger had rightly held it as a narrow of an unknown pin.
+    state = _Machine()
+    try:
+        state.setup(guests=[_guest(3), _guest(1), _guest(1), _guest(3)],
+                    final_list_failures=0)
+        state.guest_migrates_in(
+            guest=_guest(4, demand=3, iothreads=1), online=2,
+            pins={0, 4, 8, 9, 10, 11}, seq=1)
+        state.guest_appears(deliver=False,
+                            guest=_guest(3, demand=4, iothreads=1))
+        state.guest_appears(deliver=True,
+                            guest=_guest(1, demand=1, iothreads=1))
+        state.migration_completes(deliver=True, index=9)
+        state.set_demand(demand=1, index=8)
+        state.agent_restarts(down=0, how='stop', list_failures=1,
+                             restore=False)
+        state.paused_guest_hangs(hold=10, index=14, late='apply')
+        state.guest_resumes(deliver=True, index=5)
+        state.libvirtd_fails(count=4, kind='list', ticks=4)
+        state.libvirtd_fails(count=2, kind='list', ticks=3)
+        state.module_behaves(index=1, mode='long-interval')
+        state.state_file_corrupt(index=3, kind='infinity')
+        state.guest_reboots(deliver=True, index=7)
+        state.guest_reboots(deliver=True, index=7)
+        state.guest_reboots(deliver=True, index=9)
+        state.calls_fail(index=14, method='pinEmulator',
+                         script=['apply-fail', 'fail', 'fail'], ticks=3)
+        state.libvirtd_fails(count=1, kind='list', ticks=3)
+    finally:
+        state.teardown()
