@@ -694,6 +694,24 @@ class Mark:
     label: tuple                # ('fresh',), ('shared',), ('vm', uuid)...
     cpus: frozenset             # the affinity it last saw
     fresh_ticks: int = 0
+    # The mark as it was before the thread last gained CPUs.
+    before: 'Mark' = None
+
+    def came_back(self, cpus, called_on):
+        """The earlier mark, if a narrow brings the thread back to it.
+
+        ``called_on``: the CPUs the thread was on when the pin call
+        that put it on ``cpus`` was made. libvirt runs a guest's calls
+        in turn: a narrow made then, landing after another call (of a
+        dead agent, say) moved the thread away, puts it back within
+        where it was, in the pool it was in.
+        """
+        before = self.before
+        if (called_on is not None and before is not None and
+                before.cpus == called_on and cpus <= called_on):
+            return Mark(before.label, cpus, before.fresh_ticks,
+                        before.before)
+        return None
 
 
 class Checker:
@@ -731,11 +749,11 @@ class Checker:
                     (shared, plan.shared_cpus)]
         return [(shared, plan.emulator_cpus)]
 
-    def mark_of(self, key):
-        """A copy of the mark of thread ``key``, None without one."""
+    def cpus_of(self, key):
+        """The CPUs the checker last saw thread ``key`` on, or None."""
         with self.lock:
             mark = self.marks.get(key)
-            return None if mark is None else dataclasses.replace(mark)
+            return None if mark is None else mark.cpus
 
     def evaluate(self, where, landing=None):
         with self.lock:
@@ -775,13 +793,21 @@ class Checker:
                 # until it is alone in its pool, see _join_pools).
                 mark.cpus = cpus
                 continue
-            # It gained CPUs: the pool of the pin that put it there.
-            mark.cpus = cpus
             call = (plan, releasing, None)
             if landing is not None and landing[0] == key:
                 call = landing[1:]
-            mark.label, mark.fresh_ticks = self._landed_label(
-                inc, kind, cpus, definition, call)
+            came_back = mark.came_back(cpus, call[2])
+            if came_back is not None:
+                # A narrow queued behind a call that moved the thread
+                # away: it ends where it was, in the pool it was in.
+                self.marks[key] = came_back
+                continue
+            # It gained CPUs: the pool of the pin that put it there.
+            mark.before = Mark(mark.label, mark.cpus, mark.fresh_ticks)
+            mark.cpus = cpus
+            mark.fresh_ticks = 0
+            mark.label = self._landed_label(inc, kind, cpus, definition,
+                                            call)
         for key in [k for k in self.marks if k not in live]:
             del self.marks[key]
         if plan is not None and not releasing:
@@ -789,27 +815,20 @@ class Checker:
         self._check_conflicts(where, threads)
 
     def _landed_label(self, inc, kind, cpus, definition, call):
-        """(label, fresh ticks) of a thread a pin call put on ``cpus``.
+        """The label of a thread a pin call ``call`` put on ``cpus``.
 
         The pool of the plan the call carried out that holds them. A
         release puts a thread back on its definition, even one that
         lands after the next agent started: libvirt made it so, and
-        the agent that runs then has to place it (fresh). A pin within
-        the CPUs the thread was on when the call was made is a narrow
-        even if an earlier call (of this agent or a dead one) moved it
-        in between: libvirt runs a guest's calls in turn, so the thread
-        ends where it was, in the pool it was in then.
+        the agent that runs then has to place it (fresh).
         """
-        plan, releases, before = call
-        if before is not None and cpus <= before.cpus:
-            return before.label, before.fresh_ticks
+        plan, releases, _ = call
         if releases:
-            return (('fresh',) if cpus == definition
-                    else ('stray', inc.uuid)), 0
+            return ('fresh',) if cpus == definition else ('stray', inc.uuid)
         for label, pool in self._pools(plan, inc, kind):
             if cpus <= pool:
-                return label, 0
-        return ('stray', inc.uuid), 0
+                return label
+        return ('stray', inc.uuid)
 
     def _effective(self, inc, key):
         """The label that counts, or None for a thread still in grace."""
@@ -843,8 +862,7 @@ class Checker:
             may[key] |= cpus
             if key in kinds and call is not None:
                 inc, kind, definition = kinds[key]
-                label, _ = self._landed_label(inc, kind, cpus, definition,
-                                              call)
+                label = self._landed_label(inc, kind, cpus, definition, call)
                 # Landed fresh, it is in its grace (no label that counts).
                 landings[key].append(
                     (cpus, None if label[0] == 'fresh' else label))
@@ -1242,15 +1260,16 @@ class World:
         return self.incs.get(uuid)
 
     def pin_call(self, key):
-        """(plan, release, mark) of a pin call of thread ``key`` made now.
+        """(plan, release, CPUs) of a pin call of thread ``key`` made now.
 
         The plan it carries out (None without one), whether it gives
-        the guest back (a stop's or ``--restore``'s), and the checker's
-        mark of the thread then (None: none yet): the checker labels
-        the thread when the call lands, whenever that is.
+        the guest back (a stop's or ``--restore``'s), and the CPUs the
+        checker saw the thread on then (None: not seen yet): the
+        checker labels the thread when the call lands, whenever that
+        is.
         """
         return (self.plan_in_force(), self.releasing,
-                self.checker.mark_of(key))
+                self.checker.cpus_of(key))
 
     def plan_in_force(self):
         if self.releasing or self.run_ is None:

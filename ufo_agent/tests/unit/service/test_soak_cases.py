@@ -88,3 +88,36 @@ def test_a_late_narrow_after_a_dead_agents_pin_keeps_its_pool():
         state.libvirtd_fails(count=1, kind='list', ticks=3)
     finally:
         state.teardown()
+
+
+def test_a_narrow_in_flight_lands_in_the_pool_its_plan_gives():
+    # Seed 8, found when the checker gave every pin call landing within
+    # the CPUs its thread was on then that thread's label at the time
+    # (7e5f55a): a narrow still in flight counted for the vCPU's old
+    # pool, kept another guest's vCPU out of the idle pool it was
+    # joining, and that one's old label clashed (PoolConflict on CPU
+    # 11). Only a narrow that comes back after another call moved the
+    # thread keeps the earlier pool; one in flight lands in its plan's.
+    state = _Machine()
+    try:
+        state.setup(guests=[_guest(4), _guest(4)], final_list_failures=0)
+        state.guest_pauses(deliver=True, index=0)
+        state.guest_migrates_in(guest=_guest(4, demand=3, switches=4000),
+                                online=1, pins={0, 1, 2, 3, 4, 5}, seq=1)
+        state.guest_resized(dedicated=True, deliver=True, index=13,
+                            vcpus=4)
+        state.set_demand(demand=2, index=0)
+        state.migration_completes(deliver=False, index=11)
+        state.guest_migrates_in(guest=_guest(3), online=3,
+                                pins={0, 1, 2, 3}, seq=3)
+        state.migration_completes(deliver=False, index=0)
+        state.guest_resumes(deliver=False, index=0)
+        state.vhost_impostor(index=0)
+        state.qemu_hangs(before=0, hold=1, index=15, late='apply',
+                         method='pinVcpuFlags')
+        state.paused_guest_hangs(hold=5, index=4, late='apply')
+        state.guest_resumes(deliver=False, index=0)
+        state.paused_guest_hangs(hold=11, index=0, late='apply')
+        state.guest_pauses(deliver=True, index=9)
+    finally:
+        state.teardown()
