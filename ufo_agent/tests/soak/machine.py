@@ -205,6 +205,9 @@ class SoakMachine(stateful.RuleBasedStateMachine):
             spec = inc.spec
             self.world.stop(inc, deliver=deliver)
             spec.vcpus = vcpus
+            # Nova writes the new definition anew: a migrated guest's
+            # carried one (the source's pins, the channel) is gone.
+            spec.carried_pins = None
             if dedicated:
                 spec.kind = world_mod.DEDICATED
                 spec.iothreads = 0

@@ -90,6 +90,35 @@ def test_a_late_narrow_after_a_dead_agents_pin_keeps_its_pool():
         state.teardown()
 
 
+def test_a_resize_gives_a_migrated_guest_novas_new_definition():
+    # Seed 8. A guest that migrated in carries the source's definition
+    # (its pins and the channel device); a Nova resize on this host
+    # replaces it with one Nova writes anew (finish_migration calls
+    # _get_guest_xml), without the device. The soak kept the carried
+    # one, so the resized QEMU (3 -> 4 vCPUs) mapped the page at boot
+    # and its module took the target of every vCPU of the old
+    # definition (3), written by the agent that had just started
+    # (ShrinkWithoutDecision). Now the resized guest gets the channel
+    # from the agent, with its new vCPU count.
+    state = _Machine()
+    try:
+        state.setup(guests=[_guest(4), _guest(4)], final_list_failures=0)
+        state.guest_migrates_in(guest=_guest(3), online=3,
+                                pins={0, 1, 2, 3}, seq=3)
+        state.paused_guest_hangs(hold=3, index=0, late='apply')
+        state.migration_completes(deliver=True, index=10)
+        state.guest_pauses(deliver=True, index=1)
+        state.agent_restarts(down=3, how='stop', list_failures=2,
+                             restore=True)
+        state.libvirtd_fails(count=3, kind='list', ticks=3)
+        state.guest_resized(dedicated=False, deliver=False, index=5,
+                            vcpus=4)
+        state.guest_resized(dedicated=False, deliver=True, index=10,
+                            vcpus=4)
+    finally:
+        state.teardown()
+
+
 def test_a_narrow_in_flight_lands_in_the_pool_its_plan_gives():
     # Seed 8, found when the checker gave every pin call landing within
     # the CPUs its thread was on then that thread's label at the time
