@@ -16,6 +16,7 @@ again; the other VMs go on meanwhile (the paper's loop sleeps for all).
 import dataclasses
 import math
 import operator
+import typing
 
 from ufo_agent.controller import allocator
 from ufo_agent.controller import backlog
@@ -112,9 +113,11 @@ class Traffic:
     need: float = None
 
 
-@frozen.value
-class PlanInputs:
-    """What a VM's :class:`VmPlan` is made of: equal inputs, same plan."""
+class PlanInputs(typing.NamedTuple):
+    """What a VM's :class:`VmPlan` is made of: equal inputs, same plan.
+
+    A tuple: made and compared for every VM on each tick.
+    """
 
     mode: VmMode
     cores: frozenset

@@ -283,6 +283,24 @@ def _most_kept():
     return (1 << 16) if soft == resource.RLIM_INFINITY else soft // 2
 
 
+def keep_descriptor():
+    """Count a descriptor another reader of /proc keeps open.
+
+    It shares the :class:`ThreadCounters`' budget, half the process's
+    limit: False, nothing counted, once that is spent (read by path
+    then). :func:`release_descriptor` when it is closed.
+    """
+    if ThreadCounters._kept >= _most_kept():
+        return False
+    ThreadCounters._kept += 1
+    return True
+
+
+def release_descriptor():
+    """A descriptor counted by :func:`keep_descriptor` was closed."""
+    ThreadCounters._kept -= 1
+
+
 def allowed_cpus(pid, tid, root='/proc'):
     """The CPUs a thread may run on, as the kernel has it, or None.
 

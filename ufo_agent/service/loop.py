@@ -147,6 +147,7 @@ class Agent:
         self._failed = {}           # uuid -> last enforcement failure
         self._deferred = {}         # uuid -> why its enforcement waits
         self._signals = {}          # uuid -> last (signal, reason) logged
+        self._shown = {}            # uuid -> (VmPlan, VmStatus) shown
         self._last_save = clock()
         self._last_drift_check = clock()
         self._drift_order = []      # guests not yet checked this round
@@ -672,6 +673,7 @@ class Agent:
         self._failed.pop(uuid, None)
         self._deferred.pop(uuid, None)
         self._signals.pop(uuid, None)
+        self._shown.pop(uuid, None)
         for key in [k for k in self._errors_seen if k[0] == uuid]:
             del self._errors_seen[key]
         if not keep_state:
@@ -743,10 +745,19 @@ class Agent:
         return samples, online, emulator_busy
 
     def _update_status(self, plan):
+        shown = self._shown
         for uuid, vm in plan.vms.items():
             status = self.status.get(uuid)
             if status is None:
                 continue
+            status.channel = str(self.enforcer.ack_state(uuid) or '')
+            status.idle_priority = self.enforcer.idle.get(uuid) is True
+            # Most guests' plans are the very plan of the last tick (the
+            # controller reuses a frozen VmPlan): shown on that status.
+            seen = shown.get(uuid)
+            if seen is not None and seen[0] is vm and seen[1] is status:
+                continue
+            shown[uuid] = (vm, status)
             status.mode = vm.mode.value
             status.cores = len(vm.cores)
             status.cpus = _cpu_list(vm.cpus)
@@ -755,8 +766,6 @@ class Agent:
             if vm.note is not None:
                 status.note, status.note_rule = str(vm.note), vm.note.rule
             status.r2 = vm.model_r2
-            status.channel = str(self.enforcer.ack_state(uuid) or '')
-            status.idle_priority = self.enforcer.idle.get(uuid) is True
 
     def _signal(self, plan):
         """Paper Appendix B.4: tell the cloud scheduler how loaded we are."""

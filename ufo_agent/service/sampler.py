@@ -101,6 +101,7 @@ class _History:
         # breaks, so that a lie is not forgotten by breaking it.
         self.uses = collections.deque(maxlen=crosscheck.HISTORY)
         self.sighting = None              # the newest sample seen
+        self.sighted = None               # the GuestSample it was made of
         self.read_at = None               # host time of the last good read
         self.busy = 0                     # torn reads in a row
         self.held = None                  # GuestSample used last tick
@@ -159,10 +160,11 @@ class Sampler:
         vcpu_pct = max(0, obs.vcpu_cpu_ns - last.vcpu_cpu_ns) / span / 1e7
         emu_pct = max(0, obs.emulator_cpu_ns - last.emulator_cpu_ns) / \
             span / 1e7
-        emu = dict(emulator=emu_pct, emulator_threads=obs.emulator_threads,
-                   emulator_wait=max(0, obs.emulator_wait_ns -
-                                     last.emulator_wait_ns) / span / 1e7)
-        emu.update(_traffic_rates(last.nics, obs.nics, span))
+        emu = _traffic_rates(last.nics, obs.nics, span)
+        emu['emulator'] = emu_pct
+        emu['emulator_threads'] = obs.emulator_threads
+        emu['emulator_wait'] = max(0, obs.emulator_wait_ns -
+                                   last.emulator_wait_ns) / span / 1e7
         delay_ms = max(0, obs.vcpu_wait_ns - last.vcpu_wait_ns) / span / 1e6
         slices = max(0, obs.vcpu_slices - last.vcpu_slices) / span
         reason, sample, fault = self._guest_sample(hist, obs, report, span)
@@ -195,7 +197,7 @@ class Sampler:
         if not report.ok:
             # No module, or a broken page: what comes next was not seen
             # being published.
-            hist.sighting = hist.read_at = None
+            hist.sighting = hist.read_at = hist.sighted = None
             return
         sample = report.sample
         seen = hist.sighting
@@ -209,6 +211,7 @@ class Sampler:
                     seen.after if seen is not None else None,
                     self.stale_after),
                 _stats(sample))
+            hist.sighted = sample
         hist.read_at = now
 
     def _guest_sample(self, hist, obs, report, span):
@@ -238,7 +241,9 @@ class Sampler:
         seen = hist.sighting
         if not sample.sample_count:
             return 'the guest module has published no sample yet', None, False
-        if _stats(sample) != seen.stats:
+        # The very sample the sighting was made of (a page unchanged
+        # since gives its report again) has its statistics.
+        if sample is not hist.sighted and _stats(sample) != seen.stats:
             return ('guest statistics changed without a new sample '
                     'count'), None, True
         if seen.start is None:

@@ -13,6 +13,7 @@ present or not: libvirt keeps the pin of an absent vCPU and applies it
 when the vCPU is plugged, so a plugged vCPU starts on the planned CPUs.
 """
 
+import errno
 import functools
 import logging
 import os
@@ -119,6 +120,7 @@ class Guest:
         self.clock = clock
         self._threads = None
         self._task_dir = os.path.join(proc_root, str(pid), 'task')
+        self._task_fd = None        # the task directory, kept open
         self._task_names = None
         self._task_mark = None      # (links, mtime) of the task list read
         self._settle = False        # read the names once more
@@ -215,6 +217,7 @@ class Guest:
 
     def close(self):
         self._counters.close()
+        self._close_task_dir()
         if self.channel is not None:
             self.channel.close()
 
@@ -230,13 +233,23 @@ class Guest:
         :meth:`observe`). The threads' names are read again when the
         list changed, and once more on the next call: a new thread
         takes its name just after it starts.
+
+        The directory is watched through a descriptor kept open (an
+        fstat(2) costs less than half a stat(2) by path), opened again
+        by path whenever the list is listed: the descriptor is always of
+        the directory last listed.
         """
         try:
-            stat = os.stat(self._task_dir)
+            opened = self._task_fd is None
+            stat = self._task_stat()
             mark = (stat.st_nlink, stat.st_mtime_ns)
             if mark == self._task_mark and self._threads is not None and \
                     not self._settle:
                 return self._threads
+            if not opened:
+                self._close_task_dir()
+                stat = self._task_stat()
+                mark = (stat.st_nlink, stat.st_mtime_ns)
             # Compared as listed: the names of an unchanged task list
             # come in the same order.
             names = os.listdir(self._task_dir)
@@ -251,11 +264,38 @@ class Guest:
                 self._settle = changed
             self._task_mark = mark
         except OSError as exc:
+            self._close_task_dir()
             if not os.path.exists(os.path.join(self.proc_root,
                                                str(self.pid))):
                 self.process_gone = True
             raise base.DriverError('threads of %s: %s' % (self.uuid, exc))
         return self._threads
+
+    def _task_stat(self):
+        """The task directory's stat, through its kept descriptor."""
+        fd = self._task_fd
+        if fd is None:
+            # Within the budget of the descriptors kept on /proc (the
+            # threads' schedstat files share it); past it, or out of
+            # descriptors, by path, as a kept one would show.
+            if not procfs.keep_descriptor():
+                return os.stat(self._task_dir)
+            try:
+                fd = os.open(self._task_dir,
+                             os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as exc:
+                procfs.release_descriptor()
+                if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+                return os.stat(self._task_dir)
+            self._task_fd = fd
+        return os.fstat(fd)
+
+    def _close_task_dir(self):
+        fd, self._task_fd = self._task_fd, None
+        if fd is not None:
+            os.close(fd)
+            procfs.release_descriptor()
 
     def vcpu_indexes(self):
         """Every vCPU index to pin: the definition's, and any present."""

@@ -273,3 +273,36 @@ def test_the_drift_check_reads_a_share_of_the_guests_each_tick():
         per_tick.append(len(read) - before)
     assert per_tick == [2] * 10
     assert sorted(read) == sorted(2 * sorted(driver.all))
+
+
+def test_the_status_shows_each_plan_once_and_follows_its_changes(
+        monkeypatch):
+    driver = fakes.FakeDriver()
+    driver.add(fakes.FakeGuest('a', 8))
+    driver.add(fakes.FakeGuest('b', 4, channel=False))
+    agent, tick = _agent(driver)
+    agent.start()
+    shown = []
+    real_cpu_list = loop._cpu_list
+
+    def cpu_list(cpus):
+        shown.append(cpus)
+        return real_cpu_list(cpus)
+    monkeypatch.setattr(loop, '_cpu_list', cpu_list)
+    plans = [tick() for _ in range(12)]
+    # Shown again only for a plan not shown before (a guest's plan is
+    # the very one of the last tick while nothing changed).
+    new = sum(1 for before, after in zip([None] + plans, plans)
+              for uuid in after.vms
+              if before is None or before.vms[uuid] is not after.vms[uuid])
+    assert len(shown) == new < 2 * len(plans)
+    for uuid, vm in plans[-1].vms.items():
+        status = agent.status[uuid]
+        assert (status.mode, status.cores, status.cpus,
+                status.target_vcpus, status.wanted_cores, status.r2) == (
+            vm.mode.value, len(vm.cores), real_cpu_list(vm.cpus),
+            vm.online_vcpus, vm.wanted_cores, vm.model_r2)
+    # A guest adopted again has a new status: shown on it at once.
+    agent._drop('a', keep_state=True)
+    plan = tick()
+    assert agent.status['a'].cpus == real_cpu_list(plan.vms['a'].cpus)

@@ -439,3 +439,30 @@ def test_a_module_without_latency_gives_none():
     _, out = run(Guest(steady(0.6)), 5)
     assert out[-1].mode == sampler_mod.MODE_GUEST
     assert out[-1].sample.latency_us is None
+
+
+def test_the_statistics_of_a_page_read_again_are_compared_once(
+        monkeypatch):
+    # The page shows each sample for three reads, the same report (as
+    # the channel gives it for unchanged bytes): its statistics are
+    # taken when it is first seen and compared with no other sample.
+    guest = Guest(steady(0.6))
+    reports = {}
+
+    def observe(t):
+        obs = Guest.observe(guest, t)
+        count = obs.guest.sample.sample_count
+        kept = reports.setdefault(count, obs.guest)
+        return base.Observation(obs.time, obs.vcpu_cpu_ns, 0,
+                                obs.vcpu_slices, 0, kept)
+    guest.observe = observe
+    made = []
+    real_stats = sampler_mod._stats
+
+    def stats(sample):
+        made.append(sample.sample_count)
+        return real_stats(sample)
+    monkeypatch.setattr(sampler_mod, '_stats', stats)
+    _, out = run(guest, 12, tick=1.0 / 3)
+    assert out[-1].mode == sampler_mod.MODE_GUEST
+    assert made == sorted(set(made))
