@@ -319,7 +319,8 @@ class Enforcer:
             entry = self.ledger.get(key)
             if entry.cpus is cpus and entry.exact and not entry.guessed:
                 continue            # pinned on this very set: no narrow
-            kept = self._narrowed(entry, cpus)
+            kept = self._narrowed(entry, cpus) or self._off_idle(
+                key, entry, plan.idle_cpus)
             if kept:
                 narrows.append((key, None, kept))
         pinned = self._pin_all(narrows, failed) if narrows else 0
@@ -392,6 +393,32 @@ class Enforcer:
                        else room & self.managed_cpus)
             return room & cpus or managed
         kept = room & cpus
+        if kept and (kept != entry.cpus or not entry.exact):
+            return kept
+        return frozenset()
+
+    def _off_idle(self, key, entry, idle_cpus):
+        """The CPUs a pinning found as it is narrows to off the idle pool.
+
+        Empty: no such narrow. Pinnings found as they are (after a
+        restart, a migration in, a call cut short) may each hold idle
+        CPUs and CPUs the others are bound for: every one then waits for
+        another, and none can be parked on the idle CPUs to break the
+        cycle while the others hold them (:meth:`_widen`). One that
+        keeps none of its target by a narrow leaves the idle CPUs first,
+        within where its threads were seen (for one bound for the idle
+        pool, that is where every thread was seen, off the idle CPUs):
+        the others may then enter the idle pool, and one of a cycle be
+        parked there.
+        """
+        if entry.guessed or not idle_cpus or \
+                entry.pool != ledger_mod.unknown(key) or \
+                not entry.cpus & idle_cpus:
+            return frozenset()
+        room = entry.room
+        if self.managed_cpus is not None:
+            room &= self.managed_cpus
+        kept = room - idle_cpus
         if kept and (kept != entry.cpus or not entry.exact):
             return kept
         return frozenset()

@@ -523,6 +523,40 @@ def test_guests_whose_cores_go_idle_swap_with_a_guest_that_parks():
         6, {'a': {3}, 'b': {4}, 'c': ()}, {1, 2, 5}))
 
 
+def test_guests_found_over_the_idle_cpus_bound_elsewhere_leave_them_first():
+    # Found after a restart: p parked on the idle core 5; x over cores 3
+    # and 5, bound for core 2; y over cores 2 and 5, bound for core 3.
+    # x and y wait for each other, and neither can be parked on the
+    # idle core to break the cycle while the other still holds it: they
+    # first narrow off the idle CPUs, where they were seen.
+    driver = fakes.FakeDriver(cores=6)
+    enf = enforcer.Enforcer(driver, ack_wait=0.0)
+    found = {'p': {5, 11}, 'x': {3, 5, 9, 11}, 'y': {2, 5, 8, 11}}
+    _found(driver, enf, found, {0, 6})
+    plan = _host_plan(6, {'p': (), 'x': {2}, 'y': {3}}, {5})
+
+    def check():
+        # No two guests share a CPU they were not found sharing, but
+        # for guests parked together on the idle CPUs.
+        pins = {u: g.vcpu_pins for u, g in driver.all.items()}
+        for uuid, cpus in pins.items():
+            for other, other_cpus in pins.items():
+                both = cpus & other_cpus
+                if other != uuid and both and \
+                        not cpus | other_cpus <= plan.shared_cpus:
+                    assert both <= set(found[uuid]) & set(found[other]), \
+                        (uuid, other, pins)
+
+    driver.check_isolation = check
+    driver.before_pin[:] = [check]
+    for _ in range(4):
+        outcome = enf.apply(plan)
+        check()
+    assert outcome.deferred == {} and outcome.failed == {}
+    for uuid, guest in driver.all.items():
+        assert guest.vcpu_pins == plan.vms[uuid].cpus, uuid
+
+
 class _Unreadable(fakes.FakeDriver):
     """Pins of the guests in ``unreadable`` cannot be read."""
 

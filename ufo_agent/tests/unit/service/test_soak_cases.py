@@ -150,3 +150,48 @@ def test_a_narrow_in_flight_lands_in_the_pool_its_plan_gives():
         state.guest_pauses(deliver=True, index=9)
     finally:
         state.teardown()
+
+
+def test_guests_found_over_the_idle_cpus_are_placed():
+    # Seed 116 (30,000 ticks from seed 100), shrunk to 23 steps. After
+    # libvirt failures and hung pins, two guests are found with their
+    # vCPUs on different sets (pins cut short), each over the idle CPUs
+    # and over where the other was seen, both bound for the idle pool;
+    # a migrated guest waits for their CPUs. Each waited for the other
+    # and the migrated guest stayed unplaced beside the shared pool
+    # (UnplacedThread). Now each first narrows off the idle CPUs to
+    # where all its vCPUs were seen, and they enter the idle pool.
+    state = _Machine()
+    try:
+        state.setup(guests=[_guest(3), _guest(2)], final_list_failures=0)
+        state.paused_guest_hangs(hold=5, index=15, late='apply')
+        state.guest_appears(deliver=False, guest=_guest(
+            3, demand=4, iothreads=1, switches=4000))
+        state.guest_appears(deliver=True, guest=_guest(2, 'deaf', demand=3))
+        state.guest_resized(dedicated=True, deliver=False, index=4,
+                            vcpus=2)
+        state.guest_vanishes(again=True, deliver=False, index=10,
+                             undefine=True)
+        state.state_file_corrupt(index=4, kind='nested')
+        state.guest_appears(deliver=False, guest=_guest(4))
+        state.guest_migrates_out(deliver=True, index=12)
+        state.guest_migrates_in(guest=_guest(3, demand=4, switches=4000),
+                                online=4, pins={1, 3, 4, 5, 9, 11}, seq=1)
+        state.paused_guest_hangs(hold=8, index=5, late='apply')
+        state.guest_reboots(deliver=False, index=4)
+        state.libvirtd_fails(count=2, kind='list', ticks=4)
+        state.libvirtd_fails(count=4, kind='lookup', ticks=1)
+        state.paused_guest_hangs(hold=9, index=1, late='fail')
+        state.nic_traffic(index=3, odd=True, packets=200)
+        state.libvirtd_fails(count=2, kind='list', ticks=4)
+        state.migration_completes(deliver=True, index=9)
+        state.guest_migrates_out(deliver=False, index=1)
+        state.calls_fail(index=5, method='pinVcpuFlags', script=['fail'],
+                         ticks=1)
+        state.module_behaves(index=14, mode='rewrite')
+        state.migration_completes(deliver=False, index=14)
+        state.module_behaves(index=4, mode='rewrite')
+        state.page_lies(data=b'\x12\x14#', index=10, offset=428,
+                        where='guest')
+    finally:
+        state.teardown()
