@@ -320,15 +320,19 @@ class ClusterHost:
         wakes a parked one after ``confirm_samples`` busy samples. A jump
         ends the second before a quiet VM's timer runs out, so that the
         agent's own tick parks it; while a parked VM counts busy samples
-        there is no jump (1). A timer that ran out without a park changes
+        there is no jump (1). Nor while the controller counts samples
+        confirming a move of a VM's cores: a sample more than 1.5 ticks
+        after the last breaks the streak, so a jump would leave the move
+        unconfirmed for good. A timer that ran out without a park changes
         nothing with the inputs held.
         """
         if self.agent is None:
             return left
         now = self.driver.now()
         for state in self.agent.controller.vms.values():
-            if state.mode == plan_mod.VmMode.IDLE and \
-                    state.idle.busy_streak > 0:
+            waking = state.mode == plan_mod.VmMode.IDLE and \
+                state.idle.busy_streak > 0
+            if waking or state.confirm.pending:
                 return 1
             parks_at = state.idle.parks_at()
             if state.mode == plan_mod.VmMode.ACTIVE and parks_at is not None:

@@ -18,7 +18,8 @@ emulator load is the sum of its VMs' emulator CPU over its CPU count.
 import dataclasses
 import math
 
-NAMES = ('u', 'rho_v', 'rho_e', 'be', 'emu_home', 'log_n', 'free')
+NAMES = ('u', 'rho_v', 'rho_e', 'be', 'emu_home', 'log_n', 'free',
+         'stack')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +71,11 @@ def features(vms, siblings, smt_slowdown):
     its vCPUs' CPUs; ``log_n``: log of its usable vCPUs; ``free``: 1
     when the other VMs' vCPU work on its vCPUs' CPUs leaves one of them
     free, 0 when it fills them all (a woken vCPU of a quiet VM runs at
-    once, or waits for a busy thread's slice), linear between. Beside
+    once, or waits for a busy thread's slice), linear between;
+    ``stack``: log of its online vCPUs over its usable ones, above 0 when
+    more vCPUs are online than it has CPUs (the host time-slices them:
+    on the engine eight vCPUs on two CPUs miss QoS at loads two on two
+    meet). Beside
     them, ``others_per_cpu``: that work per CPU (not compared by the
     nearest-neighbour model; :func:`~ufo_sim.cluster.surrogate.predict`
     reads it for a parked VM).
@@ -124,6 +129,7 @@ def features(vms, siblings, smt_slowdown):
             'u': vm.vcpu_demand / n, 'rho_v': rho_v, 'rho_e': rho_e,
             'be': be, 'emu_home': 1.0 if vm.emu_cpus & vm.vcpu_cpus else 0.0,
             'log_n': math.log(n), 'free': free,
+            'stack': math.log(max(1, vm.online) / n),
             'others_per_cpu': others / len(vm.vcpu_cpus)}
     return out
 

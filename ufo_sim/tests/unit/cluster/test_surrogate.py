@@ -173,6 +173,27 @@ def test_a_quiet_vms_timer_ends_a_jump_rather_than_every_jump():
     assert sum(a != b for a, b in zip(held[True], held[False])) <= 1
 
 
+def test_a_move_awaiting_its_confirming_sample_is_not_jumped_over():
+    # A 16-vCPU Memcached VM woken by a burst after a park: stepping
+    # every second the agent confirms its grow and it meets QoS again
+    # within 20 s. A jump after three ticks of the same layout broke the
+    # confirming streak (a sample 1.5 ticks after the last), so the
+    # agent asked again each step and the VM stayed at 2 cores, missing
+    # every second (issue 64, seed 2, VM g0000088).
+    cores, missed = {}, {}
+    for quasi in (True, False):
+        h = host_mod.ClusterHost('h0', 16, 2, 'ufo', seed=1,
+                                 fidelity='surrogate', quasi_static=quasi)
+        h.boot(requests.steady('v0', vcpus=16, seed=0, mean=0.636))
+        h.step(15, {'v0': 0.636})
+        h.step(600, {'v0': 0.0})
+        missed[quasi] = sum(h.step(5, {'v0': 0.636}).vms['v0'].violation_s
+                            for _ in range(12))
+        cores[quasi] = len(h.agent.last_plan.vms['v0'].cores)
+    assert cores[True] == cores[False] >= 4
+    assert missed[True] <= missed[False] + 2 < 30
+
+
 def test_the_stored_parameters_are_the_fit_of_the_stored_data():
     train, _ = surrogate_fit.load_data()
     fitted = json.loads(json.dumps(surrogate_fit.fit(train)))
@@ -186,9 +207,9 @@ def test_the_stored_parameters_are_the_fit_of_the_stored_data():
 
 def test_held_out_engine_cells_are_met_within_the_stated_error():
     # The error the research records state (2026-12-02 cluster hosts,
-    # 2026-12-03 surrogate low load): verdicts agree on 96.9 % of the
-    # held-out LC VMs, the p99 of those the engine found meeting QoS is
-    # off by 9.0 % at the median.
+    # 2026-12-03 surrogate low load, 2026-12-04 goal violations):
+    # verdicts agree on 97.2 % of the held-out LC VMs, the p99 of those
+    # the engine found meeting QoS is off by 7.8 % at the median.
     train, held = surrogate_fit.load_data()
     result = surrogate_fit.validate(held, surrogate.load_params())
     assert result['vms'] == 753
@@ -526,20 +547,36 @@ def _shared_pool(host, heavy_load):
         host.pin_vcpus(name, [10, 11])
         host.pin_emulator(name, [0, 1])
         light.append(name)
+    return _missed(host, light, 2)
+
+
+def _missed(host, names, seconds):
+    """Share of VMs ``names``' seconds in violation after a warm-up one.
+
+    On the engine a second is judged by its latencies, on the surrogate
+    by its share.
+    """
     host.advance(engine.TIME_SCALE)
     if isinstance(host, engine.SimHost):
-        for name in light:
+        for name in names:
             host.take_latencies(name)
     missed = 0.0
-    for _ in range(2):
+    for _ in range(seconds):
         host.advance(engine.TIME_SCALE)
-        for name in light:
+        for name in names:
             if isinstance(host, engine.SimHost):
                 missed += host_mod.violated(host.profile(name),
                                             host.take_latencies(name), 0)
             else:
                 missed += host.take_p99(name)[1]
-    return missed / (2 * len(light))
+    return missed / (seconds * len(names))
+
+
+def _on_both(build, seed, *args):
+    """(engine, surrogate) of ``build(host, *args)`` on a 6-core host."""
+    spec = engine.HostSpec(cores=6, smt=2)
+    return (build(engine.SimHost(spec, seed=seed), *args),
+            build(surrogate.SurrogateHost(spec, seed=seed), *args))
 
 
 def test_a_saturated_emulator_pool_makes_its_light_vms_wait():
@@ -549,13 +586,8 @@ def test_a_saturated_emulator_pool_makes_its_light_vms_wait():
     # 25 and 100 ms). The surrogate judged them by features of cells
     # with fewer VMs and missed none. Just under saturation neither
     # misses.
-    spec = engine.HostSpec(cores=6, smt=2)
     for heavy_load, share in ((0.7, 0.0), (0.9, 1.0)):
-        eng = _shared_pool(engine.SimHost(spec, seed=4), heavy_load)
-        sur = _shared_pool(surrogate.SurrogateHost(spec, seed=4),
-                           heavy_load)
-        assert eng == share
-        assert sur == share
+        assert _on_both(_shared_pool, 4, heavy_load) == (share, share)
 
 
 def test_a_pool_is_saturated_only_by_the_work_that_reaches_it():
@@ -586,3 +618,63 @@ def test_a_request_in_a_saturated_pool_waits_a_slice():
     assert surrogate.queued(9e3, 0.0, 0.99, 150e3, 25e3) == (9e3, 0.0)
     assert surrogate.queued(9e3, 0.0, 1.2, 150e3, 25e3) == (159e3, 1.0)
     assert surrogate.queued(60e3, 0.0, 1.2, 150e3, 750e3) == (210e3, 0.0)
+
+
+def test_stacked_vcpus_are_a_feature_of_their_own():
+    # Eight vCPUs online on two CPUs and two on two have the same usable
+    # vCPUs; only ``stack`` tells them apart.
+    two = _state('two', {0, 1}, {6, 7}, online=2)
+    eight = _state('eight', {2, 3}, {6, 7}, online=8)
+    feats = host_features.features([two, eight], SIBLINGS, 1.5)
+    assert feats['two']['log_n'] == feats['eight']['log_n']
+    assert feats['two']['stack'] == 0.0
+    assert feats['eight']['stack'] == pytest.approx(math.log(4))
+
+
+def _busy_on_a_core(host, other_load):
+    """A Memcached VM of 2 vCPUs at 0.931 of its max on core 0.
+
+    Its emulator threads share core 5 (CPUs 10-11) with those of an
+    8-vCPU Memcached VM at ``other_load`` on cores 1-4: the layout UFO
+    gives a busy small VM (issue 64's pilot, VM g0000086). Returns its
+    share of 3 seconds in violation.
+    """
+    m = profiles.MEMCACHED
+    host.add_vm('vm', 2, m, rps=0.931 * m.max_rps * 2 / m.vcpus)
+    host.pin_vcpus('vm', [0, 1])
+    host.pin_emulator('vm', [10, 11])
+    host.add_vm('other', 8, m, rps=other_load * m.max_rps)
+    host.pin_vcpus('other', range(2, 10))
+    host.pin_emulator('other', [10, 11])
+    return _missed(host, ['vm'], 3)
+
+
+def test_a_busy_vm_on_its_own_core_is_not_judged_by_stacked_cells():
+    # At a pool load of 0.72 the engine's VM meets QoS (p99 0.55-0.59 of
+    # the target, seeds 1-3); its nearest fitted cells were 8-vCPU VMs
+    # stacked on 2 CPUs, which miss, and the surrogate said it missed
+    # every second (p99 1.44 of the target). With the pool saturated
+    # (1.19) both miss.
+    for other_load, share in ((0.2, 0.0), (0.6, 1.0)):
+        assert _on_both(_busy_on_a_core, 1, other_load) == (share, share)
+
+
+def test_an_overloaded_vm_on_its_own_core_reads_its_vcpus_busy():
+    # An 8-vCPU Memcached VM woken by a burst at 0.636 of its max on
+    # one core (2 vCPUs online): the engine's guest reads 200 % and the
+    # agent grows it to 3-4 cores within 10 s. The surrogate counted the
+    # work the core serves, 133 %, and the agent held it at one core
+    # ("PCU 33% < 40% at 2 cores"), missing every second (issue 64's
+    # held-out clouds: 4-vCPU VMs at one core through whole bursts).
+    h = host_mod.ClusterHost('h0', 16, 2, 'ufo', seed=1,
+                             fidelity='surrogate', quasi_static=False)
+    h.boot(requests.steady('v0', vcpus=8, seed=0, mean=0.636))
+    h.step(15, {'v0': 0.636})
+    h.step(600, {'v0': 0.0})
+    h.step(5, {'v0': 0.636})
+    util = [h.agent.controller.vms['v0'].last_sample.util]
+    missed = sum(h.step(5, {'v0': 0.636}).vms['v0'].violation_s
+                 for _ in range(11))
+    assert util[0] == pytest.approx(200.0)
+    assert len(h.agent.last_plan.vms['v0'].cores) >= 3
+    assert missed <= 5
