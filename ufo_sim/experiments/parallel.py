@@ -24,6 +24,11 @@ TIMEOUT = 'timeout'
 # left are reported as errors instead of waiting for another.
 _MAX_FAILED_STARTS = 3
 
+# Local Ray starts tried before giving up.
+_LOCAL_STARTS = 3
+
+LOG = logging.getLogger(__name__)
+
 _address = None
 _here = False              # every run in this process (use_this_process)
 _worker_cpu = 0.0          # CPU seconds of the tasks that ended, in workers
@@ -53,10 +58,25 @@ def _ray(processes):
                        logging_level=logging.WARNING,
                        configure_logging=False)
         if _address is None:
-            ray.init(num_cpus=max(1, processes), **options)
+            _start_local(ray, processes, options)
         else:
             ray.init(address=_address, **options)
     return ray
+
+
+def _start_local(ray, processes, options):
+    # Ray gives its raylet a fixed 30 s to register; on a machine whose
+    # CPUs are busy (or at idle priority) that start can miss it once.
+    for attempt in range(1, _LOCAL_STARTS + 1):
+        try:
+            ray.init(num_cpus=max(1, processes), **options)
+            return
+        except Exception as exc:
+            ray.shutdown()
+            if attempt == _LOCAL_STARTS:
+                raise
+            LOG.warning('Local Ray did not start (%s); trying again, '
+                        '%d of %d', exc, attempt + 1, _LOCAL_STARTS)
 
 
 def start_ray(processes):

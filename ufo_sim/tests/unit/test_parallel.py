@@ -104,3 +104,21 @@ def test_tasks_no_worker_can_load_are_errors():
     out = parallel.run(_Unloadable(), [1, 2, 3], processes=2, timeout=60)
     assert [s for s, _ in out] == [parallel.ERROR] * 3
     assert all('no worker could load the task' in v for _, v in out)
+
+
+def test_a_local_ray_that_misses_its_start_is_started_again(monkeypatch):
+    import ray
+    ray.shutdown()
+    real_init, calls = ray.init, []
+
+    def init(*args, **kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise Exception('The current node timed out during startup.')
+        return real_init(*args, **kwargs)
+
+    monkeypatch.setattr(ray, 'init', init)
+    assert parallel.start_ray(2).is_initialized()
+    assert len(calls) == 2
+    out = parallel.run(_work, [('x', 3)], processes=2)
+    assert out[0][0] == parallel.OK and out[0][1][0] == 6
