@@ -153,7 +153,8 @@ def requests_of(args, hosts):
                                                     duration)
 
 
-def run(args):
+def run(args, factory=None):
+    """The command; ``factory`` builds the hosts (see :func:`.cloud.run`)."""
     from ufo_sim.cluster import cloud
     from ufo_sim.cluster import metrics
     hosts = hosts_of(args)
@@ -173,7 +174,7 @@ def run(args):
     for policy in policy_list:
         start = time.monotonic()
         series.update(cloud.run(config, [policy], requests,
-                                workers=args.processes))
+                                workers=args.processes, factory=factory))
         took[policy.name] = time.monotonic() - start
         summary = metrics.summarize(series[policy.name])
         summaries.append(summary)

@@ -99,3 +99,23 @@ def test_an_azure_trace_drives_the_cloud(tmp_path, capsys):
     assert s['hosted'] == s['demand']
     assert sum(s['refused']) == 0
     assert s['lc_hosted'][0] == 4
+
+
+def test_cluster_command_builds_its_hosts_with_a_given_factory(tmp_path):
+    # A trial's script (tools/cluster_soak.py) swaps the hosts' agent
+    # configuration through the command's factory.
+    from ufo_sim.cluster import host as host_mod
+    from ufo_sim.commands import cluster
+    built = []
+
+    def factory(*args, **kwargs):
+        built.append(host_mod.ClusterHost(*args, **kwargs))
+        return built[-1]
+
+    args = cmd.parser().parse_args(['cluster'] + SMALL + [
+        '--policies', 'ufo-sched', '--ratios', '2', '--processes', '0',
+        '--out', str(tmp_path)])
+    assert cluster.run(args, factory=factory) == 0
+    assert [h.policy for h in built] == ['ufo'] * 3
+    assert json.load(open(tmp_path / 'cluster.json'))['summaries'][0][
+        'policy'] == 'ufo-sched@2'
