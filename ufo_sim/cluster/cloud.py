@@ -131,6 +131,7 @@ class CloudConfig:
     audit_interval_s: float = 300.0
     strategy_params: tuple = ()     # ((name, value), ...) for Watcher
     params: workload.WorkloadParams = workload.WorkloadParams()
+    ufo_config: tuple = ()          # ((name, value), ...) for UFO hosts
 
     def __post_init__(self):
         if int(self.step_s) != self.step_s or self.step_s < 1:
@@ -139,6 +140,16 @@ class CloudConfig:
         names = [h.name for h in self.hosts]
         if len(set(names)) != len(names) or not names:
             raise ValueError('hosts must be one or more, names unique')
+        controller_config(self.ufo_config)     # fails here, not in a shard
+
+
+def controller_config(ufo_config):
+    """The UFO hosts' ControllerConfig from ``((name, value), ...)``."""
+    from ufo_agent.controller import config
+    try:
+        return config.ControllerConfig(**dict(ufo_config))
+    except TypeError as exc:
+        raise ValueError('controller options: %s' % exc) from None
 
 
 _UUID_NS = uuid_mod.UUID('0b3c9f4e-61a2-4f7d-8c1e-5a9d2e7b4c60')
@@ -179,14 +190,15 @@ class HostShard:
     """
 
     def __init__(self, specs, host_policy, seed, fidelity, params,
-                 factory=None):
+                 factory=None, ufo_config=()):
         if factory is None:
             from ufo_sim.cluster import host as host_mod
             factory = host_mod.ClusterHost
         self.params = params
+        agent = controller_config(ufo_config)
         self.hosts = {s.name: factory(
             s.name, s.cores, s.smt, host_policy, host_seed(seed, s.name),
-            fidelity=fidelity) for s in specs}
+            fidelity=fidelity, config=agent) for s in specs}
         self.requests = {name: {} for name in self.hosts}
 
     def ready(self):
@@ -232,7 +244,8 @@ class LocalShards:
 
     def __init__(self, groups, policy, config, factory=None):
         self.shards = [HostShard(g, policy.host_policy, config.seed,
-                                 config.fidelity, config.params, factory)
+                                 config.fidelity, config.params, factory,
+                                 config.ufo_config)
                        for g in groups]
         self.count = len(groups)
 
@@ -253,7 +266,8 @@ class RayShards:
         self.ray = ray
         actor = ray.remote(num_cpus=1, max_restarts=0)(HostShard)
         self.actors = [actor.remote(g, policy.host_policy, config.seed,
-                                    config.fidelity, config.params, factory)
+                                    config.fidelity, config.params, factory,
+                                    config.ufo_config)
                        for g in groups]
         self.count = len(groups)
         try:

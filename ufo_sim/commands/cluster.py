@@ -52,6 +52,11 @@ def _strategy_option(text):
                                          % (name, value)) from None
 
 
+def _ufo_option(text):
+    from ufo_sim.commands import common
+    return common.option(text)
+
+
 def add_parser(subparsers):
     from ufo_sim.cluster import cloud
     p = subparsers.add_parser(
@@ -114,6 +119,11 @@ def add_parser(subparsers):
                    action='append', default=[], metavar='NAME=VALUE',
                    help='an input parameter of the ufo_overload_relief '
                         'strategy (repeatable), e.g. sustain_s=600')
+    c.add_argument('--ufo-option', type=_ufo_option, action='append',
+                   default=[], metavar='NAME=VALUE',
+                   help='a [controller] option of the UFO hosts\' agents '
+                        '(repeatable; VALUE is JSON), e.g. '
+                        'be_policy=\'"soak"\'')
     p.set_defaults(func=run, usage=p)
     return p
 
@@ -159,11 +169,15 @@ def run(args, factory=None):
     from ufo_sim.cluster import metrics
     hosts = hosts_of(args)
     label, params, requests = requests_of(args, hosts)
-    config = cloud.CloudConfig(
-        hosts=hosts, duration_s=args.hours * 3600.0, step_s=args.step,
-        warmup_s=args.warmup_hours * 3600.0, seed=args.seed,
-        fidelity=args.fidelity, audit_interval_s=args.audit_interval,
-        strategy_params=tuple(args.strategy_option), params=params)
+    try:
+        config = cloud.CloudConfig(
+            hosts=hosts, duration_s=args.hours * 3600.0, step_s=args.step,
+            warmup_s=args.warmup_hours * 3600.0, seed=args.seed,
+            fidelity=args.fidelity, audit_interval_s=args.audit_interval,
+            strategy_params=tuple(args.strategy_option), params=params,
+            ufo_config=tuple(args.ufo_option))
+    except ValueError as exc:
+        raise SystemExit('ufo-sim cluster: %s' % exc)
     policy_list = cloud.policies(args.policies, args.ratios)
     print('cluster: %d hosts, %d VM requests (%s), %.1f h, %d policies, '
           '%s' % (len(hosts), len(requests), label, args.hours,

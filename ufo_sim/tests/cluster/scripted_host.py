@@ -24,7 +24,8 @@ from ufo_sim.cluster import host as host_mod
 class ScriptedHost:
     log = None      # when a list: (host, op, vm_id) of every call
 
-    def __init__(self, name, cores, smt, policy, seed, fidelity='engine'):
+    def __init__(self, name, cores, smt, policy, seed, fidelity='engine',
+                 config=None):
         self.name, self.policy = name, policy
         self.cores = cores
         self.vms = {}

@@ -7,6 +7,8 @@ so that CI runs it in well under two minutes on two cores.
 import csv
 import json
 
+import pytest
+
 from ufo_sim.cluster import cloud
 from ufo_sim.cluster import workload
 from ufo_sim import cmd
@@ -101,9 +103,9 @@ def test_an_azure_trace_drives_the_cloud(tmp_path, capsys):
     assert s['lc_hosted'][0] == 4
 
 
-def test_cluster_command_builds_its_hosts_with_a_given_factory(tmp_path):
-    # A trial's script (tools/cluster_soak.py) swaps the hosts' agent
-    # configuration through the command's factory.
+def test_ufo_options_reach_every_ufo_hosts_agent(tmp_path):
+    # What-ifs of the agent's configuration on a cloud: the option is
+    # handed to the hosts (by the factory, here recording what it built).
     from ufo_sim.cluster import host as host_mod
     from ufo_sim.commands import cluster
     built = []
@@ -113,9 +115,27 @@ def test_cluster_command_builds_its_hosts_with_a_given_factory(tmp_path):
         return built[-1]
 
     args = cmd.parser().parse_args(['cluster'] + SMALL + [
-        '--policies', 'ufo-sched', '--ratios', '2', '--processes', '0',
-        '--out', str(tmp_path)])
+        '--policies', 'default,ufo-sched', '--ratios', '2', '--processes',
+        '0', '--ufo-option', 'be_policy="soak"', '--ufo-option',
+        'pcu_high=0.9', '--out', str(tmp_path)])
     assert cluster.run(args, factory=factory) == 0
-    assert [h.policy for h in built] == ['ufo'] * 3
-    assert json.load(open(tmp_path / 'cluster.json'))['summaries'][0][
+    assert [h.policy for h in built] == ['default'] * 3 + ['ufo'] * 3
+    configs = [h.agent.controller.config for h in built[3:]]
+    assert [(c.be_policy, c.pcu_high) for c in configs] == [
+        ('soak', 0.9)] * 3
+    assert json.load(open(tmp_path / 'cluster.json'))['summaries'][1][
         'policy'] == 'ufo-sched@2'
+
+
+def test_a_bad_ufo_option_fails_before_any_host_runs(tmp_path, capsys):
+    with pytest.raises(SystemExit) as raised:
+        cmd.main(['cluster'] + SMALL + ['--ufo-option', 'no_such=1',
+                                        '--out', str(tmp_path)])
+    assert raised.value.code == 2
+    assert 'no_such=1' in capsys.readouterr().err
+    with pytest.raises(SystemExit) as raised:
+        cmd.main(['cluster'] + SMALL + ['--ufo-option', 'be_policy="x"',
+                                        '--processes', '0',
+                                        '--out', str(tmp_path)])
+    assert 'be_policy must be one of' in str(raised.value.code)
+    assert not (tmp_path / 'cluster.json').exists()
