@@ -283,9 +283,10 @@ class Enforcer:
         targets = 0
         deadline = self.clock() + self.ack_wait
         shrunk = set()
+        walk = uuids
         for phase in ('probe', 'shrink'):
             waiting = {}
-            for uuid in uuids:
+            for uuid in walk:
                 st = self.acks[uuid]
                 if st.state == acks_mod.AckState.NO_CHANNEL or \
                         uuid in self.paused:
@@ -307,15 +308,17 @@ class Enforcer:
                     waiting[uuid] = st.seq
             self._wait(waiting, deadline)
             self._collect_answers(uuids, self.clock(), failed, fallbacks)
+            walk = self._answered(uuids, waiting)
 
         # Idle priority before any pin may widen over other pools.
         soaking = self._enter_idle(uuids, plan, failed)
         # Pins: narrow every pinning, then widen where the ledger allows.
         self._read_guessed(uuids)
         wanted = self._wanted_pins(uuids, plan, soaking, deferred)
-        self._expect_pins(wanted)
+        moving = self._moving(wanted)
+        self._expect_pins(moving)
         narrows = []
-        for key, (pool, cpus) in sorted(wanted.items(), key=_vcpus_first):
+        for key, (pool, cpus) in sorted(moving.items(), key=_vcpus_first):
             entry = self.ledger.get(key)
             if entry.cpus is cpus and entry.exact and not entry.guessed:
                 continue            # pinned on this very set: no narrow
@@ -324,11 +327,8 @@ class Enforcer:
             if kept:
                 narrows.append((key, None, kept))
         pinned = self._pin_all(narrows, failed) if narrows else 0
-        pending = {}
-        for key, target in wanted.items():
-            entry = self.ledger.get(key)
-            if (entry.pool, entry.cpus) != target or not entry.exact:
-                pending[key] = target
+        pending = {key: target for key, target in moving.items()
+                   if not _on_target(self.ledger.get(key), target)}
         # Without an idle core (idle_pool_min_cores = 0) the shared pool
         # is every managed CPU: by design it floats over the other pools'
         # cores, so it neither waits for them nor makes them wait.
@@ -353,6 +353,26 @@ class Enforcer:
                 targets += self._send(uuid, want, now, failed)
         return Outcome(pinned, targets, failed, deferred, tuple(fallbacks))
 
+    @staticmethod
+    def _answered(uuids, waiting):
+        """The guests the second target phase walks: those that waited.
+
+        Only an answer (or its miss) since the first phase changes what
+        a guest may be sent; the others were decided on the same state.
+        """
+        return [uuid for uuid in uuids if uuid in waiting]
+
+    def _moving(self, wanted):
+        """The pinnings of ``wanted`` not yet exactly on their target.
+
+        One on its target takes part in no step of the pass (no record
+        in flight, no narrow, no widen): most of them, most ticks. The
+        ledger is read afresh each pass, so nothing here can go stale.
+        """
+        get = self.ledger.get
+        return {key: target for key, target in wanted.items()
+                if not _on_target(get(key), target)}
+
     def _expect_pins(self, wanted):
         """Record where this pass's pin calls may put each pinning.
 
@@ -369,9 +389,8 @@ class Enforcer:
         calls = {}
         for key, (pool, cpus) in wanted.items():
             entry = self.ledger.get(key)
-            if (entry.pool, entry.cpus) == (pool, cpus) and entry.exact:
-                continue
-            calls[key] = cpus | self._narrowed(entry, cpus)
+            if not _on_target(entry, (pool, cpus)):
+                calls[key] = cpus | self._narrowed(entry, cpus)
         self.in_flight.expect(calls, outstanding)
 
     def _narrowed(self, entry, cpus):
@@ -839,6 +858,17 @@ def _pooled(sets, every):
     return frozenset().union(*[cpus & every if every else cpus
                                for cpus in sets if cpus and
                                (not every or not cpus >= every)])
+
+
+def _on_target(entry, target):
+    """Whether a pinning is exactly where ``target`` (pool, CPUs) wants it.
+
+    Such a pinning (exact, so neither guessed nor narrower where seen)
+    is neither narrowed nor widened nor recorded in flight.
+    """
+    pool, cpus = target
+    return entry.exact and entry.pool == pool and (
+        entry.cpus is cpus or entry.cpus == cpus)
 
 
 def _known(pool):

@@ -26,13 +26,13 @@ class _Clock:
         self.now += seconds
 
 
-def _setup(*guests, cores=8):
+def _setup(*guests, cores=8, cls=enforcer.Enforcer):
     driver = fakes.FakeDriver(cores=cores)
     driver.strict_emulator = True
     controller = Controller(HostTopology(driver.siblings))
     clock = _Clock()
-    enf = enforcer.Enforcer(driver, ack_timeout=0.5, ack_wait=0.1,
-                            clock=clock, sleep=clock.sleep)
+    enf = cls(driver, ack_timeout=0.5, ack_wait=0.1, clock=clock,
+              sleep=clock.sleep)
     for guest in guests:
         driver.add(guest)
         controller.add_vm(VmSpec(guest.info.uuid, guest.info.vcpus, 'lc'))
@@ -767,6 +767,22 @@ def _check_ledger(driver, enf, was_clean):
     was_clean[0] = True
 
 
+def _inject(rng, t, driver, guests, utils, every, rate, miss):
+    """Tick ``t``'s faults; returns the loads (new every ``every`` ticks).
+
+    From the sixth tick a pin fails before or after its call at
+    ``rate``; each guest misses its answers this tick at ``miss``.
+    """
+    if t % every == 0:
+        utils = {u: rng.choice([0.0, 30.0, 150.0, 700.0]) for u in utils}
+    rate = 0.0 if t < 5 else rate
+    driver.fault = (lambda *a: rng.choice(['before', 'after'])
+                    if rng.random() < rate else None)
+    for guest in guests:
+        guest.acks = rng.random() > miss
+    return utils
+
+
 @pytest.mark.parametrize('seed', range(25))
 def test_faults_at_any_step_never_put_a_cpu_in_two_pools(seed):
     rng = random.Random(seed)
@@ -780,14 +796,8 @@ def test_faults_at_any_step_never_put_a_cpu_in_two_pools(seed):
     driver.before_pin.append(lambda: _check_ledger(driver, enf, was_clean))
     utils = {g.info.uuid: 100.0 for g in guests}
     for t in range(80):
-        if t % 7 == 0:
-            utils = {u: rng.choice([0.0, 30.0, 150.0, 700.0])
-                     for u in utils}
-        rate = 0.0 if t < 5 else 0.3
-        driver.fault = (lambda *a: rng.choice(['before', 'after'])
-                        if rng.random() < rate else None)
-        for guest in guests:
-            guest.acks = rng.random() > 0.1
+        utils = _inject(rng, t, driver, guests, utils, every=7, rate=0.3,
+                        miss=0.1)
         plan = _plan(controller, float(t), utils)
         enf.apply(plan, {u: g.online for u, g in driver.all.items()})
         _check_ledger(driver, enf, was_clean)
@@ -959,3 +969,87 @@ def test_soak_under_faults_never_puts_a_normal_priority_cpu_in_two_pools(
         vm = plan.vms[guest.info.uuid]
         assert guest.vcpu_pins == vm.cpus
         assert (guest.info.uuid in driver.idle) == vm.sched_idle
+
+
+class _FullWalk(enforcer.Enforcer):
+    """The pass without its cuts: every guest, every pinning walked."""
+
+    @staticmethod
+    def _answered(uuids, waiting):
+        return list(uuids)
+
+    def _moving(self, wanted):
+        return dict(wanted)
+
+
+def _run_under_faults(cls, seed):
+    """What a pass does over 60 ticks of moving loads, faults and drift."""
+    rng = random.Random(seed)
+    guests = [fakes.FakeGuest(name, rng.choice([2, 4, 8]))
+              for name in ('a', 'b', 'c', 'd')]
+    driver, controller, enf = _setup(*guests, cores=6, cls=cls)
+    driver.check_isolation = lambda: None
+    seen = []
+    utils = {g.info.uuid: 100.0 for g in guests}
+    for t in range(60):
+        utils = _inject(rng, t, driver, guests, utils, every=5, rate=0.2,
+                        miss=0.3)
+        if t % 9 == 4:
+            # Someone re-pins a guest behind the agent's back.
+            rng.choice(guests).vcpu_pins = frozenset(range(12))
+        drifted = enf.check_drift() if t % 3 == 0 else []
+        plan = _plan(controller, float(t), utils)
+        outcome = enf.apply(plan, _online(driver))
+        seen.append((drifted, outcome, list(driver.calls),
+                     {key: enf.ledger.get(key) for key in enf.ledger.keys()},
+                     {u: dataclasses.astuple(st)
+                      for u, st in enf.acks.items()}))
+        driver.calls.clear()
+        enf.clock.now += 1.0
+    return seen
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_the_pass_walking_what_moves_does_what_the_full_walk_does(seed):
+    # The cut path (pinnings on their target and guests that did not
+    # wait skipped) against every guest and pinning walked: the same
+    # calls, outcomes, ledger and answers, tick by tick, through pin
+    # faults, unanswered targets and pins changed behind the agent.
+    cut = _run_under_faults(enforcer.Enforcer, seed)
+    full = _run_under_faults(_FullWalk, seed)
+    assert [tick[2] for tick in cut] == [tick[2] for tick in full]
+    assert cut == full
+    # The run exercised what the cut must not hide.
+    assert any(tick[0] for tick in cut)                 # drift repaired
+    assert any(tick[1].failed for tick in cut)          # failed pins
+    assert any(tick[1].fallbacks for tick in cut)       # missed answers
+
+
+def test_a_pass_over_a_settled_host_walks_no_pinning():
+    # Each plan is a new value with equal sets: the pinnings are on
+    # their targets, and no narrow, record or widen looks at them.
+    guests = [fakes.FakeGuest(name, 4) for name in ('a', 'b', 'c')]
+    driver, controller, enf = _setup(*guests)
+    utils = {'a': 100.0, 'b': 20.0, 'c': 250.0}
+    for t in range(4):
+        plan = _plan(controller, float(t), utils)
+        enf.apply(plan, _online(driver))
+    looked = []
+    narrowed = enf._narrowed
+    enf._narrowed = lambda entry, cpus: looked.append(cpus) or narrowed(
+        entry, cpus)
+    copy = dataclasses.replace(
+        plan, vms={u: dataclasses.replace(vm, cpus=frozenset(vm.cpus))
+                   for u, vm in plan.vms.items()},
+        emulator_cpus=frozenset(plan.emulator_cpus),
+        shared_cpus=frozenset(plan.shared_cpus))
+    driver.calls.clear()
+    outcome = enf.apply(copy, _online(driver))
+    assert outcome.pinned == 0 and driver.calls == []
+    assert looked == []
+    # One pinning moved behind the agent's back is walked again.
+    guests[0].vcpu_pins = frozenset(range(16))
+    assert enf.check_drift() == ['a']
+    enf.apply(copy, _online(driver))
+    assert ('pin_vcpus', 'a', copy.vms['a'].cpus) in driver.calls
+    assert guests[0].vcpu_pins == copy.vms['a'].cpus
