@@ -195,10 +195,10 @@ class HostShard:
             from ufo_sim.cluster import host as host_mod
             factory = host_mod.ClusterHost
         self.params = params
-        agent = controller_config(ufo_config)
+        controller = controller_config(ufo_config)
         self.hosts = {s.name: factory(
             s.name, s.cores, s.smt, host_policy, host_seed(seed, s.name),
-            fidelity=fidelity, config=agent) for s in specs}
+            fidelity=fidelity, config=controller) for s in specs}
         self.requests = {name: {} for name in self.hosts}
 
     def ready(self):
