@@ -6,6 +6,8 @@ the message.
 """
 
 import argparse
+import dataclasses
+import json
 
 from ufo_sim import profiles
 
@@ -16,6 +18,22 @@ def profile_option(text):
         return profiles.parse_option(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc))
+
+
+def controller_option(text):
+    """``NAME=VALUE`` of a ControllerConfig field, the value as JSON."""
+    from ufo_agent.controller import config
+    fields = {f.name for f in dataclasses.fields(config.ControllerConfig)}
+    name, sep, raw = text.partition('=')
+    if not sep or name not in fields:
+        raise argparse.ArgumentTypeError(
+            '%r: expected NAME=VALUE with NAME one of %s'
+            % (text, ', '.join(sorted(fields))))
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r: bad value (not JSON)' % text)
+    return name, value
 
 
 def workers(parser, help_processes='local Ray workers (default 2)'):

@@ -8,7 +8,9 @@ epochs, and prints one RESULT line per policy and fidelity: CPU seconds
 of this process per simulated host-second, LC violation seconds per
 LC VM-second, mean CPUs held. With ``--compare`` the surrogate runs
 both quasi-static and stepping every second, and a RESULT line gives
-the difference. With ``--pool-trace SECONDS`` each run also prints,
+the difference. ``--ufo-option NAME=VALUE`` sets a ``[controller]``
+option of the UFO agents, as ``ufo-sim cluster`` does. With
+``--pool-trace SECONDS`` each run also prints,
 every SECONDS, the emulator pool the policy holds: the CPU its emulator
 threads used and the pool CPUs' busy share (as measured by the host
 model), beside the emulator demand and ``rho_e`` the surrogate computes
@@ -20,6 +22,8 @@ import argparse
 import sys
 import time
 
+from ufo_sim import arguments
+from ufo_sim.cluster import cloud
 from ufo_sim.cluster import host as host_mod
 from ufo_sim.cluster import surrogate
 from ufo_sim.cluster import workload
@@ -115,10 +119,14 @@ def pool_row(host, before, after):
 
 
 def run(policy, fidelity, vcpus, seconds, quasi_static=True, start=43200.0,
-        trace=0):
-    """(CPU s per host-second, violation s, LC s, mean CPUs held)."""
+        trace=0, config=None):
+    """(CPU s per host-second, violation s, LC s, mean CPUs held).
+
+    ``config``: the UFO agent's ControllerConfig (the paper's defaults
+    if None).
+    """
     host = host_mod.ClusterHost('h0', 32, 2, policy, seed=SEED,
-                                fidelity=fidelity,
+                                fidelity=fidelity, config=config,
                                 quasi_static=quasi_static)
     booted = fill(host, vcpus)
     cpu0 = time.process_time()
@@ -165,13 +173,20 @@ def main(argv=None):
     parser.add_argument('--pool-trace', type=int, default=0,
                         metavar='SECONDS',
                         help='print the emulator pool every SECONDS')
+    parser.add_argument('--ufo-option', type=arguments.controller_option,
+                        action='append',
+                        default=[], metavar='NAME=VALUE',
+                        help='a [controller] option of the UFO agents, '
+                             'the value as JSON (repeatable)')
     args = parser.parse_args(argv)
+    config = cloud.controller_config(args.ufo_option)
     for fidelity in args.fidelities.split(','):
         seconds = args.engine_seconds if fidelity == 'engine' else \
             args.hours * 3600
         for policy in args.policies.split(','):
             cost, bad, lc, held, n = run(policy, fidelity, args.vcpus,
-                                         seconds, trace=args.pool_trace)
+                                         seconds, trace=args.pool_trace,
+                                         config=config)
             print('RESULT host_cost policy=%s fidelity=%s vms=%d '
                   'seconds=%d cpu_ms_per_host_s=%.3f violation_share=%.4f '
                   'cpus_held=%.1f day16_s=%.0f'
@@ -181,7 +196,7 @@ def main(argv=None):
             if args.compare and fidelity == 'surrogate':
                 cost1, bad1, lc1, held1, _ = run(
                     policy, fidelity, args.vcpus, seconds,
-                    quasi_static=False)
+                    quasi_static=False, config=config)
                 print('RESULT quasi_static_error policy=%s '
                       'violation_share_quasi=%.4f violation_share_every=%.4f'
                       ' cpus_held_quasi=%.2f cpus_held_every=%.2f '

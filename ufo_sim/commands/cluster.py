@@ -52,11 +52,6 @@ def _strategy_option(text):
                                          % (name, value)) from None
 
 
-def _ufo_option(text):
-    from ufo_sim.commands import common
-    return common.option(text)
-
-
 def add_parser(subparsers):
     from ufo_sim.cluster import cloud
     p = subparsers.add_parser(
@@ -119,7 +114,8 @@ def add_parser(subparsers):
                    action='append', default=[], metavar='NAME=VALUE',
                    help='an input parameter of the ufo_overload_relief '
                         'strategy (repeatable), e.g. sustain_s=600')
-    c.add_argument('--ufo-option', type=_ufo_option, action='append',
+    c.add_argument('--ufo-option', type=arguments.controller_option,
+                   action='append',
                    default=[], metavar='NAME=VALUE',
                    help='a [controller] option of the UFO hosts\' agents '
                         '(repeatable; VALUE is JSON), e.g. '

@@ -28,26 +28,6 @@ class UsageError(Exception):
     """Options that parse but describe a host that cannot be built."""
 
 
-def name_value(text, fields):
-    name, sep, raw = text.partition('=')
-    if not sep or name not in fields:
-        raise argparse.ArgumentTypeError(
-            '%r: expected NAME=VALUE with NAME one of %s'
-            % (text, ', '.join(sorted(fields))))
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError('%r: bad value (not JSON)' % text)
-    return name, value
-
-
-def option(text):
-    """``name=value`` of a ControllerConfig field, value parsed as JSON."""
-    from ufo_agent.controller import config
-    return name_value(text, {
-        f.name for f in dataclasses.fields(config.ControllerConfig)})
-
-
 def host_option(text):
     """``name=value`` of a HostSpec field (spec.parse_option)."""
     try:
@@ -268,7 +248,8 @@ def add_common(cmd, processes=True, feedback=True, seed_and_plots=True):
                      'feedback managers get to settle')
     cmd.add_argument('--judge', type=int,
                      help='control intervals judged after settling')
-    cmd.add_argument('--ufo-option', type=option, action='append',
+    cmd.add_argument('--ufo-option', type=arguments.controller_option,
+                     action='append',
                      metavar='NAME=VALUE',
                      help='what-if: override a [controller] option of '
                      'UFO (repeatable), e.g. sf_threshold=0.2')

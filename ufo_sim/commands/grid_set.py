@@ -4,6 +4,7 @@ import argparse
 import os
 import sys
 
+from ufo_sim import arguments
 from ufo_sim.commands import common
 
 
@@ -44,7 +45,8 @@ def add_parser(subparsers):
                      help='directory for grid-set.json and each grid\'s '
                           'NAME/grid.json')
     common.add_workers(cmd, timeout=600.0)
-    cmd.add_argument('--ufo-option', type=common.option, action='append',
+    cmd.add_argument('--ufo-option', type=arguments.controller_option,
+                     action='append',
                      metavar='NAME=VALUE',
                      help='what-if: override a [controller] option of UFO '
                           '(repeatable); the grids\' own settings are the '

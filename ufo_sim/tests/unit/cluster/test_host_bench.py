@@ -1,5 +1,7 @@
 """The whole-host bench: a short run and its emulator-pool trace."""
 
+import pytest
+
 from ufo_sim.cluster import host_bench
 
 
@@ -26,3 +28,25 @@ def test_the_engine_pool_share_is_measured():
     row = host_bench.pool_row(host, before, host_bench.pool_sample(host))
     assert row['pool_cpus'] == 8 and row['vms'] == len(booted)
     assert 0 < row['emu_cpus'] < row['busy'] * 8 <= 8
+
+
+def _held(capsys, *options):
+    host_bench.main(['--vcpus', '32', '--hours', '0.0167', '--policies',
+                     'ufo', '--fidelities', 'surrogate'] + list(options))
+    line, = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith('RESULT host_cost')]
+    return float(dict(f.split('=') for f in line.split()[2:])['cpus_held'])
+
+
+def test_ufo_options_reach_the_agent(capsys):
+    # Parked VMs hold no core: a mark no VM reaches parks them all.
+    paper = _held(capsys)
+    parked = _held(capsys, '--ufo-option', 'idle_util=1000',
+                   '--ufo-option', 'idle_after=2')
+    assert parked < paper
+
+
+def test_a_bad_ufo_option_names_itself(capsys):
+    with pytest.raises(SystemExit):
+        host_bench.main(['--ufo-option', 'idle_utl=5'])
+    assert "'idle_utl=5': expected NAME=VALUE" in capsys.readouterr().err
