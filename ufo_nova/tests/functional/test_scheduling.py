@@ -109,7 +109,9 @@ class TestStaleSignalsFailOpen(base.UFOSchedulerTestCase):
 
 class TestStaleSignalsFailClosed(base.UFOSchedulerTestCase):
     hosts = ('host1',)
-    ufo_flags = {'signal_max_age': 2.0, 'unknown_host_policy': 'fail-closed'}
+    # Long enough that the boot after a report is scheduled while the
+    # report is fresh on a loaded CI machine (2 s was not).
+    ufo_flags = {'signal_max_age': 6.0, 'unknown_host_policy': 'fail-closed'}
 
     def test_unknown_hosts_rejected(self):
         # No signal at all yet.
@@ -118,6 +120,6 @@ class TestStaleSignalsFailClosed(base.UFOSchedulerTestCase):
         self.report('host1', idle=8)
         self.assertEqual('host1', self.host_of(self.boot()))
         # The signal goes stale: rejected again.
-        time.sleep(2.5)
+        time.sleep(6.5)
         server = self.boot(expected_state='ERROR')
         self.assertIn('No valid host', server['fault']['message'])
