@@ -5,17 +5,16 @@ CPUs with SMT) with the VMs alive at the start of the tuning workload
 (seed 1) up to ``--vcpus`` vCPUs (128: an allocation ratio of 2), steps
 it through ``--hours`` of the workload from noon in 300-second load
 epochs, and prints one RESULT line per policy and fidelity: CPU seconds
-of this process per simulated host-second, LC violation seconds per
-LC VM-second, mean CPUs held. With ``--compare`` the surrogate runs
-both quasi-static and stepping every second, and a RESULT line gives
-the difference. ``--ufo-option NAME=VALUE`` sets a ``[controller]``
-option of the UFO agents, as ``ufo-sim cluster`` does. With
-``--pool-trace SECONDS`` each run also prints,
-every SECONDS, the emulator pool the policy holds: the CPU its emulator
-threads used and the pool CPUs' busy share (as measured by the host
-model), beside the emulator demand and ``rho_e`` the surrogate computes
-for the same layout and loads. Benchmarks, not tests: they print, never
-assert.
+of this process per simulated host-second, LC violation seconds per LC
+VM-second, mean CPUs held. With ``--compare`` the surrogate runs both
+quasi-static and stepping every second, and a RESULT line gives the
+difference. ``--ufo-option NAME=VALUE`` sets a ``[controller]`` option
+of the UFO agents, as ``ufo-sim cluster`` does. With ``--pool-trace
+SECONDS`` each run also prints, every SECONDS, the emulator pool the
+policy holds: the CPU its emulator threads used and the pool CPUs' busy
+share (as measured by the host model), beside the emulator demand and
+``rho_e`` the surrogate computes for the same layout and loads.
+Benchmarks, not tests: they print, never assert.
 """
 
 import argparse
