@@ -16,6 +16,7 @@ emulator load is the sum of its VMs' emulator CPU over its CPU count.
 """
 
 import dataclasses
+import functools
 import math
 
 NAMES = ('u', 'rho_v', 'rho_e', 'be', 'emu_home', 'log_n', 'free',
@@ -47,14 +48,50 @@ def emulator_demand(cost, rps):
 
 def capacity(cpus, siblings, smt_slowdown):
     """CPUs' worth of work a pool can run (see the module docstring)."""
+    core_of = _core_of(tuple(tuple(group) for group in siblings))
+    inside = {}
+    for c in cpus:
+        core = core_of.get(c)
+        if core is not None:
+            inside[core] = inside.get(core, 0) + 1
     total = 0.0
-    for group in siblings:
-        inside = sum(1 for c in group if c in cpus)
-        if inside == 1:
-            total += 1.0
-        elif inside > 1:
-            total += inside / smt_slowdown
+    # Core by core in the host's order: the same sum for any CPU order.
+    for core in sorted(inside):
+        total += 1.0 if inside[core] == 1 else inside[core] / smt_slowdown
     return total
+
+
+@functools.lru_cache(maxsize=8)
+def _core_of(siblings):
+    return {cpu: core for core, group in enumerate(siblings)
+            for cpu in group}
+
+
+class _ByCpu:
+    """Items by the CPUs they may use.
+
+    A host's pools are looked up once per VM, and most items touch few
+    of them. ``cpus_of(item)`` is an item's CPU set (a frozenset; many
+    items share one). :meth:`on` gives the items that may use a CPU of
+    a set, in their order: the sums over them are the sums over every
+    item in order, less terms that are zero.
+    """
+
+    def __init__(self, items, cpus_of):
+        self.items = items
+        sets = {}
+        for i, item in enumerate(items):
+            sets.setdefault(cpus_of(item), []).append(i)
+        self._sets = list(sets.items())
+
+    def on(self, cpus):
+        hit = []
+        for where, indexes in self._sets:
+            if not where.isdisjoint(cpus):
+                hit.extend(indexes)
+        hit.sort()
+        items = self.items
+        return [items[i] for i in hit]
 
 
 def features(vms, siblings, smt_slowdown):
@@ -85,6 +122,7 @@ def features(vms, siblings, smt_slowdown):
         groups.append((vm.vcpu_cpus, vm.vcpu_demand, not vm.lc, False,
                        vm.name))
         groups.append((vm.emu_cpus, vm.emu_demand, False, True, vm.name))
+    by_cpu = _ByCpu(groups, lambda group: group[0])
 
     # Many VMs share a pool: each CPU set's load is summed once, in the
     # same order as for any VM (the same floats).
@@ -95,7 +133,7 @@ def features(vms, siblings, smt_slowdown):
         if cpus not in pools:
             work = emulator = 0.0
             batch = []
-            for where, demand, be, emu, name in groups:
+            for where, demand, be, emu, name in by_cpu.on(cpus):
                 if not demand:
                     continue
                 share = demand * len(where & cpus) / len(where)
@@ -145,13 +183,14 @@ def served(vms, siblings, smt_slowdown):
     their share, as in :func:`features`.
     """
     pools = {}
+    by_cpu = _ByCpu(vms, lambda vm: vm.emu_cpus | vm.vcpu_cpus)
 
     def pool(cpus):
         if cpus in pools:
             return pools[cpus]
         cap = capacity(cpus, siblings, smt_slowdown)
         groups = []
-        for vm in vms:
+        for vm in by_cpu.on(cpus):
             inside = len(vm.emu_cpus & cpus) / len(vm.emu_cpus)
             cap -= vm.emu_demand * inside * cap / max(1, len(cpus))
             inside = len(vm.vcpu_cpus & cpus) / len(vm.vcpu_cpus)
@@ -199,11 +238,12 @@ def emulator_pool_load(vms, served, siblings, smt_slowdown):
     emulator threads (its own overload is the features' to judge).
     """
     pools = {}
+    by_cpu = _ByCpu(vms, lambda vm: vm.emu_cpus | vm.vcpu_cpus)
 
     def load(cpus):
         if cpus not in pools:
             work = emulator = 0.0
-            for vm in vms:
+            for vm in by_cpu.on(cpus):
                 share = served.get(vm.name, 1.0)
                 if vm.vcpu_demand:
                     work += vm.vcpu_demand * share * \
@@ -240,13 +280,15 @@ def crowding(vms, siblings):
     """
     # Many VMs share a pool: each CPU set's work is summed once.
     pools = {}
+    by_cpu = _ByCpu(vms, lambda vm: vm.vcpu_cpus)
+    core_of = _core_of(tuple(tuple(group) for group in siblings))
 
     def pool(cpus):
         if cpus not in pools:
             work = sum(vm.vcpu_demand * len(vm.vcpu_cpus & cpus) /
-                       len(vm.vcpu_cpus) for vm in vms if vm.vcpu_demand)
-            cores = sum(1 for group in siblings
-                        if any(c in cpus for c in group))
+                       len(vm.vcpu_cpus) for vm in by_cpu.on(cpus)
+                       if vm.vcpu_demand)
+            cores = len({core_of[c] for c in cpus if c in core_of})
             pools[cpus] = (work, max(1, cores))
         return pools[cpus]
 

@@ -366,11 +366,12 @@ class SurrogateHost:
         everything = host_features.features(states + idle, self.siblings,
                                             slowdown)
         out = {}
+        soaking = {state.name for state in idle}
         for state in states + idle:
             # SCHED_IDLE threads (BE soak) take what the normal threads
             # leave: they see the whole pool, the normal ones do not see
             # them.
-            if state in idle:
+            if state.name in soaking:
                 f = everything[state.name]
                 served = min(1.0, 1.0 / max(f['rho_v'], 1e-9),
                              1.0 / max(f['u'], 1e-9))
