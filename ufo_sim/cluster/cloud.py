@@ -231,12 +231,15 @@ class HostReport:
     lc_seconds: float
     changes: int
     held_cpus: float
+    be_work_s: float = 0.0
+    be_asked_s: float = 0.0
 
     @classmethod
     def of(cls, step):
         return cls(float(step.violation_s), float(step.lc_seconds),
                    sum(v.vcpu_changes for v in step.vms.values()),
-                   step.held_cpus_mean)
+                   step.held_cpus_mean, float(step.be_work_s),
+                   float(step.be_asked_s))
 
 
 class LocalShards:
@@ -472,7 +475,10 @@ class Cloud:
                                for h in sorted(reports)),
             changes=sum(reports[h][0].changes for h in sorted(reports)),
             refused=refused, migrations=migrations,
-            held_cpus=sum(reports[h][0].held_cpus for h in sorted(reports)))
+            held_cpus=sum(reports[h][0].held_cpus for h in sorted(reports)),
+            be_work_s=sum(reports[h][0].be_work_s for h in sorted(reports)),
+            be_asked_s=sum(reports[h][0].be_asked_s
+                           for h in sorted(reports)))
 
 
 def run(config, policy_list, requests, workers=2, factory=None):

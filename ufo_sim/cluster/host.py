@@ -67,6 +67,10 @@ class VmStep:
     (LC only; always 0 for BE). ``p99_us``: the p99 of each second (nan
     when it completed nothing), simulated microseconds as the profiles'
     targets. ``vcpu_changes``: vCPUs taken on- or offline in the guest.
+    ``be_work_s`` and ``be_asked_s`` (BE only; 0 for LC): the batch work
+    it did, in seconds of a lone thread's pace (its chunks done times a
+    chunk's CPU time), and what its busy threads would have done each
+    on a CPU of its own over the step.
     """
 
     vm_id: str
@@ -76,6 +80,8 @@ class VmStep:
     violation_s: int
     p99_us: tuple
     vcpu_changes: int
+    be_work_s: float = 0.0
+    be_asked_s: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +108,16 @@ class HostStep:
     def lc_seconds(self):
         """LC VM-seconds over the step."""
         return sum(v.seconds for v in self.vms.values() if v.lc)
+
+    @property
+    def be_work_s(self):
+        """BE work done over the step, lone-thread seconds."""
+        return sum(v.be_work_s for v in self.vms.values())
+
+    @property
+    def be_asked_s(self):
+        """BE work the busy threads asked for over the step."""
+        return sum(v.be_asked_s for v in self.vms.values())
 
     @property
     def held_cpus_mean(self):
@@ -267,6 +283,8 @@ class ClusterHost:
                     self._since_change = 0
         start = self.now
         per_vm = {vm_id: ([], 0, 0) for vm_id in self.vms}
+        chunks = {vm_id: self.host.counters(vm_id).requests_done
+                  for vm_id, vm in self.vms.items() if not vm.request.lc}
         held = []
         done = 0
         while done < seconds:
@@ -307,10 +325,26 @@ class ClusterHost:
             bad += vm.owed
             whole = math.floor(bad + 1e-9)
             vm.owed = bad - whole
+            done = asked = 0.0
+            if vm_id in chunks:
+                done, asked = self._be_work(vm_id, vm, chunks[vm_id],
+                                            seconds)
             vms[vm_id] = VmStep(vm_id, vm.request.lc, vm.profile.name,
                                 seconds, int(whole), tuple(series),
-                                int(changes))
+                                int(changes), done, asked)
         return HostStep(self.name, start, seconds, vms, tuple(held))
+
+    def _be_work(self, vm_id, vm, chunks_before, seconds):
+        """(done, asked) of a BE VM over ``seconds``; see :class:`VmStep`.
+
+        A VM with no busy thread (stopped at its boot) asks nothing.
+        """
+        if be_threads(vm.request) == 0:
+            return 0.0, 0.0
+        chunks = self.host.counters(vm_id).requests_done - chunks_before
+        done = chunks * vm.profile.be_chunk / self.tick
+        busy = min(vm.profile.workers(vm.request.vcpus), vm.request.vcpus)
+        return done, float(busy * seconds)
 
     def _quiet_span(self, left):
         """Seconds the layout holds with the inputs held, at most ``left``.

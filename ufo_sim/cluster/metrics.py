@@ -21,6 +21,11 @@ policy by, all measured after the warm-up:
     Logical CPUs the hosts' policies held for the VMs, per host,
     time-averaged (Nova's default holds every CPU; UFO and DynIso what
     their pools hold).
+``be_work_share``
+    Best-effort work done over the work the BE VMs' busy threads asked
+    for, each at a lone thread's pace on a CPU of its own (None without
+    BE work): what the policy's LC protection and packing cost the
+    batch tenants.
 ``hosts_needed``
     Hosts of this size that carry the workload's demand (the VMs that
     asked to be alive, refused or not) at this policy's density, when it
@@ -53,9 +58,12 @@ class Series:
     refused: list = dataclasses.field(default_factory=list)
     migrations: list = dataclasses.field(default_factory=list)
     held_cpus: list = dataclasses.field(default_factory=list)
+    be_work_s: list = dataclasses.field(default_factory=list)
+    be_asked_s: list = dataclasses.field(default_factory=list)
 
     def add(self, t, hosted, lc_hosted, demand, lc_violation_s, changes,
-            refused, migrations, held_cpus=0.0):
+            refused, migrations, held_cpus=0.0, be_work_s=0.0,
+            be_asked_s=0.0):
         self.t.append(float(t))
         self.hosted.append(int(hosted))
         self.lc_hosted.append(int(lc_hosted))
@@ -65,6 +73,8 @@ class Series:
         self.refused.append(int(refused))
         self.migrations.append(int(migrations))
         self.held_cpus.append(float(held_cpus))
+        self.be_work_s.append(float(be_work_s))
+        self.be_asked_s.append(float(be_asked_s))
 
     def measured(self):
         """Indices of the steps after the warm-up."""
@@ -97,6 +107,7 @@ def summarize(series, budget=QOS_BUDGET):
     share = violation_s / lc_vm_s if lc_vm_s else 0.0
     refused = total('refused')
     meets = share <= budget
+    be_asked = total('be_asked_s')
     out.update(
         vms_per_host=density,
         demand_vms=demand,
@@ -109,6 +120,8 @@ def summarize(series, budget=QOS_BUDGET):
         changes_per_vm_hour=(total('changes') / (vm_s / 3600.0)
                              if vm_s else 0.0),
         held_cpus_per_host=total('held_cpus') / steps / series.hosts,
+        be_work_share=(total('be_work_s') / be_asked if be_asked
+                       else None),
         meets_budget=meets,
         hosts_needed=(math.ceil(demand / density - 1e-9)
                       if meets and density > 0 else None),
@@ -125,16 +138,19 @@ def result_line(summary, workload):
     else:
         needed_text = '%s%d' % ('<=' if summary['hosts_needed_bound']
                                 else '', needed)
+    be = summary.get('be_work_share')
     return ('RESULT cluster workload=%s policy=%s hosts=%d '
             'vms_per_host=%.2f lc_violation_pct=%.3f '
             'lc_violation_s_per_vm_hour=%.2f boots_refused=%d '
             'migrations_per_host_day=%.2f changes_per_vm_hour=%.2f '
-            'held_cpus_per_host=%.1f meets_budget=%s hosts_needed=%s'
+            'held_cpus_per_host=%.1f be_work_pct=%s meets_budget=%s '
+            'hosts_needed=%s'
             % (workload, summary['policy'], summary['hosts'],
                summary['vms_per_host'], 100.0 * summary['lc_violation_share'],
                summary['lc_violation_s_per_vm_hour'],
                summary['boots_refused'], summary['migrations_per_host_day'],
                summary['changes_per_vm_hour'], summary['held_cpus_per_host'],
+               'none' if be is None else '%.1f' % (100.0 * be),
                'yes' if summary['meets_budget'] else 'no', needed_text))
 
 

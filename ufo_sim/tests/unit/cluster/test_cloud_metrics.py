@@ -55,6 +55,19 @@ def test_hosts_needed_within_the_budget():
     assert 'hosts_needed=<=2' in metrics.result_line(s, 'generated')
 
 
+def test_be_work_is_a_share_of_what_the_be_threads_asked():
+    s = metrics.summarize(_series(rows=ROWS))
+    assert s['be_work_share'] is None
+    assert 'be_work_pct=none' in metrics.result_line(s, 'generated')
+    # BE work done and asked (lone-thread seconds); the warm-up's not
+    # counted.
+    rows = [r + be for r, be in zip(ROWS, ((0, 500), (30, 60), (50, 60),
+                                           (0, 0)))]
+    s = metrics.summarize(_series(rows=rows))
+    assert s['be_work_share'] == pytest.approx(50 / 60)
+    assert 'be_work_pct=83.3 ' in metrics.result_line(s, 'generated')
+
+
 def test_no_measured_step_is_an_error():
     with pytest.raises(ValueError, match='warm-up'):
         metrics.summarize(_series(rows=ROWS[:2]))

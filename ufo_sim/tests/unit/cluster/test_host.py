@@ -78,6 +78,35 @@ def test_an_idle_vm_offers_nothing_and_never_violates():
     assert h.host.counters('z') == before
 
 
+@pytest.mark.parametrize('fidelity', host_mod.FIDELITIES)
+def test_be_work_is_booked_against_what_its_busy_threads_asked(fidelity):
+    # Two busy threads on a host of four cores: about all of it.
+    h = host_mod.ClusterHost('h0', 4, 2, 'default', seed=1,
+                             fidelity=fidelity)
+    h.boot(_request('b', vcpus=4, lc=False, mean=0.5))
+    h.boot(_request('z', lc=False, mean=0.01))
+    h.step(2, {})
+    step = h.step(4, {})
+    b = step.vms['b']
+    assert b.be_asked_s == 2 * 4
+    assert 0.8 * b.be_asked_s <= b.be_work_s <= b.be_asked_s
+    # A BE VM without a busy thread asks for none.
+    assert step.vms['z'].be_asked_s == step.vms['z'].be_work_s == 0
+    assert step.be_asked_s == b.be_asked_s
+    # 32 busy threads and an LC VM on 8 CPUs: a sixth of what they ask
+    # at most; the LC VM asks for none.
+    h = host_mod.ClusterHost('h0', 4, 2, 'default', seed=1,
+                             fidelity=fidelity)
+    for i in range(4):
+        h.boot(_request('b%d' % i, vcpus=8, lc=False, mean=1.0))
+    h.boot(_request('a'))
+    h.step(2, {'a': 0.3})
+    step = h.step(4, {'a': 0.3})
+    assert step.vms['a'].be_asked_s == step.vms['a'].be_work_s == 0
+    assert step.be_asked_s == 4 * 8 * 4
+    assert 0.05 < step.be_work_s / step.be_asked_s < 1 / 6
+
+
 def test_ufo_hands_back_cores_and_signals():
     h = host_mod.ClusterHost('h0', 8, 2, 'ufo', seed=1)
     assert h.signal() is None
