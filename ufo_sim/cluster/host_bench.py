@@ -6,7 +6,8 @@ CPUs with SMT) with the VMs alive at the start of the tuning workload
 it through ``--hours`` of the workload from noon in 300-second load
 epochs, and prints one RESULT line per policy and fidelity: CPU seconds
 of this process per simulated host-second, LC violation seconds per LC
-VM-second, mean CPUs held. With ``--compare`` the surrogate runs both
+VM-second, mean CPUs held, best-effort work done over asked (as the
+cloud's ``be_work_pct``). With ``--compare`` the surrogate runs both
 quasi-static and stepping every second, and a RESULT line gives the
 difference. ``--ufo-option NAME=VALUE`` sets a ``[controller]`` option
 of the UFO agents, as ``ufo-sim cluster`` does. With ``--pool-trace
@@ -119,10 +120,11 @@ def pool_row(host, before, after):
 
 def run(policy, fidelity, vcpus, seconds, quasi_static=True, start=43200.0,
         trace=0, config=None):
-    """(CPU s per host-second, violation s, LC s, mean CPUs held).
+    """One policy on one host: what the RESULT line prints.
 
-    ``config``: the UFO agent's ControllerConfig (the paper's defaults
-    if None).
+    (CPU s per host-second, violation s, LC s, mean CPUs held, VMs, BE
+    work share or None). ``config``: the UFO agent's ControllerConfig
+    (the paper's defaults if None).
     """
     host = host_mod.ClusterHost('h0', 32, 2, policy, seed=SEED,
                                 fidelity=fidelity, config=config,
@@ -130,7 +132,7 @@ def run(policy, fidelity, vcpus, seconds, quasi_static=True, start=43200.0,
     booted = fill(host, vcpus)
     cpu0 = time.process_time()
     violation = lc = 0
-    held = 0.0
+    held = be_work = be_asked = 0.0
     # Epochs of at most the run's length: a short engine run still
     # stops where it was asked to.
     epoch = max(1, min(EPOCH_S, int(seconds)))
@@ -147,6 +149,8 @@ def run(policy, fidelity, vcpus, seconds, quasi_static=True, start=43200.0,
             violation += step.violation_s
             lc += step.lc_seconds
             held += step.held_cpus_mean * chunk
+            be_work += step.be_work_s
+            be_asked += step.be_asked_s
             if trace:
                 row = pool_row(host, before, pool_sample(host))
                 print('RESULT pool_trace policy=%s fidelity=%s t=%d %s'
@@ -157,7 +161,8 @@ def run(policy, fidelity, vcpus, seconds, quasi_static=True, start=43200.0,
                                   for n, x in row.items())), flush=True)
     spent = time.process_time() - cpu0
     span = epochs * epoch
-    return spent / span, violation, lc, held / span, len(booted)
+    return (spent / span, violation, lc, held / span, len(booted),
+            be_work / be_asked if be_asked else None)
 
 
 def main(argv=None):
@@ -183,17 +188,19 @@ def main(argv=None):
         seconds = args.engine_seconds if fidelity == 'engine' else \
             args.hours * 3600
         for policy in args.policies.split(','):
-            cost, bad, lc, held, n = run(policy, fidelity, args.vcpus,
-                                         seconds, trace=args.pool_trace,
-                                         config=config)
+            cost, bad, lc, held, n, be = run(
+                policy, fidelity, args.vcpus, seconds,
+                trace=args.pool_trace, config=config)
             print('RESULT host_cost policy=%s fidelity=%s vms=%d '
                   'seconds=%d cpu_ms_per_host_s=%.3f violation_share=%.4f '
-                  'cpus_held=%.1f day16_s=%.0f'
+                  'cpus_held=%.1f be_work_pct=%s day16_s=%.0f'
                   % (policy, fidelity, n, seconds, cost * 1e3,
-                     bad / max(1, lc), held, cost * 16 * workload.DAY_S),
+                     bad / max(1, lc), held,
+                     'none' if be is None else '%.1f' % (100.0 * be),
+                     cost * 16 * workload.DAY_S),
                   flush=True)
             if args.compare and fidelity == 'surrogate':
-                cost1, bad1, lc1, held1, _ = run(
+                cost1, bad1, lc1, held1, _, _ = run(
                     policy, fidelity, args.vcpus, seconds,
                     quasi_static=False, config=config)
                 print('RESULT quasi_static_error policy=%s '

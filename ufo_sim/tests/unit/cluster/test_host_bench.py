@@ -6,8 +6,8 @@ from ufo_sim.cluster import host_bench
 
 
 def test_a_short_run_traces_the_emulator_pool(capsys):
-    cost, bad, lc, held, vms = host_bench.run('ufo', 'surrogate', 32, 20,
-                                              trace=10)
+    cost, bad, lc, held, vms, be = host_bench.run('ufo', 'surrogate', 32,
+                                                  20, trace=10)
     rows = [line.split() for line in capsys.readouterr().out.splitlines()
             if line.startswith('RESULT pool_trace')]
     # 20 seconds asked, 20 run (not one 300-second epoch), a row each
@@ -30,12 +30,21 @@ def test_the_engine_pool_share_is_measured():
     assert 0 < row['emu_cpus'] < row['busy'] * 8 <= 8
 
 
-def _held(capsys, *options):
+def _fields(capsys, *options):
     host_bench.main(['--vcpus', '32', '--hours', '0.0167', '--policies',
                      'ufo', '--fidelities', 'surrogate'] + list(options))
     line, = [line for line in capsys.readouterr().out.splitlines()
              if line.startswith('RESULT host_cost')]
-    return float(dict(f.split('=') for f in line.split()[2:])['cpus_held'])
+    return dict(f.split('=') for f in line.split()[2:])
+
+
+def _held(capsys, *options):
+    return float(_fields(capsys, *options)['cpus_held'])
+
+
+def test_the_line_gives_the_best_effort_work(capsys):
+    # The host's first VMs include busy BE ones, alone on an idle host.
+    assert 85 < float(_fields(capsys)['be_work_pct']) <= 100
 
 
 def test_ufo_options_reach_the_agent(capsys):
