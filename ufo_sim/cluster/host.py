@@ -325,13 +325,13 @@ class ClusterHost:
             bad += vm.owed
             whole = math.floor(bad + 1e-9)
             vm.owed = bad - whole
-            done = asked = 0.0
+            be_work = be_asked = 0.0
             if vm_id in chunks:
-                done, asked = self._be_work(vm_id, vm, chunks[vm_id],
-                                            seconds)
+                be_work, be_asked = self._be_work(vm_id, vm, chunks[vm_id],
+                                                  seconds)
             vms[vm_id] = VmStep(vm_id, vm.request.lc, vm.profile.name,
                                 seconds, int(whole), tuple(series),
-                                int(changes), done, asked)
+                                int(changes), be_work, be_asked)
         return HostStep(self.name, start, seconds, vms, tuple(held))
 
     def _be_work(self, vm_id, vm, chunks_before, seconds):
