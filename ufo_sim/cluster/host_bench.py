@@ -25,6 +25,7 @@ import time
 from ufo_sim import arguments
 from ufo_sim.cluster import cloud
 from ufo_sim.cluster import host as host_mod
+from ufo_sim.cluster import metrics
 from ufo_sim.cluster import surrogate
 from ufo_sim.cluster import workload
 
@@ -196,7 +197,7 @@ def main(argv=None):
                   'cpus_held=%.1f be_work_pct=%s day16_s=%.0f'
                   % (policy, fidelity, n, seconds, cost * 1e3,
                      bad / max(1, lc), held,
-                     'none' if be is None else '%.1f' % (100.0 * be),
+                     metrics.percent_or_none(be),
                      cost * 16 * workload.DAY_S),
                   flush=True)
             if args.compare and fidelity == 'surrogate':

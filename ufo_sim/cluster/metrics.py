@@ -130,6 +130,11 @@ def summarize(series, budget=QOS_BUDGET):
     return out
 
 
+def percent_or_none(share):
+    """A share as a percent with one decimal, or ``none`` if unknown."""
+    return 'none' if share is None else '%.1f' % (100.0 * share)
+
+
 def result_line(summary, workload):
     """The ``RESULT`` line of one policy's run."""
     needed = summary['hosts_needed']
@@ -138,7 +143,6 @@ def result_line(summary, workload):
     else:
         needed_text = '%s%d' % ('<=' if summary['hosts_needed_bound']
                                 else '', needed)
-    be = summary.get('be_work_share')
     return ('RESULT cluster workload=%s policy=%s hosts=%d '
             'vms_per_host=%.2f lc_violation_pct=%.3f '
             'lc_violation_s_per_vm_hour=%.2f boots_refused=%d '
@@ -150,7 +154,7 @@ def result_line(summary, workload):
                summary['lc_violation_s_per_vm_hour'],
                summary['boots_refused'], summary['migrations_per_host_day'],
                summary['changes_per_vm_hour'], summary['held_cpus_per_host'],
-               'none' if be is None else '%.1f' % (100.0 * be),
+               percent_or_none(summary.get('be_work_share')),
                'yes' if summary['meets_budget'] else 'no', needed_text))
 
 
