@@ -159,10 +159,9 @@ def requests_of(args, hosts):
                                                     duration)
 
 
-def run(args, factory=None):
-    """The command; ``factory`` builds the hosts (see :func:`.cloud.run`)."""
+def cloud_of(args):
+    """(workload label, CloudConfig, [VmRequest]) of the command line."""
     from ufo_sim.cluster import cloud
-    from ufo_sim.cluster import metrics
     hosts = hosts_of(args)
     label, params, requests = requests_of(args, hosts)
     try:
@@ -174,6 +173,15 @@ def run(args, factory=None):
             ufo_config=tuple(args.ufo_option))
     except ValueError as exc:
         raise SystemExit('ufo-sim cluster: %s' % exc)
+    return label, config, requests
+
+
+def run(args, factory=None):
+    """The command; ``factory`` builds the hosts (see :func:`.cloud.run`)."""
+    from ufo_sim.cluster import cloud
+    from ufo_sim.cluster import metrics
+    label, config, requests = cloud_of(args)
+    hosts = config.hosts
     policy_list = cloud.policies(args.policies, args.ratios)
     print('cluster: %d hosts, %d VM requests (%s), %.1f h, %d policies, '
           '%s' % (len(hosts), len(requests), label, args.hours,

@@ -1,0 +1,125 @@
+"""One cloud host run again on each host model (``ufo_sim.cluster.replay``).
+
+Real hosts (the surrogate and the engine), Nova's placement, a small
+cloud of hand-made VMs so that the host's set and loads are known.
+"""
+
+import pytest
+
+from ufo_sim.cluster import cloud
+from ufo_sim.cluster import replay
+from ufo_sim.cluster import workload
+
+
+def _vm(name, arrive, vcpus, load, lc=True):
+    return workload.VmRequest(
+        vm_id=name, arrive_s=float(arrive), lifetime_s=1e6, vcpus=vcpus,
+        memory_mb=1024 * vcpus, lc=lc, pattern='diurnal', mean_load=load,
+        peak_load=min(1.0, 1.5 * load), phase_s=0.0, seed=7)
+
+
+REQUESTS = [_vm('a%d' % i, 0, 2, 0.3 + 0.1 * i) for i in range(4)] + \
+    [_vm('b0', 0, 4, 0.0, lc=False), _vm('late', 180, 2, 0.5)]
+
+
+def _config(**kw):
+    return cloud.CloudConfig(
+        hosts=cloud.uniform_hosts(2, 4), duration_s=900, step_s=60,
+        warmup_s=0, params=workload.WorkloadParams(), fidelity='surrogate',
+        **kw)
+
+
+def test_a_window_is_the_hosts_vms_and_the_loads_the_cloud_offered():
+    config = _config()
+    policy = cloud.Policy('ufo-sched', 2.0)
+    window = replay.capture(config, policy, REQUESTS, 'host000', 120, 120)
+    ids = [r.vm_id for r in window.requests]
+    assert ids and 'late' not in ids        # it boots at 180 s
+    assert window.start_s == 120
+    assert len(window.loads) == len(window.ran) == 2
+    for k, loads in enumerate(window.loads):
+        t = window.start_s + 60 * k
+        assert set(loads) == set(ids)
+        for r in window.requests:
+            assert loads[r.vm_id] == pytest.approx(
+                workload.load_at(r, max(t, r.arrive_s), config.params))
+    # The other host holds the rest of what was booted by then.
+    other = replay.capture(config, policy, REQUESTS, 'host001', 120, 60)
+    assert not set(ids) & {r.vm_id for r in other.requests}
+    assert set(ids) | {r.vm_id for r in other.requests} == {
+        r.vm_id for r in REQUESTS if r.arrive_s <= 120}
+
+
+@pytest.mark.parametrize('kind', ['default', 'ufo-sched'])
+def test_a_host_replayed_from_the_start_is_the_cloud_host_again(kind):
+    # The window opens when the cloud boots its first VMs: the replayed
+    # surrogate host runs the very seconds the cloud's did.
+    config = _config(ufo_config=(('be_policy', 'soak'),))
+    policy = cloud.Policy(kind, 2.0)
+    window = replay.capture(config, policy, REQUESTS, 'host000', 0, 180)
+    assert window.start_s == 0 and len(window.ran) == 3
+    steps, _, host = replay.replay(window, config, policy, 'surrogate')
+    assert steps == window.ran
+    ids = window.vm_ids()
+    assert replay.lc_seconds(steps, ids) == 180 * sum(
+        r.lc for r in window.requests) > 0
+    if kind == 'ufo-sched':
+        assert host.agent.controller.config.be_policy == 'soak'
+        # The agent ran and gave cores: the same acts as the cloud's.
+        plan = host.agent.last_plan
+        assert any(vm.cores for vm in plan.vms.values())
+
+
+def test_the_engine_runs_the_same_window():
+    config = _config()
+    policy = cloud.Policy('ufo', 2.0)
+    window = replay.capture(config, policy, REQUESTS, 'host001', 60, 60)
+    ids = window.vm_ids()
+    surrogate, _, _ = replay.replay(window, config, policy, 'surrogate')
+    engine, _, host = replay.replay(window, config, policy, 'engine')
+    assert host.fidelity == 'engine'
+    assert replay.lc_seconds(engine, ids) == replay.lc_seconds(
+        surrogate, ids) == 60 * sum(r.lc for r in window.requests) > 0
+    assert set(replay.violations(engine, ids)) <= ids
+
+
+def test_a_host_or_a_time_outside_the_cloud_is_refused():
+    config = _config()
+    policy = cloud.Policy('default', 2.0)
+    with pytest.raises(ValueError, match='no host .host009. in the cloud'):
+        replay.capture(config, policy, REQUESTS, 'host009', 0, 60)
+    with pytest.raises(ValueError, match='outside the cloud'):
+        replay.capture(config, policy, REQUESTS, 'host000', 900, 60)
+
+
+def test_the_command_wants_one_policy_at_one_ratio(capsys):
+    with pytest.raises(SystemExit) as exc:
+        replay.main(['--host', 'host000', '--at', '0', '--',
+                     '--hosts', '2', '--cores', '4', '--hours', '0.1',
+                     '--policies', 'default,ufo', '--ratios', '2'])
+    assert exc.value.code == 2
+    assert 'one policy at one ratio' in capsys.readouterr().err
+
+
+def test_the_command_prints_the_cloud_and_each_model(capsys):
+    assert replay.main([
+        '--host', 'host000', '--at', '120', '--seconds', '60',
+        '--fidelities', 'surrogate', '--', '--hosts', '2', '--cores', '4',
+        '--hours', '0.2', '--warmup-hours', '0', '--vms-per-host', '6',
+        '--policies', 'ufo-sched', '--ratios', '2']) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines()
+             if x.startswith('RESULT replay')]
+    assert [x.split()[4] for x in lines] == [
+        'fidelity=cloud:surrogate', 'fidelity=surrogate']
+    for line in lines:
+        fields = dict(f.split('=', 1) for f in line.split()[2:])
+        assert fields['host'] == 'host000'
+        assert int(fields['lc_s']) >= 0
+        assert 0.0 <= float(fields['violation_pct']) <= 100.0
+
+
+def test_unknown_fidelity_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        replay.main(['--host', 'host000', '--at', '0', '--fidelities',
+                     'exact', '--', '--policies', 'ufo', '--ratios', '2'])
+    assert "'exact' is not one of" in capsys.readouterr().err
