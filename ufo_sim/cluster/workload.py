@@ -261,6 +261,32 @@ def generate(params, seed, duration_s, warm=True):
     return out
 
 
+def spread_start(requests, seconds):
+    """The requests with the VMs alive at the start booted over ``seconds``.
+
+    The VMs that arrive at 0 (alive when the simulation starts) arrive
+    instead one after another, evenly over ``[0, seconds)`` in their
+    order, each keeping its departure; one that departs before its new
+    arrival is left out. So the scheduler places them as the hosts fill
+    and publish, rather than all at once before any host has run. The
+    other requests are unchanged. ``seconds`` 0 returns the list as is.
+    """
+    if seconds < 0:
+        raise ValueError('seconds must be >= 0, got %r' % (seconds,))
+    at_start = [r for r in requests if r.arrive_s <= 0.0]
+    if not seconds or not at_start:
+        return list(requests)
+    moved = {}
+    for i, r in enumerate(at_start):
+        shift = seconds * i / len(at_start)
+        if r.depart_s > shift:
+            moved[r.vm_id] = dataclasses.replace(
+                r, arrive_s=shift, lifetime_s=r.depart_s - shift)
+    out = [moved.get(r.vm_id, r) for r in requests
+           if r.arrive_s > 0.0 or r.vm_id in moved]
+    return sorted(out, key=lambda r: r.arrive_s)
+
+
 def load_at(request, t, params=None):
     """Offered load of ``request`` at time ``t``: a fraction of its vCPUs.
 

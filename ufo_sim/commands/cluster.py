@@ -94,6 +94,12 @@ def add_parser(subparsers):
                    help='simulated hours (default 24)')
     c.add_argument('--warmup-hours', type=float, default=2.0,
                    help='hours not measured at the start (default 2)')
+    c.add_argument('--start-spread-minutes', type=float, default=0.0,
+                   help='boot the VMs alive at the start one after another '
+                        'over these first minutes, each placed with the '
+                        'signals of the hosts as they fill, rather than '
+                        'all in the first second (at most the warm-up; '
+                        'default 0)')
     c.add_argument('--step', type=int, default=60,
                    help='seconds between the scheduler\'s steps '
                         '(default 60)')
@@ -162,8 +168,15 @@ def requests_of(args, hosts):
 def cloud_of(args):
     """(workload label, CloudConfig, [VmRequest]) of the command line."""
     from ufo_sim.cluster import cloud
+    from ufo_sim.cluster import workload
     hosts = hosts_of(args)
+    if not 0 <= args.start_spread_minutes <= 60 * args.warmup_hours:
+        raise SystemExit('ufo-sim cluster: --start-spread-minutes must be '
+                         'between 0 and the warm-up (%.0f minutes)'
+                         % (60 * args.warmup_hours))
     label, params, requests = requests_of(args, hosts)
+    requests = workload.spread_start(requests,
+                                     60.0 * args.start_spread_minutes)
     try:
         config = cloud.CloudConfig(
             hosts=hosts, duration_s=args.hours * 3600.0, step_s=args.step,

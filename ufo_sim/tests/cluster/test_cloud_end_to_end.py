@@ -139,3 +139,48 @@ def test_a_bad_ufo_option_fails_before_any_host_runs(tmp_path, capsys):
                                         '--out', str(tmp_path)])
     assert 'be_policy must be one of' in str(raised.value.code)
     assert not (tmp_path / 'cluster.json').exists()
+
+
+def _placements_seeing_signals(monkeypatch, extra):
+    from ufo_nova import cache
+    from ufo_nova import listener
+    from ufo_sim.cluster import nova_scheduler
+    seen = []
+    monkeypatch.undo()      # one watcher at a time
+    select = nova_scheduler.NovaScheduler.select
+
+    def watched(self, uuid, flavor):
+        snap = listener.get_cache().snapshot()
+        seen.append(any(snap.lookup(h).state != cache.UNKNOWN
+                        for h in self.hosts))
+        return select(self, uuid, flavor)
+    monkeypatch.setattr(nova_scheduler.NovaScheduler, 'select', watched)
+    argv = ['cluster', '--hosts', '3', '--cores', '4', '--hours', '0.4',
+            '--warmup-hours', '0.2', '--vms-per-host', '10',
+            '--fidelity', 'surrogate', '--no-plots', '--processes', '0',
+            '--policies', 'ufo-sched', '--ratios', '4'] + extra
+    assert cmd.main(argv) == 0
+    return seen
+
+
+def test_a_spread_start_places_the_first_vms_with_the_hosts_signals(
+        monkeypatch, tmp_path):
+    blind = _placements_seeing_signals(
+        monkeypatch, ['--out', str(tmp_path / 'a')])
+    spread = _placements_seeing_signals(
+        monkeypatch, ['--out', str(tmp_path / 'b'),
+                      '--start-spread-minutes', '10'])
+    # All in the first second: no placement sees a host's signal.
+    assert len(blind) > 20 and not any(blind)
+    # Over ten steps: all but the first step's see the hosts'.
+    assert len(spread) == len(blind)
+    assert sum(spread) >= len(spread) - len(spread) // 10 - 1
+
+
+def test_a_spread_longer_than_the_warm_up_is_refused(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cmd.main(['cluster'] + SMALL + ['--policies', 'default',
+                                        '--ratios', '2',
+                                        '--start-spread-minutes', '7'])
+    assert '--start-spread-minutes must be between 0 and the warm-up ' \
+        '(6 minutes)' in str(exc.value)

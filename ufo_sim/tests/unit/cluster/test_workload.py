@@ -209,3 +209,42 @@ def test_load_is_zero_outside_life_and_deterministic():
     assert a != c
     with pytest.raises(ValueError):
         workload.load_at(_vm('sawtooth'), 10.0)
+
+
+def test_a_spread_start_boots_the_first_population_over_the_window():
+    p = dataclasses.replace(workload.WorkloadParams(),
+                            arrivals_per_hour=40.0)
+    vms = workload.generate(p, 5, 6 * 3600)
+    first = [r for r in vms if r.arrive_s == 0.0]
+    later = [r for r in vms if r.arrive_s > 0.0]
+    assert len(first) > 100 and later
+    out = workload.spread_start(vms, 1800.0)
+    by_id = {r.vm_id: r for r in out}
+    assert [r.arrive_s for r in out] == sorted(r.arrive_s for r in out)
+    # The later arrivals are untouched.
+    assert all(by_id[r.vm_id] == r for r in later)
+    kept = [r for r in first if r.vm_id in by_id]
+    arrivals = [by_id[r.vm_id].arrive_s for r in kept]
+    # In their order, evenly over the window, each leaving when it did.
+    assert arrivals == sorted(arrivals)
+    assert arrivals[0] == 0.0 and max(arrivals) < 1800.0
+    for i, r in enumerate(first):
+        if r.vm_id in by_id:
+            assert by_id[r.vm_id].arrive_s == pytest.approx(
+                1800.0 * i / len(first))
+    for r in kept:
+        moved = by_id[r.vm_id]
+        assert moved.depart_s == pytest.approx(r.depart_s)
+        assert dataclasses.replace(moved, arrive_s=0.0,
+                                   lifetime_s=r.lifetime_s) == r
+    # One gone before its turn is left out, no other.
+    gone = {r.vm_id for r in first} - set(by_id)
+    for i, r in enumerate(first):
+        assert (r.vm_id in gone) == (r.depart_s <= 1800.0 * i / len(first))
+
+
+def test_no_spread_is_the_list_and_a_negative_one_is_refused():
+    vms = workload.generate(workload.WorkloadParams(), 2, 3600)
+    assert workload.spread_start(vms, 0.0) == vms
+    with pytest.raises(ValueError, match='seconds must be >= 0'):
+        workload.spread_start(vms, -1.0)
