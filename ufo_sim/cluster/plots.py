@@ -23,12 +23,51 @@ def smoothed(values, width):
     return out
 
 
+# A colour per policy kind and a line style per allocation ratio, so
+# that a figure of every kind at every ratio tells each line apart.
+_KIND_COLORS = {'default': 'tab:gray', 'dyniso': 'tab:purple',
+                'ufo': 'tab:blue', 'ufo-sched': 'tab:green',
+                'ufo-migrate': 'tab:orange'}
+_OTHER_COLORS = ('tab:brown', 'tab:pink', 'tab:olive', 'tab:cyan')
+_RATIO_STYLES = ('-', '--', ':', '-.')
+
+
+def styles(names):
+    """``{policy name: (colour, line style)}`` for ``kind@ratio`` names.
+
+    Names of one kind share a colour and differ in style by their ratio
+    (the lowest solid); two names never share both while there are at
+    most four ratios of a kind.
+    """
+    kinds, ratios = {}, {}
+    for name in names:
+        kind, _, ratio = name.partition('@')
+        kinds.setdefault(kind, None)
+        ratios.setdefault(kind, set()).add(ratio)
+    others = iter(_OTHER_COLORS * (1 + len(kinds)))
+    colors = {k: _KIND_COLORS.get(k) or next(others) for k in kinds}
+    out = {}
+    for name in names:
+        kind, _, ratio = name.partition('@')
+        order = sorted(ratios[kind], key=_ratio_key)
+        out[name] = (colors[kind],
+                     _RATIO_STYLES[order.index(ratio) % len(_RATIO_STYLES)])
+    return out
+
+
+def _ratio_key(ratio):
+    try:
+        return (0, float(ratio))
+    except ValueError:
+        return (1, ratio)
+
+
 def day(path, series_by_policy, title, smooth_s=900.0):
     """VMs hosted per host and LC VM-seconds in violation over time.
 
     Two panels sharing the time axis (hours): the top one each policy's
-    VMs per host and, dashed, the VMs asking to be alive per host (the
-    demand, the same for all); the bottom one the share of LC
+    VMs per host and, thin black, the VMs asking to be alive per host
+    (the demand, the same for all); the bottom one the share of LC
     VM-seconds in violation, a trailing mean over ``smooth_s``, against
     the QoS budget. The warm-up is shaded.
     """
@@ -37,19 +76,22 @@ def day(path, series_by_policy, title, smooth_s=900.0):
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
     demand_drawn = False
     warmup = 0.0
+    style = styles(list(series_by_policy))
     for name, s in series_by_policy.items():
         hours = [t / 3600.0 for t in s.t]
-        top.plot(hours, [h / s.hosts for h in s.hosted], label=name)
+        color, line = style[name]
+        top.plot(hours, [h / s.hosts for h in s.hosted], label=name,
+                 color=color, linestyle=line)
         if not demand_drawn:
-            top.plot(hours, [d / s.hosts for d in s.demand], 'k--',
-                     linewidth=1, label='demand')
+            top.plot(hours, [d / s.hosts for d in s.demand], color='k',
+                     linewidth=0.8, alpha=0.6, label='demand')
             demand_drawn = True
         width = max(1, int(round(smooth_s / s.step_s)))
         lc_s = [n * s.step_s for n in s.lc_hosted]
         share = [100.0 * v / n if n else 0.0
                  for v, n in zip(smoothed(s.lc_violation_s, width),
                                  smoothed(lc_s, width))]
-        bottom.plot(hours, share, label=name)
+        bottom.plot(hours, share, label=name, color=color, linestyle=line)
         warmup = s.warmup_s / 3600.0
     for ax in (top, bottom):
         ax.axvspan(0, warmup, color='0.9', zorder=0)

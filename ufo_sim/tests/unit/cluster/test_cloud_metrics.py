@@ -109,3 +109,16 @@ def test_day_plot_is_written(tmp_path):
     plots.day(str(path), {'default@2': _series(rows=ROWS),
                           'ufo@2': _series('ufo@2', rows=ROWS)}, 'test')
     assert path.stat().st_size > 10000
+
+
+def test_every_line_of_a_full_figure_has_its_own_look():
+    names = ['%s@%s' % (k, r) for k in ('default', 'dyniso', 'ufo',
+                                        'ufo-sched', 'ufo-migrate')
+             for r in ('1', '2', '4', '8')] + ['custom@3', 'other@3']
+    style = plots.styles(names)
+    assert len(set(style.values())) == len(names)
+    # A kind keeps its colour; its lowest ratio is drawn solid.
+    assert {style['ufo@%s' % r][0] for r in '1248'} == {'tab:blue'}
+    assert style['default@1'][1] == '-' and style['default@8'][1] == '-.'
+    assert style['custom@3'][0] != style['other@3'][0]
+    assert plots.styles(['ufo@6', 'ufo@4'])['ufo@4'][1] == '-'
