@@ -31,9 +31,9 @@ class Captured(Exception):
 class Window:
     """What one cloud host ran over a window: its VMs, then its loads."""
 
-    def __init__(self, host, at_s, steps):
-        self.host, self.at_s, self.steps = host, float(at_s), int(steps)
-        self.spec = None
+    def __init__(self, spec, at_s, steps):
+        self.spec = spec            # the cloud's HostSpec of the host
+        self.host, self.at_s, self.steps = spec.name, float(at_s), int(steps)
         self.start_s = None
         self.requests = []      # the host's VMs at the start, boot order
         self.loads = []         # {vm_id: load} of each step
@@ -92,8 +92,7 @@ def capture(config, policy, requests, host, at_s, seconds):
     if not 0 <= at_s < config.duration_s:
         raise ValueError('--at %.0f is outside the cloud\'s %.0f s'
                          % (at_s, config.duration_s))
-    window = Window(host, at_s, max(1, math.ceil(seconds / config.step_s)))
-    window.spec = spec
+    window = Window(spec, at_s, max(1, math.ceil(seconds / config.step_s)))
     try:
         cloud.run(config, [policy], requests, workers=0,
                   factory=window.factory())
