@@ -100,6 +100,20 @@ def test_compare_takes_the_highest_baseline_ratio_within_budget():
         'RESULT cluster_gain workload=x baseline=none ufo=none gain_pct=none')
 
 
+def test_compare_takes_ufo_densest_with_no_more_violations():
+    # ufo-sched@6 is within the budget but violates more than the
+    # baseline; @4 does not and still hosts 30 % more: the operator's
+    # choice, and the goal's.
+    summaries = [_summary('default@3', 10, 0.0, 0.5),
+                 _summary('ufo-sched@4', 13, 0.0, 0.5),
+                 _summary('ufo-sched@6', 15, 0.004, 2.0)]
+    c = metrics.compare(summaries)
+    assert (c['ufo'], c['violations_no_more']) == ('ufo-sched@4', True)
+    # With none as good as the baseline, the densest within the budget.
+    c = metrics.compare(summaries[:1] + summaries[2:])
+    assert (c['ufo'], c['violations_no_more']) == ('ufo-sched@6', False)
+
+
 def test_smoothed_is_a_trailing_mean():
     assert plots.smoothed([2, 4, 6, 8], 2) == [2, 3, 5, 7]
 
