@@ -190,6 +190,8 @@ def compare(summaries, baseline_kind='default', ufo_kind='ufo-sched'):
         out['violations_no_more'] = per_hour(ufo) <= per_hour(base)
         out['baseline_vms_per_host'] = base['vms_per_host']
         out['ufo_vms_per_host'] = ufo['vms_per_host']
+        # The same arrivals for every policy: no gain beyond it shows.
+        out['demand_vms_per_host'] = base['demand_vms'] / base['hosts']
     return out
 
 
@@ -201,7 +203,9 @@ def compare_line(comparison, workload):
                                    c['ufo'] or 'none'))
     return ('RESULT cluster_gain workload=%s baseline=%s '
             'baseline_vms_per_host=%.2f ufo=%s ufo_vms_per_host=%.2f '
-            'gain_pct=%.1f lc_violations_no_more=%s'
+            'gain_pct=%.1f lc_violations_no_more=%s '
+            'demand_vms_per_host=%.2f'
             % (workload, c['baseline'], c['baseline_vms_per_host'],
                c['ufo'], c['ufo_vms_per_host'], c['gain_pct'],
-               'yes' if c['violations_no_more'] else 'no'))
+               'yes' if c['violations_no_more'] else 'no',
+               c['demand_vms_per_host']))

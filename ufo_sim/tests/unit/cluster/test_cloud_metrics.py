@@ -73,10 +73,11 @@ def test_no_measured_step_is_an_error():
         metrics.summarize(_series(rows=ROWS[:2]))
 
 
-def _summary(policy, density, share, per_hour=0.0):
+def _summary(policy, density, share, per_hour=0.0, demand=25.0):
     return {'policy': policy, 'vms_per_host': density,
             'meets_budget': share <= metrics.QOS_BUDGET,
-            'lc_violation_s_per_vm_hour': per_hour}
+            'lc_violation_s_per_vm_hour': per_hour, 'hosts': 4,
+            'demand_vms': 4 * demand}
 
 
 def test_compare_takes_the_highest_baseline_ratio_within_budget():
@@ -94,7 +95,8 @@ def test_compare_takes_the_highest_baseline_ratio_within_budget():
     assert metrics.compare_line(c, 'held-out') == (
         'RESULT cluster_gain workload=held-out baseline=default@2 '
         'baseline_vms_per_host=9.00 ufo=ufo-sched@4 ufo_vms_per_host=12.00 '
-        'gain_pct=33.3 lc_violations_no_more=yes')
+        'gain_pct=33.3 lc_violations_no_more=yes '
+        'demand_vms_per_host=25.00')
     none = metrics.compare(summaries[2:3])
     assert metrics.compare_line(none, 'x') == (
         'RESULT cluster_gain workload=x baseline=none ufo=none gain_pct=none')
