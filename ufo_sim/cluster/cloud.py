@@ -132,6 +132,7 @@ class CloudConfig:
     strategy_params: tuple = ()     # ((name, value), ...) for Watcher
     params: workload.WorkloadParams = workload.WorkloadParams()
     ufo_config: tuple = ()          # ((name, value), ...) for UFO hosts
+    qos_target: bool = False        # UFO hosts in QoS-target mode
 
     def __post_init__(self):
         if int(self.step_s) != self.step_s or self.step_s < 1:
@@ -190,7 +191,7 @@ class HostShard:
     """
 
     def __init__(self, specs, host_policy, seed, fidelity, params,
-                 factory=None, ufo_config=()):
+                 factory=None, ufo_config=(), qos_target=False):
         if factory is None:
             from ufo_sim.cluster import host as host_mod
             factory = host_mod.ClusterHost
@@ -198,7 +199,8 @@ class HostShard:
         controller = controller_config(ufo_config)
         self.hosts = {s.name: factory(
             s.name, s.cores, s.smt, host_policy, host_seed(seed, s.name),
-            fidelity=fidelity, config=controller) for s in specs}
+            fidelity=fidelity, config=controller, qos_target=qos_target)
+            for s in specs}
         self.requests = {name: {} for name in self.hosts}
 
     def ready(self):
@@ -248,7 +250,7 @@ class LocalShards:
     def __init__(self, groups, policy, config, factory=None):
         self.shards = [HostShard(g, policy.host_policy, config.seed,
                                  config.fidelity, config.params, factory,
-                                 config.ufo_config)
+                                 config.ufo_config, config.qos_target)
                        for g in groups]
         self.count = len(groups)
 
@@ -270,7 +272,7 @@ class RayShards:
         actor = ray.remote(num_cpus=1, max_restarts=0)(HostShard)
         self.actors = [actor.remote(g, policy.host_policy, config.seed,
                                     config.fidelity, config.params, factory,
-                                    config.ufo_config)
+                                    config.ufo_config, config.qos_target)
                        for g in groups]
         self.count = len(groups)
         try:

@@ -14,7 +14,9 @@ from it) and the policy that manages its CPUs:
     cores, all vCPUs online.
 ``ufo``
     The real ufo-agent (loop, controller, sampler, enforcer and its
-    host-signal tracker) over :class:`~ufo_sim.driver.SimDriver`.
+    host-signal tracker) over :class:`~ufo_sim.driver.SimDriver`; with
+    ``qos_target`` in its QoS-target mode, each LC guest publishing the
+    p99 of each second against its profile's target.
 
 Time: :meth:`ClusterHost.step` takes real-world seconds, the cloud's
 clock; each lasts :data:`~ufo_sim.engine.TIME_SCALE` simulated seconds
@@ -177,7 +179,7 @@ class ClusterHost:
     """A host of the cloud under one policy; see the module docstring."""
 
     def __init__(self, name, cores, smt, policy, seed, fidelity='engine',
-                 config=None, quasi_static=True):
+                 config=None, quasi_static=True, qos_target=False):
         if policy not in POLICIES:
             raise ValueError('policy %r: expected one of %s'
                              % (policy, ', '.join(POLICIES)))
@@ -187,6 +189,9 @@ class ClusterHost:
         self.name = name
         self.policy = policy
         self.fidelity = fidelity
+        # UFO's QoS-target mode: an LC VM's flavor carries its profile's
+        # target, and software in the guest publishes its p99 each second.
+        self.qos_target = bool(qos_target) and policy == 'ufo'
         self.smt = int(smt)
         self.tick = engine.TIME_SCALE
         spec = engine.HostSpec(cores=cores, smt=smt)
@@ -234,8 +239,12 @@ class ClusterHost:
         self.host.pin_vcpus(request.vm_id, self.all_cpus)
         self.host.pin_emulator(request.vm_id, self.all_cpus)
         if self.policy == 'ufo':
+            target = None
+            if self.qos_target and request.lc:
+                target = int(round(profile.qos_p99_us / self.tick))
             self.driver.add(request.vm_id, request.vcpus,
-                            vm_class='lc' if request.lc else 'be')
+                            vm_class='lc' if request.lc else 'be',
+                            latency_target_us=target)
         elif self.policy == 'dyniso':
             limit = math.ceil(request.vcpus / self.smt)
             self.parties.add(request.vm_id,
@@ -431,12 +440,26 @@ class ClusterHost:
     # -- policies ------------------------------------------------------------
     def _control(self, p99s):
         if self.policy == 'ufo':
+            if self.qos_target:
+                self._publish_latencies(p99s)
             self.agent.tick()
         elif self.policy == 'dyniso':
             before = self.parties.cores()
             self.parties.step(self.now, p99s)
             if self.parties.cores() != before:
                 self._dyniso_apply()
+
+    def _publish_latencies(self, p99s):
+        """Each LC guest's p99 of the last second, in real microseconds.
+
+        A guest that completed no request publishes nothing (its p99 is
+        unknown), as the grid's guests.
+        """
+        for vm_id, vm in self.vms.items():
+            p99 = p99s.get(vm_id)
+            if vm.request.lc and p99 is not None and math.isfinite(p99) \
+                    and p99 > 0:
+                self.driver.publish_latency(vm_id, p99 / self.tick)
 
     def _dyniso_apply(self):
         """Each VM on its own next cores, in name order, emulator too.

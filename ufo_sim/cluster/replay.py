@@ -110,7 +110,8 @@ def replay(window, config, policy, fidelity):
     host = host_mod.ClusterHost(
         spec.name, spec.cores, spec.smt, policy.host_policy,
         cloud.host_seed(config.seed, spec.name), fidelity=fidelity,
-        config=cloud.controller_config(config.ufo_config))
+        config=cloud.controller_config(config.ufo_config),
+        qos_target=config.qos_target)
     for request in window.requests:
         host.boot(request)
     cpu = time.process_time()

@@ -126,6 +126,11 @@ def add_parser(subparsers):
                    help='a [controller] option of the UFO hosts\' agents '
                         '(repeatable; VALUE is JSON), e.g. '
                         'be_policy=\'"soak"\'')
+    c.add_argument('--qos-target', action='store_true',
+                   help='run the UFO hosts\' agents in their QoS-target '
+                        'mode: each LC VM\'s flavor carries its '
+                        'profile\'s p99 target and the guest publishes the '
+                        'p99 of each second')
     p.set_defaults(func=run, usage=p)
     return p
 
@@ -183,7 +188,7 @@ def cloud_of(args):
             warmup_s=args.warmup_hours * 3600.0, seed=args.seed,
             fidelity=args.fidelity, audit_interval_s=args.audit_interval,
             strategy_params=tuple(args.strategy_option), params=params,
-            ufo_config=tuple(args.ufo_option))
+            ufo_config=tuple(args.ufo_option), qos_target=args.qos_target)
     except ValueError as exc:
         raise SystemExit('ufo-sim cluster: %s' % exc)
     return label, config, requests
@@ -209,8 +214,10 @@ def run(args, factory=None):
         took[policy.name] = time.monotonic() - start
         summary = metrics.summarize(series[policy.name])
         summaries.append(summary)
-        print('%s  (%.0f s)' % (metrics.result_line(summary, label),
-                                took[policy.name]), flush=True)
+        line = metrics.result_line(summary, label)
+        if config.qos_target and policy.host_policy == 'ufo':
+            line += ' qos_target=on'
+        print('%s  (%.0f s)' % (line, took[policy.name]), flush=True)
     comparison = metrics.compare(summaries)
     print(metrics.compare_line(comparison, label), flush=True)
     os.makedirs(args.out, exist_ok=True)

@@ -25,7 +25,7 @@ class ScriptedHost:
     log = None      # when a list: (host, op, vm_id) of every call
 
     def __init__(self, name, cores, smt, policy, seed, fidelity='engine',
-                 config=None):
+                 config=None, qos_target=False):
         self.name, self.policy = name, policy
         self.cores = cores
         self.vms = {}

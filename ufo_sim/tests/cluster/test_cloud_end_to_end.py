@@ -184,3 +184,25 @@ def test_a_spread_longer_than_the_warm_up_is_refused(capsys):
                                         '--start-spread-minutes', '7'])
     assert '--start-spread-minutes must be between 0 and the warm-up ' \
         '(6 minutes)' in str(exc.value)
+
+
+def test_qos_target_mode_reaches_the_ufo_hosts_and_lines(tmp_path, capsys):
+    from ufo_sim.cluster import host as host_mod
+    from ufo_sim.commands import cluster
+    built = []
+
+    def factory(*args, **kwargs):
+        built.append(host_mod.ClusterHost(*args, **kwargs))
+        return built[-1]
+
+    args = cmd.parser().parse_args(['cluster'] + SMALL + [
+        '--policies', 'default,ufo', '--ratios', '2', '--processes', '0',
+        '--qos-target', '--out', str(tmp_path)])
+    assert cluster.run(args, factory=factory) == 0
+    assert [h.qos_target for h in built] == [False] * 3 + [True] * 3
+    targets = [g.latency_target_us for h in built[3:]
+               for g in h.driver.guests() if g.vm_class == 'lc']
+    assert targets and all(t > 0 for t in targets)
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith('RESULT cluster ')]
+    assert ['qos_target=on' in line for line in lines] == [False, True]

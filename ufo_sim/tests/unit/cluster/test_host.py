@@ -129,3 +129,31 @@ def test_dyniso_isolates_each_vm_on_its_own_cores():
     # Each VM's vCPU threads ran on its own core only.
     busy = [c['busy_ns'] for c in h.host.cpu_time()]
     assert busy[:4] != [0] * 4 and busy[4:] == [0] * 4
+
+
+@pytest.mark.parametrize('fidelity', ['surrogate', 'engine'])
+def test_in_qos_target_mode_lc_guests_publish_p99_against_their_target(
+        fidelity):
+    h = host_mod.ClusterHost('h0', 8, 2, 'ufo', seed=1, fidelity=fidelity,
+                             qos_target=True)
+    h.boot(_request('a', seed=0, mean=0.5))
+    h.boot(_request('b', vcpus=2, lc=False, mean=1.0))
+    step = h.step(8, {'a': 0.5})
+    guests = {g.uuid: g for g in h.driver.guests()}
+    profile = h.vms['a'].profile
+    assert guests['a'].latency_target_us == round(profile.qos_p99_us /
+                                                  h.tick)
+    assert guests['b'].latency_target_us is None
+    # The agent read a second's p99, as the guest published it.
+    status = h.agent.status['a']
+    assert status.latency_fresh
+    assert status.latency_us in {round(p / h.tick)
+                                 for p in step.vms['a'].p99_us
+                                 if math.isfinite(p)}
+    assert h.agent.status['b'].latency_us is None
+    # Without the mode no guest publishes.
+    h = host_mod.ClusterHost('h0', 8, 2, 'ufo', seed=1, fidelity=fidelity)
+    h.boot(_request('a', seed=0, mean=0.5))
+    h.step(8, {'a': 0.5})
+    assert h.agent.status['a'].latency_us is None
+    assert h.driver.guests()[0].latency_target_us is None
