@@ -103,17 +103,22 @@ def test_an_azure_trace_drives_the_cloud(tmp_path, capsys):
     assert s['lc_hosted'][0] == 4
 
 
-def test_ufo_options_reach_every_ufo_hosts_agent(tmp_path):
-    # What-ifs of the agent's configuration on a cloud: the option is
-    # handed to the hosts (by the factory, here recording what it built).
+def _recording_factory():
+    """([hosts built], a host factory that records what it builds)."""
     from ufo_sim.cluster import host as host_mod
-    from ufo_sim.commands import cluster
     built = []
 
     def factory(*args, **kwargs):
         built.append(host_mod.ClusterHost(*args, **kwargs))
         return built[-1]
+    return built, factory
 
+
+def test_ufo_options_reach_every_ufo_hosts_agent(tmp_path):
+    # What-ifs of the agent's configuration on a cloud: the option is
+    # handed to the hosts (by the factory, here recording what it built).
+    from ufo_sim.commands import cluster
+    built, factory = _recording_factory()
     args = cmd.parser().parse_args(['cluster'] + SMALL + [
         '--policies', 'default,ufo-sched', '--ratios', '2', '--processes',
         '0', '--ufo-option', 'be_policy="soak"', '--ufo-option',
@@ -187,14 +192,8 @@ def test_a_spread_longer_than_the_warm_up_is_refused(capsys):
 
 
 def test_qos_target_mode_reaches_the_ufo_hosts_and_lines(tmp_path, capsys):
-    from ufo_sim.cluster import host as host_mod
     from ufo_sim.commands import cluster
-    built = []
-
-    def factory(*args, **kwargs):
-        built.append(host_mod.ClusterHost(*args, **kwargs))
-        return built[-1]
-
+    built, factory = _recording_factory()
     args = cmd.parser().parse_args(['cluster'] + SMALL + [
         '--policies', 'default,ufo', '--ratios', '2', '--processes', '0',
         '--qos-target', '--out', str(tmp_path)])
