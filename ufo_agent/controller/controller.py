@@ -162,6 +162,7 @@ class VmState:
         self.backlog = backlog.BacklogDetector(config)
         self.last_shrink = None     # Shrink: the last one
         self.shrink_undone = None   # Shrink: one grown back at its load
+        self.regrown = None     # Shrink: the last one grown back soon
         self.plan_inputs = None     # PlanInputs of the last tick's plan
         self.plan = None            # and the VmPlan made of them
         self.drain_back = None  # cores to go back to after a drain tick
@@ -564,6 +565,8 @@ class Controller:
             if state.last_shrink is not None and \
                     state.last_shrink.time >= since:
                 state.last_shrink = None
+            if state.regrown is not None and state.regrown.time >= since:
+                state.regrown = None
 
     def _reset_vm(self, uuid, now, exc, decisions):
         """Start a VM whose update raised afresh, at its flavor size.
@@ -815,14 +818,21 @@ class Controller:
             state.last_shrink = Shrink(count, util, now)
         elif pred.cores > count and state.last_shrink is not None:
             last = state.last_shrink
-            # Grown back by a load the shrink never saw (a burst): that
-            # says nothing about the shrink (_shrink_undone).
-            same_load = util - last.util <= state.model.tolerance(last.util)
-            if last.cores == pred.cores and same_load and \
-                    now - last.time <= 2 * (
-                        cfg.settle_time +
-                        cfg.confirm_samples * cfg.tick_interval):
-                state.shrink_undone = Shrink(last.cores, last.util, now)
+            window = 2 * (cfg.settle_time +
+                          cfg.confirm_samples * cfg.tick_interval)
+            if last.cores == pred.cores and now - last.time <= window:
+                # Grown back by a load the shrink never saw (a burst):
+                # that says nothing about the shrink (_shrink_undone).
+                # But a saturated count reads no utilization to compare:
+                # undone again right after the last undo, it is a seesaw.
+                same_load = util - last.util <= \
+                    state.model.tolerance(last.util)
+                again = state.regrown is not None and \
+                    state.regrown.cores == last.cores and \
+                    last.time - state.regrown.time <= window
+                if same_load or again:
+                    state.shrink_undone = Shrink(last.cores, last.util, now)
+                state.regrown = Shrink(last.cores, util, now)
 
     def _add_drain_cores(self, state, pred, need):
         """Idle cores for one tick, to work off what the step left queued.
@@ -878,7 +888,9 @@ class Controller:
         and grows back, every few seconds. That shrink is not repeated
         until its utilization falls by sf_match_tolerance, or for
         sample_max_age. A grow back at a utilization beyond the model's
-        match tolerance of the shrink's is a new load, and holds nothing.
+        match tolerance of the shrink's is a new load, and holds nothing,
+        unless the shrink followed the last grow back within the window
+        (``_adopt``): saturated, the smaller count reads only its capacity.
         """
         undone = state.shrink_undone
         if undone is None:

@@ -4,8 +4,8 @@ Each memory is a frozen value, replaced whole, never edited; None while
 there is nothing to remember. By concern:
 
 * the VM's last step: :class:`Step`, what it did or wants and why;
-* guards that hold a move back: :class:`Shrink` (a shrink, and one that
-  was grown back at the same load);
+* guards that hold a move back: :class:`Shrink` (a shrink, one that
+  was grown back at the same load, and the last one grown back soon);
 * probes: :class:`DeniedProbe`, a probe up the host had no core for.
 
 What a VM learns (its SF model, probe cache and trial) lives in

@@ -385,6 +385,30 @@ def test_a_burst_that_grows_a_shrink_back_does_not_hold_the_vm_up():
     assert ctl.SHRINK_UNDONE not in [note.rule for note in notes]
 
 
+def test_a_shrink_grown_back_twice_in_a_row_holds_whatever_the_load():
+    # Traced in ufo-sim cluster (16 hosts, ratio 4): a 4-vCPU guest at
+    # 140 % on two cores (PCU 35 %: too light to queue) shrank to one,
+    # read 200 % there (PCU 100 %) and grew back, every 4 s for five
+    # hours. Saturated, the smaller count reads no utilization the
+    # shrink's can be compared with; a shrink undone again within the
+    # move's window of the last undo is the controller's own seesaw.
+    controller = Controller(HostTopology.uniform(8, 2))
+    controller.add_vm(VmSpec('web', 4, 'lc'))
+    counts, notes = [], []
+    for t in range(120):
+        have = len(controller.vms['web'].cores) or 2
+        util = 140.0 if have >= 2 else 200.0
+        plan = controller.tick(float(t), {'web': VmSample(util, 3000.0)},
+                               10.0)
+        counts.append(len(plan.vms['web'].cores))
+        notes.append(plan.vms['web'].note)
+    moves = [(a, b) for a, b in zip(counts, counts[1:]) if a != b]
+    assert moves == [(2, 1), (1, 2), (2, 1), (1, 2)], moves
+    assert counts[-1] == 2
+    assert notes[-1].rule == ctl.SHRINK_UNDONE
+    assert notes[-1].values['cores'] == 1
+
+
 def test_a_light_guest_whose_sf_falls_on_one_core_is_not_grown():
     # Traced in test_cores_and_online_vcpus_follow_the_load on a busy
     # host: a guest 3.5-7 % busy showed SF(1)/SF(2) of 0.64 and 0.55 and
