@@ -157,3 +157,29 @@ def test_in_qos_target_mode_lc_guests_publish_p99_against_their_target(
     h.step(8, {'a': 0.5})
     assert h.agent.status['a'].latency_us is None
     assert h.driver.guests()[0].latency_target_us is None
+
+
+@pytest.mark.parametrize('miss,over', [(0.0, 0), (1.0, 8), (0.25, 2)])
+def test_a_surrogate_second_in_violation_publishes_a_p99_over_target(
+        miss, over):
+    # The surrogate's p99 comes from the engine's cells that served their
+    # load, its verdict from all of them: a VM that falls behind was
+    # judged in violation with a p99 under its target, and the mode,
+    # reading slack, shrank it (research 2026-12-05-goal-unseen-seeds).
+    # A share of a second is carried as its booking is.
+    h = host_mod.ClusterHost('h0', 8, 2, 'ufo', seed=1,
+                             fidelity='surrogate', qos_target=True,
+                             quasi_static=False)
+    h.boot(_request('a', seed=0, mean=0.5))
+    target = h.driver.guests()[0].latency_target_us
+    served = 0.5 * h.vms['a'].profile.qos_p99_us
+    h.host.take_p99 = lambda vm: (served, miss)
+    published = []
+    publish = h.driver.publish_latency
+    h.driver.publish_latency = lambda vm, us: (published.append(us),
+                                               publish(vm, us))
+    h.step(8, {'a': 0.5})
+    assert len(published) == 8
+    assert published.count(target + 1) == over
+    assert published.count(served / h.tick) == 8 - over
+    assert h.agent.status['a'].latency_us == round(published[-1])
