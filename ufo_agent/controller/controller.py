@@ -157,6 +157,7 @@ class VmState:
         self.want = self.max_cores
         self.last_action = Step(Action.START, reason.of(START))
         self.cores_before_idle = 0
+        self.busy_cores = 0     # cores at its last sample not quiet
         self.last_sample = None
         self.denied = None      # the last probe the host had no core for
         self.backlog = backlog.BacklogDetector(config)
@@ -653,6 +654,8 @@ class Controller:
                                      reason.of(LC_CLASS))
             return
         idle = state.idle.update(sample.util, now)
+        if state.mode == VmMode.ACTIVE and not state.idle.quiet():
+            state.busy_cores = len(state.cores)
         if state.mode == VmMode.ACTIVE and idle:
             state.mode = VmMode.IDLE
             state.cores_before_idle = max(1, len(state.cores))
@@ -667,7 +670,11 @@ class Controller:
         elif state.mode == VmMode.IDLE and state.idle.woke() \
                 and state.settled(now, self.config.settle_time):
             state.mode = VmMode.ACTIVE
-            state.committed = state.want = state.cores_before_idle
+            # Quiet, it shrank on its way to the park; a burst that returns
+            # wants what the last one had: from idle cores only, as a new
+            # VM's flavor-size start.
+            state.committed = state.cores_before_idle
+            state.want = max(state.committed, state.busy_cores)
             state.last_action = Step(Action.WAKE,
                                      reason.of(WAKE, util=sample.util))
             state.idle.woken(now)

@@ -162,6 +162,36 @@ def test_the_work_of_parking_does_not_wake_the_vm():
     assert plan.vms['idle'].mode == plan_mod.VmMode.ACTIVE
 
 
+def test_a_parked_vm_wakes_to_the_cores_it_held_while_busy():
+    # Traced in ufo-sim cluster: an 8-vCPU Memcached VM of the bursty
+    # pattern held three cores through each burst; quiet, it shrank to
+    # one core before its park, woke to that one and grew a core every
+    # few seconds, 14 s in violation at each burst.
+    controller = Controller(HostTopology.uniform(8, 2))
+    controller.add_vm(VmSpec('burst', 8, 'lc'))
+    counts, actions = [], []
+
+    def run(seconds, util_per_cpu):
+        for _ in range(seconds):
+            t = float(len(counts))
+            have = len(controller.vms['burst'].cores)
+            util = min(100.0 * 2 * max(have, 1), util_per_cpu)
+            plan = controller.tick(t, {'burst': VmSample(util, 3000.0)},
+                                   10.0)
+            counts.append(len(plan.vms['burst'].cores))
+            actions.extend(d.action for d in plan.decisions)
+
+    run(40, 450.0)
+    busy = counts[-1]
+    assert busy >= 3
+    run(40, 0.0)
+    assert 'park' in actions and counts[-1] == 0
+    run(6, 450.0)
+    assert 'wake' in actions
+    woke = [c for c in counts[-6:] if c]
+    assert woke and woke[0] == busy, counts[-6:]
+
+
 def test_a_busy_vm_gets_the_cores_of_quiet_ones_before_they_park():
     # 4 cores: one emulator, three VMs. 'web' saturates its one core while
     # 'b' and 'c' are idle but not parked yet (idle_after 10 s). Before,
