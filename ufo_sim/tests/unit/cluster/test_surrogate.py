@@ -669,7 +669,10 @@ def test_an_overloaded_vm_on_its_own_core_reads_its_vcpus_busy():
     h = host_mod.ClusterHost('h0', 16, 2, 'ufo', seed=1,
                              fidelity='surrogate', quasi_static=False)
     h.boot(requests.steady('v0', vcpus=8, seed=0, mean=0.636))
-    h.step(15, {'v0': 0.636})
+    # Light before its park, so that it wakes on one core (a wake asks
+    # for the cores of its last busy sample).
+    h.step(60, {'v0': 0.05})
+    assert len(h.agent.last_plan.vms['v0'].cores) == 1
     h.step(600, {'v0': 0.0})
     h.step(5, {'v0': 0.636})
     util = [h.agent.controller.vms['v0'].last_sample.util]
