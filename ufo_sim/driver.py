@@ -98,6 +98,14 @@ class SimDriver(base.HypervisorDriver):
         self._events.append((vm, base.GuestEvent.STARTED))
         return guest
 
+    def real_us(self, simulated_us):
+        """Simulated microseconds as the agent's real ones, whole.
+
+        A profile's QoS target becomes a flavor's
+        ``ufo:latency_target_us`` this way.
+        """
+        return int(round(simulated_us / self.time_scale))
+
     def remove(self, vm):
         """Shut simulated VM ``vm`` down, as Nova deletes an instance.
 

@@ -242,7 +242,7 @@ class ClusterHost:
         if self.policy == 'ufo':
             target = None
             if self.qos_target and request.lc:
-                target = int(round(profile.qos_p99_us / self.tick))
+                target = self.driver.real_us(profile.qos_p99_us)
             self.driver.add(request.vm_id, request.vcpus,
                             vm_class='lc' if request.lc else 'be',
                             latency_target_us=target)
@@ -474,8 +474,8 @@ class ClusterHost:
                 vm.late += misses.get(vm_id, 0.0)
                 if vm.late >= 1.0 - 1e-9:
                     vm.late -= 1.0
-                    latency_us = max(latency_us, round(
-                        vm.profile.qos_p99_us / self.tick) + 1)
+                    latency_us = max(latency_us, self.driver.real_us(
+                        vm.profile.qos_p99_us) + 1)
             self.driver.publish_latency(vm_id, latency_us)
 
     def _dyniso_apply(self):

@@ -38,13 +38,12 @@ class UfoAgent:
         self.scene = scene
         self.driver = sim_driver.SimDriver(scene.host)
         self.qos_target = qos_target
-        scale = self.driver.time_scale
         classes = ([vm_class] * len(scene.vms)
                    if isinstance(vm_class, str) else list(vm_class))
         for i, vm in enumerate(scene.vms):
             target = None
             if qos_target:
-                target = int(round(scene.profiles[i].qos_p99_us / scale))
+                target = self.driver.real_us(scene.profiles[i].qos_p99_us)
             self.driver.add(vm, scene.vcpus[i], vm_class=classes[i],
                             channel=channel, latency_target_us=target)
         managed = self.driver.all_cpus
