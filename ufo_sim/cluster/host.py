@@ -280,7 +280,8 @@ class ClusterHost:
         (at least ``MIN_TICKS`` after a boot, delete or load change);
         the rest of the step then runs at once with that layout, each of
         its seconds judged as the layout's, up to the second the agent's
-        idle detector would park or wake a VM (:meth:`_quiet_span`).
+        idle detector would park or wake a VM (:meth:`_quiet_span`). A
+        UFO agent also ticks at the end of each jump.
         """
         seconds = int(seconds)
         for vm_id, vm in self.vms.items():
@@ -321,7 +322,10 @@ class ClusterHost:
                     p99s[vm_id] = 0.0
                 per_vm[vm_id] = (series, bad, changes)
             held.extend([self.held_cpus()] * span)
-            if span == 1:
+            # The agent ticks at a jump's end too: its next sample then
+            # spans one second, as where it ticks every second, and a
+            # load change at the next step's start is not read diluted.
+            if span == 1 or self.agent is not None:
                 before = self._layout()
                 self._control(p99s, misses)
                 same = self._layout() == before

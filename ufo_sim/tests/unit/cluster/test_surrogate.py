@@ -168,7 +168,8 @@ def test_a_quiet_vms_timer_ends_a_jump_rather_than_every_jump():
         held[quasi] = h.step(300, {'v0': 0.3, 'v1': 0.0}).held_cpus
         ticks[quasi] = h.agent.ticks - before
         assert not h.agent.last_plan.vms['v1'].cores
-    assert ticks[True] <= host_mod.MIN_TICKS + host_mod.STABLE_TICKS + 2
+    # Two jumps (to the park, then the rest), each ended by a tick.
+    assert ticks[True] <= host_mod.MIN_TICKS + host_mod.STABLE_TICKS + 4
     # The second the layout changes is booked with the jump's held CPUs.
     assert sum(a != b for a, b in zip(held[True], held[False])) <= 1
 
@@ -192,6 +193,28 @@ def test_a_move_awaiting_its_confirming_sample_is_not_jumped_over():
         cores[quasi] = len(h.agent.last_plan.vms['v0'].cores)
     assert cores[True] == cores[False] >= 4
     assert missed[True] <= missed[False] + 2 < 30
+
+
+@pytest.mark.parametrize('quiet, busy', [(0.0, 0.636), (0.2, 0.8)])
+def test_a_load_change_after_a_jump_is_met_as_stepping_every_second(
+        quiet, busy):
+    # After a jump the agent's next sample spanned the jump as well: a
+    # wake or a rise at the next step's start read diluted (a parked
+    # MySQL VM at 1,234 requests/s read 1/53 of a vCPU busy) and the
+    # agent acted a tick late, one violation second more each time
+    # (issue 64, generated seed 3, VM g0000028).
+    missed, cores = {}, {}
+    for quasi in (True, False):
+        h = host_mod.ClusterHost('h0', 16, 2, 'ufo', seed=1,
+                                 fidelity='surrogate', quasi_static=quasi)
+        h.boot(requests.steady('v0', vcpus=16, seed=0, mean=busy))
+        h.step(15, {'v0': busy})
+        h.step(600, {'v0': quiet})
+        missed[quasi] = h.step(10, {'v0': busy}).vms['v0'].violation_s
+        cores[quasi] = len(h.agent.last_plan.vms['v0'].cores)
+    assert missed[False] > 0
+    assert missed[True] == missed[False]
+    assert cores[True] == cores[False]
 
 
 def test_the_stored_parameters_are_the_fit_of_the_stored_data():
