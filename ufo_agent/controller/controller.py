@@ -787,6 +787,9 @@ class Controller:
         """If a guard holds ``pred`` back: the VM waits, and True."""
         if fresh and pred.cores < count and \
                 self._shrink_undone(state, count, util, now):
+            # Asked for again at this load: it would be undone again.
+            undone = state.shrink_undone
+            state.shrink_undone = Shrink(undone.cores, undone.util, now)
             self._wait(state, reason.of(SHRINK_UNDONE, cores=pred.cores))
             return True
         if draining and fresh and pred.cores > count:
@@ -894,8 +897,9 @@ class Controller:
         to sf_match_tolerance: at the SF mark the VM shrinks, reads busier
         and grows back, every few seconds. That shrink is not repeated
         until its utilization falls by sf_match_tolerance, or for
-        sample_max_age. A grow back at a utilization beyond the model's
-        match tolerance of the shrink's is a new load, and holds nothing,
+        sample_max_age after it was last held (``_guarded``). A grow
+        back at a utilization beyond the model's match tolerance of the
+        shrink's is a new load, and holds nothing,
         unless the shrink followed the last grow back within the window
         (``_adopt``): saturated, the smaller count reads only its capacity.
         """

@@ -439,6 +439,26 @@ def test_a_shrink_grown_back_twice_in_a_row_holds_whatever_the_load():
     assert notes[-1].values['cores'] == 1
 
 
+def test_a_held_shrink_stays_held_while_asked_for_at_its_load():
+    # Traced in ufo-sim cluster (generated seed 3, ratio 4): the hold
+    # above ran out sample_max_age after the grow back while the rule
+    # still asked for the shrink every tick at the same load, and the
+    # seesaw came back every ten minutes for five hours.
+    controller = Controller(HostTopology.uniform(8, 2))
+    controller.add_vm(VmSpec('web', 4, 'lc'))
+    counts = []
+    for t in range(1500):
+        have = len(controller.vms['web'].cores) or 2
+        util = 140.0 if have >= 2 else 200.0
+        plan = controller.tick(float(t), {'web': VmSample(util, 3000.0)},
+                               10.0)
+        counts.append(len(plan.vms['web'].cores))
+    moves = [t for t, (a, b) in enumerate(zip(counts, counts[1:]))
+             if a != b]
+    assert len(moves) == 4 and moves[-1] < 30, moves
+    assert plan.vms['web'].note.rule == ctl.SHRINK_UNDONE
+
+
 def test_a_light_guest_whose_sf_falls_on_one_core_is_not_grown():
     # Traced in test_cores_and_online_vcpus_follow_the_load on a busy
     # host: a guest 3.5-7 % busy showed SF(1)/SF(2) of 0.64 and 0.55 and
