@@ -422,21 +422,26 @@ def test_a_shrink_grown_back_twice_in_a_row_holds_whatever_the_load():
     # hours. Saturated, the smaller count reads no utilization the
     # shrink's can be compared with; a shrink undone again within the
     # move's window of the last undo is the controller's own seesaw.
+    counts, note = _saturated_seesaw(120)
+    moves = [(a, b) for a, b in zip(counts, counts[1:]) if a != b]
+    assert moves == [(2, 1), (1, 2), (2, 1), (1, 2)], moves
+    assert counts[-1] == 2
+    assert note.rule == ctl.SHRINK_UNDONE
+    assert note.values['cores'] == 1
+
+
+def _saturated_seesaw(seconds):
+    """Core counts a tick, and the last note, of the traced seesaw."""
     controller = Controller(HostTopology.uniform(8, 2))
     controller.add_vm(VmSpec('web', 4, 'lc'))
-    counts, notes = [], []
-    for t in range(120):
+    counts = []
+    for t in range(seconds):
         have = len(controller.vms['web'].cores) or 2
         util = 140.0 if have >= 2 else 200.0
         plan = controller.tick(float(t), {'web': VmSample(util, 3000.0)},
                                10.0)
         counts.append(len(plan.vms['web'].cores))
-        notes.append(plan.vms['web'].note)
-    moves = [(a, b) for a, b in zip(counts, counts[1:]) if a != b]
-    assert moves == [(2, 1), (1, 2), (2, 1), (1, 2)], moves
-    assert counts[-1] == 2
-    assert notes[-1].rule == ctl.SHRINK_UNDONE
-    assert notes[-1].values['cores'] == 1
+    return counts, plan.vms['web'].note
 
 
 def test_a_held_shrink_stays_held_while_asked_for_at_its_load():
@@ -444,19 +449,11 @@ def test_a_held_shrink_stays_held_while_asked_for_at_its_load():
     # above ran out sample_max_age after the grow back while the rule
     # still asked for the shrink every tick at the same load, and the
     # seesaw came back every ten minutes for five hours.
-    controller = Controller(HostTopology.uniform(8, 2))
-    controller.add_vm(VmSpec('web', 4, 'lc'))
-    counts = []
-    for t in range(1500):
-        have = len(controller.vms['web'].cores) or 2
-        util = 140.0 if have >= 2 else 200.0
-        plan = controller.tick(float(t), {'web': VmSample(util, 3000.0)},
-                               10.0)
-        counts.append(len(plan.vms['web'].cores))
+    counts, note = _saturated_seesaw(1500)
     moves = [t for t, (a, b) in enumerate(zip(counts, counts[1:]))
              if a != b]
     assert len(moves) == 4 and moves[-1] < 30, moves
-    assert plan.vms['web'].note.rule == ctl.SHRINK_UNDONE
+    assert note.rule == ctl.SHRINK_UNDONE
 
 
 def test_a_light_guest_whose_sf_falls_on_one_core_is_not_grown():
