@@ -473,7 +473,7 @@ class ClusterHost:
             if not (vm.request.lc and p99 is not None and
                     math.isfinite(p99) and p99 > 0):
                 continue
-            latency_us = p99 / self.tick
+            latency_us = self.driver.real_us(p99)
             if self.fidelity == 'surrogate':
                 vm.late += misses.get(vm_id, 0.0)
                 if vm.late >= 1.0 - 1e-9:

@@ -73,7 +73,7 @@ class UfoAgent:
             for vm, values in zip(self.scene.vms, latencies or ()):
                 if len(values):
                     self.driver.publish_latency(
-                        vm, scenario.p99(values) / self.driver.time_scale)
+                        vm, self.driver.real_us(scenario.p99(values)))
         return self.agent.tick()
 
 
