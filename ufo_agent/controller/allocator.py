@@ -18,8 +18,8 @@ Two steps, both deterministic:
    is split, to the one of them with the largest deficit; the rest of
    the emulator pool's growth (I/O beyond some guest's fair share);
    then speculative demand (probes, new VMs' flavor-size starts) from
-   what is left, max-min. Whatever committed demand was not met is the
-   shortfall.
+   what is left, max-min. Whatever committed demand was not met, a
+   guest's charged I/O included, is the shortfall.
 2. :func:`assign_cores` picks the core ids: owners keep the cores they
    have, shrink from their smallest NUMA share and highest ids, and grow
    from the NUMA node where they already have most cores.
@@ -39,7 +39,10 @@ class Request:
 
     ``committed`` cores it needs, ``want`` in all: the part above
     ``committed`` is speculative (a probe, or a new VM starting at its
-    flavor size).
+    flavor size). ``charge`` cores of its vCPU demand were left out of
+    ``committed`` because its I/O beyond a fair share is charged to it
+    (:func:`charge_excess`): it is not served for them, but cores it
+    needs and did not get are still counted short.
     """
 
     key: str
@@ -49,6 +52,7 @@ class Request:
     util: float = 0.0       # last utilization, % of one CPU
     # Its last samples say idle (not yet parked): served after busy VMs.
     quiet: bool = False
+    charge: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,7 +218,7 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
         if given[key] < want[key]:
             heapq.heappush(heap, (given[key], key))
     shortfall = max(0, emulator_want - emulator)
-    shortfall += sum(max(0, req.committed - given[req.key])
+    shortfall += sum(max(0, req.committed + req.charge - given[req.key])
                      for req in requests)
     starved = frozenset(key for key, cores in given.items() if not cores)
     return Counts(emulator, given, shortfall, starved)

@@ -1067,7 +1067,9 @@ class Controller:
                                       min(s.want, s.max_cores),
                                       s.last_sample.util
                                       if s.last_sample else 0.0,
-                                      quiet=s.idle.quiet())
+                                      quiet=s.idle.quiet(),
+                                      charge=min(s.committed, s.max_cores) -
+                                      self._committed(s))
                     for s in active]
         return active, allocator.allocate_counts(
             len(self.topology), self.config.emulator_min_cores, emu_want,

@@ -30,6 +30,20 @@ def test_speculative_demand_only_from_leftovers():
     assert counts.shortfall == 0        # a's probe is not demand
 
 
+def test_a_charge_is_not_served_but_counts_short():
+    # 'a' committed 3 cores, one of them charged to its I/O.
+    counts = allocator.allocate_counts(
+        5, 1, 1, [R('a', 2, 2, 3, charge=1), R('b', 2, 2, 2)],
+        shared_vms=False)
+    assert counts.vms == {'a': 2, 'b': 2}
+    assert counts.shortfall == 1
+    # With a core to spare it goes to 'a' and nothing is short.
+    counts = allocator.allocate_counts(
+        6, 1, 1, [R('a', 2, 2, 3, charge=1), R('b', 2, 2, 2)],
+        shared_vms=False)
+    assert counts.vms == {'a': 3, 'b': 2} and counts.shortfall == 0
+
+
 def test_emulator_grows_before_vms_get_second_cores():
     counts = allocator.allocate_counts(
         5, 1, 3, [R('a', 2, 3, 3), R('b', 1, 2, 2)], shared_vms=False)

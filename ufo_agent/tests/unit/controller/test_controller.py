@@ -325,19 +325,25 @@ def test_a_vms_plan_is_reused_only_while_nothing_in_it_changed():
     assert plan.vms['quiet'].online_vcpus == 1
 
 
+def _io_beside_web(web_vcpus, web_util, io_emulator, **config):
+    """'io' (8 vCPUs, 700 %) offloads I/O beside 'web' on 8 cores."""
+    # The band, not the full-host mark, sizes the pool here.
+    controller = Controller(HostTopology.uniform(8, 2), ControllerConfig(
+        emulator_util_overload=0.0, **config))
+    controller.add_vm(VmSpec('io', 8, 'lc'))
+    controller.add_vm(VmSpec('web', web_vcpus, 'lc'))
+    for t in range(12):
+        plan = controller.tick(float(t), {
+            'io': VmSample(700.0, 5000.0, emulator=io_emulator),
+            'web': VmSample(web_util, 5000.0, emulator=0.0)}, io_emulator)
+    return controller, plan
+
+
 def test_a_guests_io_beyond_its_fair_share_comes_out_of_its_own_cores():
     def full_host(charge):
-        # The band, not the full-host mark, sizes the pool here.
-        controller = Controller(HostTopology.uniform(8, 2), ControllerConfig(
-            emulator_charge_excess=charge, emulator_util_overload=0.0))
-        controller.add_vm(VmSpec('io', 8, 'lc'))
-        controller.add_vm(VmSpec('web', 8, 'lc'))
-        for t in range(12):
-            # Both want their flavor; only io offloads I/O (5 CPUs busy).
-            plan = controller.tick(float(t), {
-                'io': VmSample(700.0, 5000.0, emulator=500.0),
-                'web': VmSample(700.0, 5000.0, emulator=0.0)}, 500.0)
-        return plan
+        # Both want their flavor; only io offloads I/O (5 CPUs busy).
+        return _io_beside_web(8, 700.0, 500.0,
+                              emulator_charge_excess=charge)[1]
 
     before, after = full_host(False), full_host(True)
     # The pool's demand beyond the fair share waits behind every guest's
@@ -346,6 +352,17 @@ def test_a_guests_io_beyond_its_fair_share_comes_out_of_its_own_cores():
     assert len(after.vms['io'].cores) == len(before.vms['io'].cores) - 1
     assert len(after.vms['web'].cores) == len(before.vms['web'].cores)
     assert after.shortfall_cores < before.shortfall_cores
+
+
+def test_cores_a_charged_guest_lacks_are_still_a_shortfall():
+    # The charge decides who goes short, not whether the host is short:
+    # the signal must not read a host whose guest lacks cores as met.
+    controller, plan = _io_beside_web(4, 390.0, 350.0)
+    assert controller._charged == {'io': 1}
+    assert (len(plan.vms['io'].cores), controller.vms['io'].committed) == \
+        (3, 4)
+    assert len(plan.emulator_cores) == 3 and not plan.idle_cores
+    assert (plan.shortfall_cores, plan.overloaded) == (1, True)
 
 
 class _SeesawPredictor(predictor.Predictor):
