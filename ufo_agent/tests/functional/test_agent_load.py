@@ -204,6 +204,31 @@ def test_emulator_pool_grows_with_io_load_and_shrinks_back(guest, tmp_path):
 
 YIELD_WATCH_S = 20.0
 ASK_WATCH_S = 60.0
+WATCH_ATTEMPTS = 3
+# Rules by which a guest gives back a core for its own load, not the pool.
+GUEST_LOAD_RULES = ('pred', 'too-light', 'pcu-low', 'sf-flat', 'sf-to-one',
+                    'sf-unknown', 'steal-low', 'idle')
+
+
+def watch_whole(agent, whole):
+    """The pool's utilization, read while the guest stays whole.
+
+    None as soon as it is not whole: the caller decides whether that
+    was allowed.
+    """
+    high = float(STAND_IN_BAND['controller__emulator_util_high'])
+    utils = []
+    start = time.monotonic()
+    while True:
+        elapsed = time.monotonic() - start
+        asked = bool(utils) and max(utils) > high
+        if elapsed >= ASK_WATCH_S or (elapsed >= YIELD_WATCH_S and asked):
+            return utils
+        status = agent.status()
+        if not whole(status):
+            return None
+        utils.append(status['pools']['emulator_util'])
+        time.sleep(0.5)
 
 
 def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
@@ -240,19 +265,22 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
         # without a core of their own), and the pool stays empty. The
         # threads' load hovers near the stand-in mark, so the watch goes on
         # (up to ASK_WATCH_S) until the band has asked at least once.
-        watched = log_mark(agent)
         high = float(STAND_IN_BAND['controller__emulator_util_high'])
-        utils = []
-        start = time.monotonic()
-        while True:
-            elapsed = time.monotonic() - start
-            asked = bool(utils) and max(utils) > high
-            if elapsed >= ASK_WATCH_S or (elapsed >= YIELD_WATCH_S and asked):
+        for _ in range(WATCH_ATTEMPTS):
+            watched = log_mark(agent)
+            utils = watch_whole(agent, whole)
+            if utils is not None:
                 break
-            status = agent.status()
-            assert whole(status), status
-            utils.append(status['pools']['emulator_util'])
-            time.sleep(0.5)
+            # Allowed only if the guest's own load rule gave the core
+            # back (a busy test machine ran its vCPUs short of the high
+            # load), not the pool: watch again once it has both back.
+            shrinks = [d for d in ruled_decisions(agent, uuid, watched)
+                       if d[2] < d[1]]
+            assert shrinks and all(d[3] in GUEST_LOAD_RULES
+                                   for d in shrinks), agent.log
+            agent.wait(stable(whole), timeout=150,
+                       what='both cores back to the guest')
+        assert utils is not None, 'the guest shrank on every watch'
         assert max(utils) > high, utils
         assert not [d for d in emulator_decisions(agent, watched)
                     if d[0] == 'emulator-grow'], agent.log
