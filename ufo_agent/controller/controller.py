@@ -1062,15 +1062,14 @@ class Controller:
         ``yielded_to``: the VMs the pool yields a core to on this tick.
         """
         active = [s for s in self.vms.values() if s.mode == VmMode.ACTIVE]
-        requests = [allocator.Request(s.spec.uuid, len(s.cores),
-                                      self._committed(s),
-                                      min(s.want, s.max_cores),
-                                      s.last_sample.util
-                                      if s.last_sample else 0.0,
-                                      quiet=s.idle.quiet(),
-                                      charge=min(s.committed, s.max_cores) -
-                                      self._committed(s))
-                    for s in active]
+        requests = []
+        for s in active:
+            served = self._committed(s)
+            requests.append(allocator.Request(
+                s.spec.uuid, len(s.cores), served, min(s.want, s.max_cores),
+                s.last_sample.util if s.last_sample else 0.0,
+                quiet=s.idle.quiet(),
+                charge=max(0, min(s.committed, s.max_cores) - served)))
         return active, allocator.allocate_counts(
             len(self.topology), self.config.emulator_min_cores, emu_want,
             requests, self._some_vm_shares(),

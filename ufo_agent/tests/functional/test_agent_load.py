@@ -210,13 +210,13 @@ GUEST_LOAD_RULES = ('pred', 'too-light', 'pcu-low', 'sf-flat', 'sf-to-one',
                     'sf-unknown', 'steal-low', 'idle')
 
 
-def watch_whole(agent, whole):
+def watch_whole(agent, whole, high):
     """The pool's utilization, read while the guest stays whole.
 
-    None as soon as it is not whole: the caller decides whether that
-    was allowed.
+    Until the pool has read above ``high``, or ASK_WATCH_S. None as soon
+    as the guest is not whole: the caller decides whether that was
+    allowed.
     """
-    high = float(STAND_IN_BAND['controller__emulator_util_high'])
     utils = []
     start = time.monotonic()
     while True:
@@ -268,7 +268,7 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
         high = float(STAND_IN_BAND['controller__emulator_util_high'])
         for _ in range(WATCH_ATTEMPTS):
             watched = log_mark(agent)
-            utils = watch_whole(agent, whole)
+            utils = watch_whole(agent, whole, high)
             if utils is not None:
                 break
             # Allowed only if the guest's own load rule gave the core

@@ -462,10 +462,9 @@ def _saturated_seesaw(seconds):
 
 
 def test_a_held_shrink_stays_held_while_asked_for_at_its_load():
-    # Traced in ufo-sim cluster (generated seed 3, ratio 4): the hold
-    # above ran out sample_max_age after the grow back while the rule
-    # still asked for the shrink every tick at the same load, and the
-    # seesaw came back every ten minutes for five hours.
+    # The hold above lasts while the rule asks for the shrink at the same
+    # load, not sample_max_age after the grow back: else the seesaw
+    # comes back every sample_max_age.
     counts, note = _saturated_seesaw(1500)
     moves = [t for t, (a, b) in enumerate(zip(counts, counts[1:]))
              if a != b]
