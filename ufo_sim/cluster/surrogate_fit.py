@@ -449,11 +449,11 @@ def _fit_wait(cells, cost, rates):
 
 
 def surrogate_cell(cell, params):
-    """Run ``cell`` on the surrogate: (p99, violated) per VM name.
+    """Run ``cell`` on the surrogate: (p99, violated, busy) per VM name.
 
     Violated: the surrogate's share of seconds in violation makes the
     cell's window of ``MEASURE`` seconds more likely in violation than
-    not.
+    not. Busy: its guest's busy time over the window, ns.
     """
     host = surrogate.SurrogateHost(engine.HostSpec(cores=CORES, smt=SMT),
                                    seed=cell['seed'], params=params)
@@ -466,7 +466,8 @@ def surrogate_cell(cell, params):
     out = {}
     for vm in cell['vms']:
         p99, share = host.take_p99(vm['name'])
-        out[vm['name']] = (p99, 1.0 - (1.0 - share) ** MEASURE > 0.5)
+        out[vm['name']] = (p99, 1.0 - (1.0 - share) ** MEASURE > 0.5,
+                           host.counters(vm['name']).guest_busy_ns)
     return out
 
 
@@ -475,26 +476,32 @@ def validate(cells, params):
 
     Per LC VM: whether the engine and the surrogate agree on its verdict
     (p99 over target or load not served); the p99 error where the
-    engine's VM met QoS (beyond, only the verdict matters).
+    engine's VM met QoS (beyond, only the verdict matters); the error
+    of its guest's busy time (what the agent's utilization is made of)
+    where the engine's VM served its load.
     """
     agree = total = 0
-    errors = []
+    errors, busy = [], []
     for cell in cells:
         predicted = surrogate_cell(cell, params)
         for vm, row, p, engine_bad in lc_rows(cell):
-            p99, bad = predicted[vm['name']]
+            p99, bad, seen = predicted[vm['name']]
             total += 1
             agree += engine_bad == bad
             if not engine_bad and row['p99_us'] is not None and \
                     math.isfinite(p99):
                 errors.append(abs(p99 / row['p99_us'] - 1.0))
+            if _served_all(vm, row) and row['guest_busy_ns']:
+                busy.append(abs(seen / row['guest_busy_ns'] - 1.0))
     errors = np.array(errors)
     return dict(vms=total, verdict_agreement=agree / max(1, total),
                 p99_rows=len(errors),
                 p99_within_15=float(np.mean(errors <= 0.15))
                 if len(errors) else None,
                 p99_median_error=float(np.median(errors))
-                if len(errors) else None)
+                if len(errors) else None,
+                busy_median_error=float(np.median(busy))
+                if busy else None)
 
 
 # The measured fields of a row, in the order the data file keeps them.

@@ -230,14 +230,17 @@ def test_the_stored_parameters_are_the_fit_of_the_stored_data():
 
 def test_held_out_engine_cells_are_met_within_the_stated_error():
     # The error the research records state (2026-12-02 cluster hosts,
-    # 2026-12-03 surrogate low load, 2026-12-04 goal violations):
-    # verdicts agree on 97.2 % of the held-out LC VMs, the p99 of those
-    # the engine found meeting QoS is off by 7.8 % at the median.
+    # 2026-12-03 surrogate low load, 2026-12-04 goal violations,
+    # 2026-12-06 surrogate SMT pace): verdicts agree on 97.2 % of the
+    # held-out LC VMs, the p99 of those the engine found meeting QoS is
+    # off by 7.8 % at the median, the busy time of those that served
+    # their load by 13.6 %.
     train, held = surrogate_fit.load_data()
     result = surrogate_fit.validate(held, surrogate.load_params())
     assert result['vms'] == 753
     assert result['verdict_agreement'] >= 0.95
     assert result['p99_median_error'] <= 0.15
+    assert result['busy_median_error'] <= 0.15
 
 
 def test_held_out_low_load_cells_are_met():
