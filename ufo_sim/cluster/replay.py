@@ -12,11 +12,17 @@ can be read against the engine's, VM by VM.
 The VMs the cloud boots or deletes on the host within the window are
 left out: the replayed host keeps the set it had at ``--at``. Its
 agent starts afresh, as on a host that just booted them.
+
+``--windows N`` takes N windows instead, each a host and a time drawn
+at random (``--window-seed``) after the warm-up, all from one run of
+the cloud, and ends with a ``RESULT replay_total`` line per model: the
+surrogate's error against the engine over hosts nobody chose.
 """
 
 import argparse
 import collections
 import math
+import random
 import sys
 import time
 
@@ -39,21 +45,9 @@ class Window:
         self.loads = []         # {vm_id: load} of each step
         self.ran = []           # the cloud host's own HostStep of each
 
-    def factory(self):
-        """A host factory for :func:`.cloud.run` that fills the window."""
-        window = self
-
-        class _Capturing(host_mod.ClusterHost):
-            def step(self, seconds, loads):
-                if self.name != window.host or self.now < window.at_s:
-                    return super().step(seconds, loads)
-                window._record(self, loads)
-                ran = super().step(seconds, loads)
-                window.ran.append(ran)
-                if len(window.loads) >= window.steps:
-                    raise Captured()
-                return ran
-        return _Capturing
+    @property
+    def full(self):
+        return len(self.loads) >= self.steps
 
     def _record(self, host, loads):
         if self.start_s is None:
@@ -83,25 +77,69 @@ def lc_seconds(steps, vm_ids):
                if vm_id in vm_ids and vm.lc)
 
 
+def _factory(windows):
+    """A host factory for :func:`.cloud.run` that fills ``windows``."""
+    by_host = collections.defaultdict(list)
+    for window in windows:
+        by_host[window.host].append(window)
+
+    class _Capturing(host_mod.ClusterHost):
+        def step(self, seconds, loads):
+            taking = [w for w in by_host.get(self.name, ())
+                      if self.now >= w.at_s and not w.full]
+            for window in taking:
+                window._record(self, loads)
+            ran = super().step(seconds, loads)
+            for window in taking:
+                window.ran.append(ran)
+            if taking and all(w.full for w in windows):
+                raise Captured()
+            return ran
+    return _Capturing
+
+
 def capture(config, policy, requests, host, at_s, seconds):
     """The :class:`Window` of ``host`` from ``at_s`` over ``seconds``."""
-    spec = {s.name: s for s in config.hosts}.get(host)
-    if spec is None:
-        raise ValueError('no host %r in the cloud (%s)' % (
-            host, ', '.join(s.name for s in config.hosts)))
-    if not 0 <= at_s < config.duration_s:
-        raise ValueError('--at %.0f is outside the cloud\'s %.0f s'
-                         % (at_s, config.duration_s))
-    window = Window(spec, at_s, max(1, math.ceil(seconds / config.step_s)))
+    return capture_all(config, policy, requests, [(host, at_s)],
+                       seconds)[0]
+
+
+def capture_all(config, policy, requests, picks, seconds):
+    """The :class:`Window` of each (host, start) of ``picks``, in order.
+
+    All from one run of the cloud, up to the last window's end.
+    """
+    specs = {s.name: s for s in config.hosts}
+    windows = []
+    for host, at_s in picks:
+        if host not in specs:
+            raise ValueError('no host %r in the cloud (%s)' % (
+                host, ', '.join(s.name for s in config.hosts)))
+        if not 0 <= at_s < config.duration_s:
+            raise ValueError('--at %.0f is outside the cloud\'s %.0f s'
+                             % (at_s, config.duration_s))
+        windows.append(Window(specs[host], at_s,
+                              max(1, math.ceil(seconds / config.step_s))))
     try:
         cloud.run(config, [policy], requests, workers=0,
-                  factory=window.factory())
+                  factory=_factory(windows))
     except Captured:
-        return window
-    # The cloud ended first: what was taken is the window.
-    if window.start_s is None:
-        raise ValueError('host %s never ran after %.0f s' % (host, at_s))
-    return window
+        pass
+    # The cloud may end first: what was taken is the window.
+    for window in windows:
+        if window.start_s is None:
+            raise ValueError('host %s never ran after %.0f s'
+                             % (window.host, window.at_s))
+    return windows
+
+
+def pick_windows(config, count, seconds, seed):
+    """``count`` (host, start) drawn uniformly after the warm-up."""
+    rng = random.Random(seed)
+    last = max(config.warmup_s, config.duration_s - seconds)
+    return [(rng.choice(config.hosts).name,
+             float(int(rng.uniform(config.warmup_s, last))))
+            for _ in range(count)]
 
 
 def replay(window, config, policy, fidelity):
@@ -124,12 +162,16 @@ def main(argv=None):
     from ufo_sim.commands import cluster as cluster_cmd
     parser = argparse.ArgumentParser(
         description=__doc__.split('\n')[0],
-        usage='%(prog)s --host NAME --at SECONDS [options] -- '
-              '<ufo-sim cluster options>')
-    parser.add_argument('--host', required=True,
+        usage='%(prog)s (--host NAME --at SECONDS | --windows N) '
+              '[options] -- <ufo-sim cluster options>')
+    parser.add_argument('--host',
                         help='the cloud host to take (host000, ...)')
-    parser.add_argument('--at', type=float, required=True,
+    parser.add_argument('--at', type=float,
                         help='cloud seconds at which the window starts')
+    parser.add_argument('--windows', type=int,
+                        help='take this many windows at random instead')
+    parser.add_argument('--window-seed', type=int, default=1,
+                        help='the draw of --windows (default 1)')
     parser.add_argument('--seconds', type=float, default=300.0,
                         help='length of the window (default 300)')
     parser.add_argument('--fidelities', default='surrogate,engine',
@@ -139,6 +181,10 @@ def main(argv=None):
     parser.add_argument('cluster', nargs=argparse.REMAINDER,
                         help='the ufo-sim cluster options, after --')
     args = parser.parse_args(argv)
+    if (args.windows is None) == (args.host is None or args.at is None):
+        parser.error('give --host and --at, or --windows')
+    if args.windows is not None and args.windows < 1:
+        parser.error('--windows must be 1 or more')
     rest = [a for a in args.cluster if a != '--']
     fidelities = args.fidelities.split(',')
     for fidelity in fidelities:
@@ -153,23 +199,37 @@ def main(argv=None):
                      'ratio (--policies and --ratios), not %d'
                      % len(chosen))
     policy = chosen[0]
+    picks = [(args.host, args.at)] if args.windows is None else \
+        pick_windows(config, args.windows, args.seconds, args.window_seed)
     try:
-        window = capture(config, policy, requests, args.host, args.at,
-                         args.seconds)
+        windows = capture_all(config, policy, requests, picks,
+                              args.seconds)
     except ValueError as exc:
         parser.error(str(exc))
-    print('replay: %s under %s from %.0f s, %d VMs, %d steps of %.0f s'
-          % (args.host, policy.name, window.start_s, len(window.requests),
-             len(window.loads), config.step_s), flush=True)
-    ids = window.vm_ids()
-    print(_line(args.host, policy, 'cloud:%s' % config.fidelity,
-                len(ids), lc_seconds(window.ran, ids),
-                violations(window.ran, ids), None, args.top), flush=True)
-    for fidelity in fidelities:
-        steps, spent, _ = replay(window, config, policy, fidelity)
-        print(_line(args.host, policy, fidelity, len(ids),
-                    lc_seconds(steps, ids), violations(steps, ids), spent,
-                    args.top), flush=True)
+    cloud_model = 'cloud:%s' % config.fidelity
+    totals = collections.OrderedDict(
+        (model, [0, 0]) for model in [cloud_model] + fidelities)
+    for window in windows:
+        print('replay: %s under %s from %.0f s, %d VMs, %d steps of %.0f s'
+              % (window.host, policy.name, window.start_s,
+                 len(window.requests), len(window.loads), config.step_s),
+              flush=True)
+        ids = window.vm_ids()
+        runs = [(cloud_model, window.ran, None)] + [
+            (fidelity,) + replay(window, config, policy, fidelity)[:2]
+            for fidelity in fidelities]
+        for model, steps, spent in runs:
+            lc, bad = lc_seconds(steps, ids), violations(steps, ids)
+            totals[model][0] += lc
+            totals[model][1] += sum(bad.values())
+            print(_line(window.host, policy, model, len(ids), lc, bad,
+                        spent, args.top), flush=True)
+    if args.windows is not None:
+        for model, (lc, bad) in totals.items():
+            print('RESULT replay_total policy=%s fidelity=%s windows=%d '
+                  'seed=%d lc_s=%d violation_s=%d violation_pct=%.3f'
+                  % (policy.name, model, len(windows), args.window_seed,
+                     lc, bad, 100.0 * bad / max(1, lc)), flush=True)
     return 0
 
 

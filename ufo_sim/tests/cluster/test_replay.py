@@ -101,12 +101,16 @@ def test_the_command_wants_one_policy_at_one_ratio(capsys):
     assert 'one policy at one ratio' in capsys.readouterr().err
 
 
+# A small cloud replayed on the surrogate, after the window's options.
+SMALL_CLOUD = ['--seconds', '60', '--fidelities', 'surrogate', '--',
+               '--hosts', '2', '--cores', '4', '--hours', '0.2',
+               '--warmup-hours', '0', '--vms-per-host', '6',
+               '--policies', 'ufo-sched', '--ratios', '2']
+
+
 def test_the_command_prints_the_cloud_and_each_model(capsys):
-    assert replay.main([
-        '--host', 'host000', '--at', '120', '--seconds', '60',
-        '--fidelities', 'surrogate', '--', '--hosts', '2', '--cores', '4',
-        '--hours', '0.2', '--warmup-hours', '0', '--vms-per-host', '6',
-        '--policies', 'ufo-sched', '--ratios', '2']) == 0
+    assert replay.main(['--host', 'host000', '--at', '120'] +
+                       SMALL_CLOUD) == 0
     lines = [x for x in capsys.readouterr().out.splitlines()
              if x.startswith('RESULT replay')]
     assert [x.split()[4] for x in lines] == [
@@ -123,3 +127,59 @@ def test_unknown_fidelity_is_refused(capsys):
         replay.main(['--host', 'host000', '--at', '0', '--fidelities',
                      'exact', '--', '--policies', 'ufo', '--ratios', '2'])
     assert "'exact' is not one of" in capsys.readouterr().err
+
+
+def test_windows_taken_in_one_run_are_each_as_taken_alone():
+    config = _config()
+    policy = cloud.Policy('ufo-sched', 2.0)
+    picks = [('host001', 60), ('host000', 120), ('host000', 180)]
+    together = replay.capture_all(config, policy, REQUESTS, picks, 60)
+    for (host, at), window in zip(picks, together):
+        alone = replay.capture(config, policy, REQUESTS, host, at, 60)
+        assert (window.host, window.start_s) == (host, at)
+        assert [r.vm_id for r in window.requests] == \
+            [r.vm_id for r in alone.requests]
+        assert window.loads == alone.loads
+        assert window.ran == alone.ran
+
+
+def test_random_windows_are_drawn_after_the_warm_up():
+    config = cloud.CloudConfig(
+        hosts=cloud.uniform_hosts(3, 4), duration_s=3600, step_s=60,
+        warmup_s=600, params=workload.WorkloadParams())
+    picks = replay.pick_windows(config, 50, 300, seed=4)
+    assert picks == replay.pick_windows(config, 50, 300, seed=4)
+    assert picks != replay.pick_windows(config, 50, 300, seed=5)
+    assert {host for host, _ in picks} == {'host000', 'host001',
+                                           'host002'}
+    assert all(600 <= at <= 3300 for _, at in picks)
+
+
+def test_the_command_totals_random_windows(capsys):
+    assert replay.main(['--windows', '2', '--window-seed', '3'] +
+                       SMALL_CLOUD) == 0
+    out = capsys.readouterr().out.splitlines()
+    lines = [dict(f.split('=', 1) for f in x.split()[2:]) for x in out
+             if x.startswith('RESULT replay ')]
+    totals = [dict(f.split('=', 1) for f in x.split()[2:]) for x in out
+              if x.startswith('RESULT replay_total')]
+    assert len(lines) == 4
+    assert [t['fidelity'] for t in totals] == ['cloud:surrogate',
+                                               'surrogate']
+    for total in totals:
+        mine = [x for x in lines if x['fidelity'] == total['fidelity']]
+        assert total['windows'] == '2'
+        assert int(total['lc_s']) == sum(int(x['lc_s']) for x in mine) > 0
+        assert int(total['violation_s']) == sum(
+            int(x['violation_s']) for x in mine)
+
+
+@pytest.mark.parametrize('argv', [
+    ['--host', 'host000'],
+    ['--host', 'host000', '--at', '0', '--windows', '2'],
+    ['--windows', '0']])
+def test_the_command_wants_one_window_or_a_count(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        replay.main(argv + ['--', '--policies', 'ufo', '--ratios', '2'])
+    assert exc.value.code == 2
+    assert '--windows' in capsys.readouterr().err
