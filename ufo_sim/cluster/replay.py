@@ -11,7 +11,10 @@ can be read against the engine's, VM by VM.
 
 The VMs the cloud boots or deletes on the host within the window are
 left out: the replayed host keeps the set it had at ``--at``. Its
-agent starts afresh, as on a host that just booted them.
+agent starts afresh, as on a host that just booted them; ``--settle``
+runs the window's first loads that long before the window, uncounted,
+so that a fresh agent's first allocation is not read as the cloud
+host's.
 
 ``--windows N`` takes N windows instead, each a host and a time drawn
 at random (``--window-seed``) after the warm-up, all from one run of
@@ -142,8 +145,12 @@ def pick_windows(config, count, seconds, seed):
             for _ in range(count)]
 
 
-def replay(window, config, policy, fidelity):
-    """Run ``window`` again on ``fidelity``: (steps, CPU s, host)."""
+def replay(window, config, policy, fidelity, settle_s=0.0):
+    """Run ``window`` again on ``fidelity``: (steps, CPU s, host).
+
+    ``settle_s``: seconds of the window's first loads run first and
+    left out of the steps.
+    """
     spec = window.spec
     host = host_mod.ClusterHost(
         spec.name, spec.cores, spec.smt, policy.host_policy,
@@ -153,6 +160,8 @@ def replay(window, config, policy, fidelity):
     for request in window.requests:
         host.boot(request)
     cpu = time.process_time()
+    if settle_s > 0:
+        host.step(settle_s, window.loads[0])
     steps = [host.step(config.step_s, loads) for loads in window.loads]
     return steps, time.process_time() - cpu, host
 
@@ -174,6 +183,10 @@ def main(argv=None):
                         help='the draw of --windows (default 1)')
     parser.add_argument('--seconds', type=float, default=300.0,
                         help='length of the window (default 300)')
+    parser.add_argument('--settle', type=float, default=0.0,
+                        help='seconds of the window\'s first loads each '
+                             'model runs before it, not counted (default '
+                             '0: the fresh agent\'s start is counted)')
     parser.add_argument('--fidelities', default='surrogate,engine',
                         help='host models to replay on, in turn')
     parser.add_argument('--top', type=int, default=5,
@@ -185,6 +198,8 @@ def main(argv=None):
         parser.error('give --host and --at, or --windows')
     if args.windows is not None and args.windows < 1:
         parser.error('--windows must be 1 or more')
+    if not 0 <= args.settle < math.inf:
+        parser.error('--settle must be 0 or more seconds')
     rest = [a for a in args.cluster if a != '--']
     fidelities = args.fidelities.split(',')
     for fidelity in fidelities:
@@ -216,7 +231,8 @@ def main(argv=None):
               flush=True)
         ids = window.vm_ids()
         runs = [(cloud_model, window.ran, None)] + [
-            (fidelity,) + replay(window, config, policy, fidelity)[:2]
+            (fidelity,) + replay(window, config, policy, fidelity,
+                                 args.settle)[:2]
             for fidelity in fidelities]
         for model, steps, spent in runs:
             lc, bad = lc_seconds(steps, ids), violations(steps, ids)
@@ -227,9 +243,11 @@ def main(argv=None):
     if args.windows is not None:
         for model, (lc, bad) in totals.items():
             print('RESULT replay_total policy=%s fidelity=%s windows=%d '
-                  'seed=%d lc_s=%d violation_s=%d violation_pct=%.3f'
+                  'seed=%d settle_s=%.0f lc_s=%d violation_s=%d '
+                  'violation_pct=%.3f'
                   % (policy.name, model, len(windows), args.window_seed,
-                     lc, bad, 100.0 * bad / max(1, lc)), flush=True)
+                     args.settle, lc, bad, 100.0 * bad / max(1, lc)),
+                  flush=True)
     return 0
 
 

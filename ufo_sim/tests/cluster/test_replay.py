@@ -83,6 +83,20 @@ def test_the_engine_runs_the_same_window():
     assert set(replay.violations(engine, ids)) <= ids
 
 
+def test_settling_runs_the_first_loads_first_and_counts_the_window():
+    config = _config(ufo_config=(('be_policy', 'soak'),))
+    policy = cloud.Policy('ufo-sched', 2.0)
+    window = replay.capture(config, policy, REQUESTS, 'host000', 120, 120)
+    ids = window.vm_ids()
+    plain, _, fresh = replay.replay(window, config, policy, 'surrogate')
+    settled, _, host = replay.replay(window, config, policy, 'surrogate',
+                                     settle_s=90)
+    assert len(settled) == len(plain) == len(window.loads) == 2
+    assert host.now == pytest.approx(fresh.now + 90)
+    assert replay.lc_seconds(settled, ids) == replay.lc_seconds(
+        plain, ids) == 120 * sum(r.lc for r in window.requests) > 0
+
+
 def test_a_host_or_a_time_outside_the_cloud_is_refused():
     config = _config()
     policy = cloud.Policy('default', 2.0)
@@ -166,6 +180,7 @@ def test_the_command_totals_random_windows(capsys):
     assert len(lines) == 4
     assert [t['fidelity'] for t in totals] == ['cloud:surrogate',
                                                'surrogate']
+    assert {t['settle_s'] for t in totals} == {'0'}
     for total in totals:
         mine = [x for x in lines if x['fidelity'] == total['fidelity']]
         assert total['windows'] == '2'
@@ -183,3 +198,12 @@ def test_the_command_wants_one_window_or_a_count(argv, capsys):
         replay.main(argv + ['--', '--policies', 'ufo', '--ratios', '2'])
     assert exc.value.code == 2
     assert '--windows' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('value', ['-1', 'nan', 'inf'])
+def test_a_settle_that_is_no_length_is_refused(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        replay.main(['--windows', '1', '--settle', value, '--',
+                     '--policies', 'ufo', '--ratios', '2'])
+    assert exc.value.code == 2
+    assert '--settle must be' in capsys.readouterr().err
