@@ -28,12 +28,13 @@ policy's layout holds, the rest of the step runs at once (see
 record 2026-12-02-cluster-hosts).
 
 A VM's offered load is the workload's fraction (``load_at``) of its
-profile's ``max_rps`` scaled to its flavor (``max_rps`` is defined for
-the profile's own 8 vCPUs). An LC VM runs one of the LC profiles chosen
-by its request's seed; a BE VM runs the BE profile with as many busy
-threads as its mean load keeps busy vCPUs (the engine's batch threads
-never idle, so a BE VM's load is fixed at boot; one whose mean rounds to
-no busy vCPU runs no work at all).
+flavor's max load (:func:`.flavor_load.max_rps`: the profile's
+``max_rps``, defined for its own 8 vCPUs, scaled to the flavor, or
+less where the flavor meets QoS alone only at less). An LC VM runs one
+of the LC profiles chosen by its request's seed; a BE VM runs the BE
+profile with as many busy threads as its mean load keeps busy vCPUs
+(the engine's batch threads never idle, so a BE VM's load is fixed at
+boot; one whose mean rounds to no busy vCPU runs no work at all).
 """
 
 import dataclasses
@@ -46,6 +47,7 @@ from ufo_agent.controller import plan as plan_mod
 from ufo_agent.hostsignal import tracker as signal_tracker
 from ufo_agent.service import loop
 from ufo_agent.service import settings as settings_mod
+from ufo_sim.cluster import flavor_load
 from ufo_sim.cluster import surrogate
 from ufo_sim import driver as sim_driver
 from ufo_sim import engine
@@ -140,7 +142,7 @@ def be_threads(request):
 
 def offered_rps(profile, vcpus, load):
     """Requests per simulated second of an LC VM at ``load`` of its max."""
-    return max(0.0, float(load)) * profile.max_rps * vcpus / profile.vcpus
+    return max(0.0, float(load)) * flavor_load.max_rps(profile, vcpus)
 
 
 def violated(profile, latencies, offered):
