@@ -107,15 +107,27 @@ def max_load(profile, seconds=4.0, seed=1, lo=0.2, hi=2.0, steps=9,
     Bisection between ``lo`` and ``hi`` times the current ``max_rps``.
     """
     base = profile.max_rps
+
+    def meets(share):
+        w = dedicated(profile, 8, base * share, seconds, seed, online=8,
+                      host_options=host_options)
+        return w.p99_us <= profile.qos_p99_us
+    return base * highest_met(meets, lo, hi, steps)
+
+
+def highest_met(meets, lo, hi, steps):
+    """The highest load in [lo, hi] that ``meets``, by ``steps`` halvings.
+
+    ``lo`` is taken to meet it; loads above the highest that does are
+    taken to fail (QoS is monotone in load).
+    """
     for _ in range(steps):
         mid = (lo + hi) / 2
-        w = dedicated(profile, 8, base * mid, seconds, seed, online=8,
-                      host_options=host_options)
-        if w.p99_us <= profile.qos_p99_us:
+        if meets(mid):
             lo = mid
         else:
             hi = mid
-    return base * lo
+    return lo
 
 
 MODES = ('default', 'isolation', 'hostaware')

@@ -57,15 +57,10 @@ def p99_at(profile, vcpus, rps, seed):
 def measure(profile, vcpus):
     """Max load under QoS at ``vcpus``, over ``max_rps`` scaled by n/8."""
     linear = profile.max_rps * vcpus / profile.vcpus
-    lo, hi = LO, HI
-    for _ in range(STEPS):
-        mid = (lo + hi) / 2
-        if all(p99_at(profile, vcpus, linear * mid, seed) <=
-               profile.qos_p99_us for seed in SEEDS):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return scenarios.highest_met(
+        lambda share: all(p99_at(profile, vcpus, linear * share, seed) <=
+                          profile.qos_p99_us for seed in SEEDS),
+        LO, HI, STEPS)
 
 
 def load_table(path=TABLE):

@@ -46,7 +46,7 @@ def test_flavors_that_meet_qos_at_their_share_keep_it(vcpus):
                 0.5 * profile.max_rps * vcpus / profile.vcpus)
 
 
-def test_every_flavor_the_cloud_boots_is_measured():
+def test_every_size_measured_has_a_max_within_its_share():
     for profile in profiles.LC_PROFILES:
         for vcpus in range(1, flavor_load.MAX_VCPUS + 1):
             assert 0.0 < flavor_load.max_rps(profile, vcpus) <= \
