@@ -235,13 +235,18 @@ class HostReport:
     held_cpus: float
     be_work_s: float = 0.0
     be_asked_s: float = 0.0
+    # ((vm_id, violation seconds), ...) of the LC VMs with any.
+    violations: tuple = ()
 
     @classmethod
     def of(cls, step):
         return cls(float(step.violation_s), float(step.lc_seconds),
                    sum(v.vcpu_changes for v in step.vms.values()),
                    step.held_cpus_mean, float(step.be_work_s),
-                   float(step.be_asked_s))
+                   float(step.be_asked_s),
+                   tuple((vm_id, float(v.violation_s))
+                         for vm_id, v in sorted(step.vms.items())
+                         if v.violation_s))
 
 
 class LocalShards:
@@ -480,7 +485,9 @@ class Cloud:
             held_cpus=sum(reports[h][0].held_cpus for h in sorted(reports)),
             be_work_s=sum(reports[h][0].be_work_s for h in sorted(reports)),
             be_asked_s=sum(reports[h][0].be_asked_s
-                           for h in sorted(reports)))
+                           for h in sorted(reports)),
+            violations=[(h,) + v for h in sorted(reports)
+                        for v in reports[h][0].violations])
 
 
 def run(config, policy_list, requests, workers=2, factory=None):

@@ -26,6 +26,12 @@ policy by, all measured after the warm-up:
     for, each at a lone thread's pace on a CPU of its own (None without
     BE work): what the policy's LC protection and packing cost the
     batch tenants.
+``violating_vms``
+    LC VMs with any second in violation.
+``worst_vm``, ``worst_vm_share``
+    The LC VM with the most seconds in violation, and its share of them
+    all (None without any): whether a policy's seconds are spread over
+    its VMs or carried by one tenant.
 ``hosts_needed``
     Hosts of this size that carry the workload's demand (the VMs that
     asked to be alive, refused or not) at this policy's density, when it
@@ -60,10 +66,14 @@ class Series:
     held_cpus: list = dataclasses.field(default_factory=list)
     be_work_s: list = dataclasses.field(default_factory=list)
     be_asked_s: list = dataclasses.field(default_factory=list)
+    # vm_id -> LC violation seconds after the warm-up (VMs with any),
+    # and the host and start of its first step with any.
+    by_vm: dict = dataclasses.field(default_factory=dict)
+    first_violation: dict = dataclasses.field(default_factory=dict)
 
     def add(self, t, hosted, lc_hosted, demand, lc_violation_s, changes,
             refused, migrations, held_cpus=0.0, be_work_s=0.0,
-            be_asked_s=0.0):
+            be_asked_s=0.0, violations=()):
         self.t.append(float(t))
         self.hosted.append(int(hosted))
         self.lc_hosted.append(int(lc_hosted))
@@ -75,6 +85,10 @@ class Series:
         self.held_cpus.append(float(held_cpus))
         self.be_work_s.append(float(be_work_s))
         self.be_asked_s.append(float(be_asked_s))
+        if t >= self.warmup_s:
+            for host, vm_id, seconds in violations:
+                self.by_vm[vm_id] = self.by_vm.get(vm_id, 0.0) + seconds
+                self.first_violation.setdefault(vm_id, (host, float(t)))
 
     def measured(self):
         """Indices of the steps after the warm-up."""
@@ -108,6 +122,7 @@ def summarize(series, budget=QOS_BUDGET):
     refused = total('refused')
     meets = share <= budget
     be_asked = total('be_asked_s')
+    worst = worst_vms(series, 1)
     out.update(
         vms_per_host=density,
         demand_vms=demand,
@@ -122,12 +137,22 @@ def summarize(series, budget=QOS_BUDGET):
         held_cpus_per_host=total('held_cpus') / steps / series.hosts,
         be_work_share=(total('be_work_s') / be_asked if be_asked
                        else None),
+        violating_vms=len(series.by_vm),
+        worst_vm=worst[0][0] if worst else None,
+        worst_vm_share=(worst[0][1] / violation_s if worst and violation_s
+                        else None),
         meets_budget=meets,
         hosts_needed=(math.ceil(demand / density - 1e-9)
                       if meets and density > 0 else None),
         boots_refused_total=sum(series.refused),
         hosts_needed_bound=total('hosted') >= total('demand'))
     return out
+
+
+def worst_vms(series, count):
+    """The ``count`` LC VMs with most violation seconds: (vm_id, s)."""
+    ranked = sorted(series.by_vm.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [kv for kv in ranked[:count] if kv[1] > 0]
 
 
 def percent_or_none(share):
@@ -148,14 +173,16 @@ def result_line(summary, workload):
             'lc_violation_s_per_vm_hour=%.2f boots_refused=%d '
             'migrations_per_host_day=%.2f changes_per_vm_hour=%.2f '
             'held_cpus_per_host=%.1f be_work_pct=%s meets_budget=%s '
-            'hosts_needed=%s'
+            'hosts_needed=%s violating_vms=%d worst_vm_pct=%s'
             % (workload, summary['policy'], summary['hosts'],
                summary['vms_per_host'], 100.0 * summary['lc_violation_share'],
                summary['lc_violation_s_per_vm_hour'],
                summary['boots_refused'], summary['migrations_per_host_day'],
                summary['changes_per_vm_hour'], summary['held_cpus_per_host'],
                percent_or_none(summary.get('be_work_share')),
-               'yes' if summary['meets_budget'] else 'no', needed_text))
+               'yes' if summary['meets_budget'] else 'no', needed_text,
+               summary['violating_vms'],
+               percent_or_none(summary['worst_vm_share'])))
 
 
 def compare(summaries, baseline_kind='default', ufo_kind='ufo-sched'):

@@ -13,9 +13,14 @@ warm up, then is measured over ``MEASURE`` intervals, static.
 The cells fitted on (seeds from ``FIT_SEED``) and the held-out cells
 (seeds from ``HELD_OUT_SEED``, never used in fitting or in choosing the
 model) are stored in ``surrogate_data.json``; ``--validate`` prints the
-error on both as RESULT lines. ``--collect-low`` measures the low-load
-cells (:func:`draw_low_cell`, seeds from ``LOW_FIT_SEED`` and
-``LOW_HELD_OUT_SEED``) anew in place of the stored ones;
+error on both as RESULT lines. ``--validate --today`` measures the
+held-out cells again on today's engine, twice (at their seeds and at
+others), and prints the surrogate's error against that, how far the
+stored cells are from it, and how far two engine seeds are apart: the
+best any model of the engine could agree with one measurement.
+``--collect-low`` measures the low-load cells (:func:`draw_low_cell`,
+seeds from ``LOW_FIT_SEED`` and ``LOW_HELD_OUT_SEED``) anew in place of
+the stored ones;
 ``--collect-parked`` the parked-wait cells (:func:`draw_parked_cell`,
 fitted on only).
 """
@@ -215,9 +220,12 @@ def rps_of(vm):
 
 
 def run_cell(cell):
-    """Measure ``cell`` on the engine: one row per VM."""
+    """Measure ``cell`` on the engine: one row per VM.
+
+    The engine's seed is the cell's, or its ``engine_seed`` if given.
+    """
     host = engine.SimHost(engine.HostSpec(cores=CORES, smt=SMT),
-                          seed=cell['seed'])
+                          seed=cell.get('engine_seed', cell['seed']))
     tick = engine.TIME_SCALE
     for vm in cell['vms']:
         host.add_vm(vm['name'], vm['vcpus'], profile_of(vm),
@@ -259,7 +267,13 @@ def run_cell(cell):
 
 
 def collect(count, first_seed, workers):
-    cells = [draw_cell(first_seed + i) for i in range(count)]
+    return measure([draw_cell(first_seed + i) for i in range(count)],
+                   workers)
+
+
+def measure(cells, workers):
+    """``cells`` measured on the engine, in order (see :func:`run_cell`)."""
+    count = len(cells)
     with multiprocessing.Pool(workers) as pool:
         out = []
         for i, done in enumerate(pool.imap(run_cell, cells)):
@@ -493,15 +507,61 @@ def validate(cells, params):
                 errors.append(abs(p99 / row['p99_us'] - 1.0))
             if _served_all(vm, row) and row['guest_busy_ns']:
                 busy.append(abs(seen / row['guest_busy_ns'] - 1.0))
+    return dict(_agreement(total, agree, errors),
+                busy_median_error=float(np.median(busy))
+                if busy else None)
+
+
+def _agreement(total, agree, errors):
+    """The figures of a comparison: verdicts, and the p99s' errors."""
     errors = np.array(errors)
     return dict(vms=total, verdict_agreement=agree / max(1, total),
                 p99_rows=len(errors),
                 p99_within_15=float(np.mean(errors <= 0.15))
                 if len(errors) else None,
                 p99_median_error=float(np.median(errors))
-                if len(errors) else None,
-                busy_median_error=float(np.median(busy))
-                if busy else None)
+                if len(errors) else None)
+
+
+def remeasured(cells, workers, seed_offset=0):
+    """``cells`` measured again on today's engine.
+
+    The engine's seed is each cell's moved by ``seed_offset``; the
+    layouts, loads and kinds stay the cells'.
+    """
+    bare = [dict({k: v for k, v in c.items() if k != 'measured'},
+                 engine_seed=c['seed'] + seed_offset) for c in cells]
+    return measure(bare, workers)
+
+
+def engine_agreement(first, second):
+    """How two engine measurements of the same cells agree.
+
+    Per LC VM, as :func:`validate` judges the surrogate: the verdicts,
+    and the p99 error of ``second`` against ``first`` where both met
+    QoS.
+    """
+    agree = total = 0
+    errors = []
+    for a, b in zip(first, second):
+        for (_, row_a, _, bad_a), (_, row_b, _, bad_b) in zip(
+                lc_rows(a), lc_rows(b)):
+            total += 1
+            agree += bad_a == bad_b
+            if not (bad_a or bad_b) and row_a['p99_us'] and \
+                    row_b['p99_us']:
+                errors.append(abs(row_b['p99_us'] / row_a['p99_us'] - 1.0))
+    return _agreement(total, agree, errors)
+
+
+def _result(kind, name, figures):
+    return 'RESULT %s set=%s %s' % (kind, name, ' '.join(
+        '%s=%s' % (k, ('%.3f' % x) if isinstance(x, float) else x)
+        for k, x in figures.items()))
+
+
+# The engine seed's offset that measures the held-out cells' noise.
+REPEAT_SEED_OFFSET = 100000
 
 
 # The measured fields of a row, in the order the data file keeps them.
@@ -554,7 +614,16 @@ def main(argv=None):
                         '(draw_parked_cell) in place of the stored ones')
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--validate', action='store_true')
+    parser.add_argument('--today', action='store_true',
+                        help='with --validate: measure the held-out cells '
+                        'again on today\'s engine, at their seeds and at '
+                        'other seeds, and judge the surrogate against '
+                        'that; prints how far the stored cells are from '
+                        'today\'s engine and how far two engine seeds '
+                        'are from each other (minutes)')
     args = parser.parse_args(argv)
+    if args.today and not args.validate:
+        parser.error('--today goes with --validate')
     if args.collect:
         data = dict(cores=CORES, smt=SMT, measure=MEASURE,
                     fit=compact(collect(args.collect, FIT_SEED,
@@ -590,10 +659,16 @@ def main(argv=None):
         f.write('\n')
     if args.validate:
         for name, part in (('fit', train), ('held_out', held)):
-            v = validate(part, params)
-            print('RESULT surrogate_error set=%s %s' % (name, ' '.join(
-                '%s=%s' % (k, ('%.3f' % x) if isinstance(x, float) else x)
-                for k, x in v.items())))
+            print(_result('surrogate_error', name, validate(part, params)))
+    if args.today:
+        today = remeasured(held, args.workers)
+        other = remeasured(held, args.workers, REPEAT_SEED_OFFSET)
+        print(_result('surrogate_error', 'held_out_today',
+                      validate(today, params)))
+        print(_result('stored_cells', 'held_out_vs_today',
+                      engine_agreement(held, today)))
+        print(_result('engine_repeat', 'held_out_other_seed',
+                      engine_agreement(today, other)))
     return 0
 
 

@@ -194,6 +194,32 @@ def cloud_of(args):
     return label, config, requests
 
 
+# The LC VMs the command names after a policy's RESULT line.
+WORST_VMS = 3
+
+
+def worst_line(series, requests):
+    """The LC VMs that carry most of a run's violation seconds, or ''."""
+    from ufo_sim.cluster import host as host_mod
+    from ufo_sim.cluster import metrics
+    worst = metrics.worst_vms(series, WORST_VMS)
+    if not worst:
+        return ''
+    total = sum(series.by_vm.values())
+    by_id = {r.vm_id: r for r in requests}
+    parts = []
+    for vm_id, seconds in worst:
+        r = by_id[vm_id]
+        host, at = series.first_violation[vm_id]
+        parts.append('%s (%s, %d vCPUs, %s, peak load %.2f; first on %s '
+                     'at %.0f s) %.0f s, %.1f %%'
+                     % (vm_id, host_mod.profile_of(r).name, r.vcpus,
+                        r.pattern, r.peak_load, host, at, seconds,
+                        100.0 * seconds / total))
+    return '  most violation seconds (LC VMs with any: %d): %s' % (
+        len(series.by_vm), '; '.join(parts))
+
+
 def run(args, factory=None):
     """The command; ``factory`` builds the hosts (see :func:`.cloud.run`)."""
     from ufo_sim.cluster import cloud
@@ -218,6 +244,9 @@ def run(args, factory=None):
         if config.qos_target and policy.host_policy == 'ufo':
             line += ' qos_target=on'
         print('%s  (%.0f s)' % (line, took[policy.name]), flush=True)
+        worst = worst_line(series[policy.name], requests)
+        if worst:
+            print(worst, flush=True)
     comparison = metrics.compare(summaries)
     print(metrics.compare_line(comparison, label), flush=True)
     os.makedirs(args.out, exist_ok=True)

@@ -103,6 +103,29 @@ def test_a_higher_ratio_hosts_more_and_refuses_less():
     assert high['boots_refused_total'] < low['boots_refused_total']
 
 
+def test_the_cloud_books_each_vms_violation_seconds():
+    # One 2-core host (the scripted default misses over 1 core of
+    # demand): two LC VMs at 0.4 of 2 vCPUs each (1.6 cores) from the
+    # start, a BE VM beside them; a third LC VM arrives after the
+    # warm-up when the other two are gone and is alone within the limit.
+    hosts = cloud.uniform_hosts(1, 2)
+    config = _config(hosts, 1200, warmup=300)
+    requests = [_vm('lc1', 0, 900, 2, 0.4), _vm('lc2', 0, 900, 2, 0.4),
+                _vm('be', 0, 10 ** 6, 2, 0.0, lc=False),
+                _vm('lc3', 900, 10 ** 6, 2, 0.4)]
+    series = _run(config, cloud.Policy('default', 4.0), requests).series
+    # Steps from 300 s to 900 s: each LC VM there misses all 60 s of each.
+    assert series.by_vm == {'lc1': 600.0, 'lc2': 600.0}
+    assert series.first_violation == {'lc1': ('host000', 300.0),
+                                      'lc2': ('host000', 300.0)}
+    idx = series.measured()
+    assert sum(series.by_vm.values()) == sum(series.lc_violation_s[i]
+                                             for i in idx)
+    summary = metrics.summarize(series)
+    assert (summary['violating_vms'], summary['worst_vm'],
+            summary['worst_vm_share']) == (2, 'lc1', 0.5)
+
+
 def _overloaded_then_small(prefix=''):
     # Two 2-vCPU VMs at full load overload two one-core hosts (demand
     # 2, 1 core unmet); the third host stays idle; small idle VMs arrive

@@ -6,6 +6,7 @@ so that CI runs it in well under two minutes on two cores.
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -28,7 +29,8 @@ def test_cluster_command_on_local_ray(tmp_path, capsys):
         '--processes', '2', '--out', str(tmp_path),
         '--strategy-option', 'sustain_s=120']
     assert cmd.main(argv) == 0
-    lines = _results(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    lines = _results(out)
     assert [line.split()[3] for line in lines[:-1]] == [
         'policy=default@2', 'policy=default@8', 'policy=ufo-migrate@2',
         'policy=ufo-migrate@8']
@@ -48,6 +50,20 @@ def test_cluster_command_on_local_ray(tmp_path, capsys):
     assert by['ufo-migrate@2']['held_cpus_per_host'] <= 8.0
     series = saved['series']['ufo-migrate@8']
     assert len(series['t']) == 30
+    # A policy with violation seconds names the VMs that carry them.
+    named = [re.match(r'  most violation seconds \(LC VMs with any: '
+                      r'(\d+)\): (g\d+) ', line)
+             for line in out.splitlines()
+             if line.startswith('  most violation seconds')]
+    violating = [s for s in saved['summaries'] if s['violating_vms']]
+    assert violating and all(named)
+    assert [(int(m.group(1)), m.group(2)) for m in named] == [
+        (s['violating_vms'], s['worst_vm']) for s in violating]
+    for s in saved['summaries']:
+        booked = saved['series'][s['policy']]['by_vm']
+        assert len(booked) == s['violating_vms']
+        if booked:
+            assert s['worst_vm'] in booked
 
 
 def test_same_figures_in_process_and_on_one_or_two_ray_workers():

@@ -68,6 +68,34 @@ def test_be_work_is_a_share_of_what_the_be_threads_asked():
     assert 'be_work_pct=83.3 ' in metrics.result_line(s, 'generated')
 
 
+def test_violation_seconds_are_booked_by_vm_after_the_warm_up():
+    s = _series(rows=[
+        ROWS[0] + (0, 0, (('h1', 'g1', 60.0),)),            # warm-up
+        ROWS[1] + (0, 0, ()),
+        ROWS[2] + (0, 0, (('h1', 'g2', 9.0), ('h2', 'g3', 3.0))),
+        ROWS[3] + (0, 0, (('h2', 'g3', 6.0),))])
+    assert s.by_vm == {'g2': 9.0, 'g3': 9.0}
+    assert s.first_violation == {'g2': ('h1', 120.0), 'g3': ('h2', 120.0)}
+    # A tie goes to the VM id first in order.
+    assert metrics.worst_vms(s, 3) == [('g2', 9.0), ('g3', 9.0)]
+    summary = metrics.summarize(s)
+    assert summary['violating_vms'] == 2
+    assert summary['worst_vm'] == 'g2'
+    # Its share of the measured steps' 12 violation seconds.
+    assert summary['worst_vm_share'] == pytest.approx(9 / 12)
+    assert metrics.result_line(summary, 'generated').endswith(
+        'violating_vms=2 worst_vm_pct=75.0')
+
+
+def test_a_run_without_violations_names_no_vm():
+    rows = [r[:4] + (0,) + r[5:] for r in ROWS]
+    summary = metrics.summarize(_series(rows=rows))
+    assert (summary['violating_vms'], summary['worst_vm'],
+            summary['worst_vm_share']) == (0, None, None)
+    assert metrics.result_line(summary, 'generated').endswith(
+        'violating_vms=0 worst_vm_pct=none')
+
+
 def test_no_measured_step_is_an_error():
     with pytest.raises(ValueError, match='warm-up'):
         metrics.summarize(_series(rows=ROWS[:2]))

@@ -243,6 +243,45 @@ def test_held_out_engine_cells_are_met_within_the_stated_error():
     assert result['busy_median_error'] <= 0.15
 
 
+def test_two_engine_measurements_are_compared_as_the_surrogate_is():
+    _, held = surrogate_fit.load_data()
+    cells = held[:40]
+    same = surrogate_fit.engine_agreement(cells, cells)
+    assert same['vms'] == sum(1 for c in cells for vm in c['vms']
+                              if vm['profile'] != 'be')
+    assert (same['verdict_agreement'], same['p99_within_15'],
+            same['p99_median_error']) == (1.0, 1.0, 0.0)
+    # One met VM's p99 20 % higher: off by more than 15 %, the verdict
+    # kept if it stays under its target.
+    moved, which = [], None
+    for c in cells:
+        rows = [dict(r) for r in c['measured']]
+        for (vm, row, p, bad), r in zip(surrogate_fit.lc_rows(c), rows):
+            if which is None and not bad and row['p99_us'] * 1.2 < \
+                    p.qos_p99_us:
+                r['p99_us'] = row['p99_us'] * 1.2
+                which = vm['name']
+        moved.append(dict(c, measured=rows))
+    assert which is not None
+    result = surrogate_fit.engine_agreement(cells, moved)
+    assert result['verdict_agreement'] == 1.0
+    assert result['p99_within_15'] == pytest.approx(
+        1.0 - 1.0 / same['p99_rows'])
+
+
+def test_cells_measured_again_run_todays_engine_at_a_moved_seed():
+    _, held = surrogate_fit.load_data()
+    cells = [c for c in held if not surrogate_fit.is_low(c['seed'])][:2]
+    today = surrogate_fit.remeasured(cells, 1)
+    assert [c['measured'] for c in today] == [
+        surrogate_fit.run_cell({k: v for k, v in c.items()
+                                if k != 'measured'})['measured']
+        for c in cells]
+    other = surrogate_fit.remeasured(cells, 1, 7)
+    assert [c['seed'] for c in other] == [c['seed'] for c in cells]
+    assert [c['measured'] for c in other] != [c['measured'] for c in today]
+
+
 def test_held_out_low_load_cells_are_met():
     # LC VMs under 5 % load, alone or among busy BE threads: the
     # surrogate fitted without such cells agreed on 87 % of the
