@@ -1,8 +1,17 @@
 """The cloud run's figures: density and LC violations over the day.
 
 matplotlib (the ``plot`` extra) with the Agg backend, imported inside
-the function, so the cloud runs without it.
+the function, so the cloud runs without it. ``python -m
+ufo_sim.cluster.plots RUN/cluster.json [...]`` draws the figure of
+saved runs of one workload (``cluster-day.png`` beside the first, or
+``--out``), for runs made without matplotlib or with ``--no-plots``.
 """
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
 
 
 def _pyplot():
@@ -108,3 +117,59 @@ def day(path, series_by_policy, title, smooth_s=900.0):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def redraw(json_paths, out=None):
+    """Draw :func:`day` of saved ``cluster.json`` runs; the figure's path.
+
+    The runs' policies share one figure: they must be of one workload
+    and hosts, and no policy may be in two of them.
+    """
+    from ufo_sim.cluster import metrics
+    fields = {f.name for f in dataclasses.fields(metrics.Series)}
+    series, workloads = {}, set()
+    for json_path in json_paths:
+        with open(json_path) as f:
+            saved = json.load(f)
+        workloads.add(saved['workload'])
+        for name, d in saved['series'].items():
+            if name in series:
+                raise ValueError('policy %s is in two runs' % name)
+            series[name] = metrics.Series(**{k: v for k, v in d.items()
+                                             if k in fields})
+    if not series:
+        raise ValueError('no policy\'s run in %s' % ', '.join(json_paths))
+    hosts = {s.hosts for s in series.values()}
+    if len(workloads) > 1 or len(hosts) > 1:
+        raise ValueError('the runs are of other workloads or hosts: %s, '
+                         '%s hosts' % (', '.join(sorted(workloads)),
+                                       ', '.join(map(str, sorted(hosts)))))
+    path = out or os.path.join(
+        os.path.dirname(os.path.abspath(json_paths[0])), 'cluster-day.png')
+    day(path, series, '%s, %d hosts' % (workloads.pop(), hosts.pop()))
+    return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description='Draw the day figure of saved ufo-sim cluster runs.')
+    parser.add_argument('runs', nargs='+', metavar='cluster.json',
+                        help='runs of one workload, drawn on one figure')
+    parser.add_argument('--out', help='the PNG to write (default: '
+                        'cluster-day.png beside the first run)')
+    args = parser.parse_args(argv)
+    try:
+        print(redraw(args.runs, args.out))
+    except ImportError:
+        sys.stderr.write('matplotlib is not installed (pip install '
+                         'ufo-nova[plot])\n')
+        return 1
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        runs = ', '.join(args.runs)
+        sys.stderr.write('cannot draw %s: %s\n' % (runs, exc))
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,5 +1,7 @@
 """The cloud run's figures, RESULT lines, comparison and plot."""
 
+import json
+
 import pytest
 
 from ufo_sim.cluster import metrics
@@ -153,6 +155,41 @@ def test_day_plot_is_written(tmp_path):
     plots.day(str(path), {'default@2': _series(rows=ROWS),
                           'ufo@2': _series('ufo@2', rows=ROWS)}, 'test')
     assert path.stat().st_size > 10000
+
+
+def _saved(path, workload, *series):
+    path.write_text(json.dumps({
+        'workload': workload,
+        'series': {s.policy: s.to_dict() for s in series}}))
+    return str(path)
+
+
+def test_saved_runs_are_drawn_again_on_one_figure(tmp_path):
+    default = _saved(tmp_path / 'a.json', 'generated',
+                     _series('default@2', rows=ROWS))
+    ufo = _saved(tmp_path / 'b.json', 'generated',
+                 _series('ufo@2', rows=ROWS), _series('ufo@4', rows=ROWS))
+    assert plots.main([default, ufo]) == 0
+    assert (tmp_path / 'cluster-day.png').stat().st_size > 10000
+    out = tmp_path / 'both.png'
+    assert plots.redraw([default, ufo], str(out)) == str(out)
+    assert out.stat().st_size > 10000
+
+
+def test_runs_that_do_not_share_a_figure_are_refused(tmp_path, capsys):
+    first = _saved(tmp_path / 'a.json', 'generated',
+                   _series('ufo@2', rows=ROWS))
+    again = _saved(tmp_path / 'b.json', 'generated',
+                   _series('ufo@2', rows=ROWS))
+    other = _saved(tmp_path / 'c.json', 'held-out',
+                   _series('default@2', rows=ROWS))
+    with pytest.raises(ValueError, match='policy ufo@2 is in two runs'):
+        plots.redraw([first, again])
+    with pytest.raises(ValueError, match='generated, held-out'):
+        plots.redraw([first, other])
+    assert plots.main([first, str(tmp_path / 'missing.json')]) == 1
+    assert 'cannot draw' in capsys.readouterr().err
+    assert not (tmp_path / 'cluster-day.png').exists()
 
 
 def test_every_line_of_a_full_figure_has_its_own_look():
