@@ -210,6 +210,20 @@ GUEST_LOAD_RULES = ('pred', 'too-light', 'pcu-low', 'sf-flat', 'sf-to-one',
                     'sf-unknown', 'steal-low', 'idle')
 
 
+def rewhole_after_guest_shrink(agent, uuid, since, whole):
+    """Wait for the guest whole again after a shrink since ``since``.
+
+    Allowed only if the guest's own load rule gave the core back (a busy
+    test machine ran its vCPUs short of the high load), not the pool.
+    """
+    shrinks = [d for d in ruled_decisions(agent, uuid, since)
+               if d[2] < d[1]]
+    assert shrinks and all(d[3] in GUEST_LOAD_RULES
+                           for d in shrinks), agent.log
+    agent.wait(stable(whole), timeout=150,
+               what='both cores back to the guest')
+
+
 def watch_whole(agent, whole, high):
     """The pool's utilization, read while the guest stays whole.
 
@@ -257,14 +271,8 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
             vm, _, _, online, _ = agreed_view(agent, guest, uuid)
             if len(online) == 2:
                 break
-            # Shrunk between the status and the pins: allowed only by the
-            # guest's own load rule, as in the watch below.
-            shrinks = [d for d in ruled_decisions(agent, uuid, mark)
-                       if d[2] < d[1]]
-            assert shrinks and all(d[3] in GUEST_LOAD_RULES
-                                   for d in shrinks), agent.log
-            agent.wait(stable(whole), timeout=150,
-                       what='both cores back to the guest')
+            # Shrunk between the status and the pins.
+            rewhole_after_guest_shrink(agent, uuid, mark, whole)
         assert len(cpus_of(vm['cpus'])) == len(online) == 2
         grows = emulator_decisions(agent, mark)
         if ('emulator-grow', 0, 1) in grows:
@@ -282,15 +290,8 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
             utils = watch_whole(agent, whole, high)
             if utils is not None:
                 break
-            # Allowed only if the guest's own load rule gave the core
-            # back (a busy test machine ran its vCPUs short of the high
-            # load), not the pool: watch again once it has both back.
-            shrinks = [d for d in ruled_decisions(agent, uuid, watched)
-                       if d[2] < d[1]]
-            assert shrinks and all(d[3] in GUEST_LOAD_RULES
-                                   for d in shrinks), agent.log
-            agent.wait(stable(whole), timeout=150,
-                       what='both cores back to the guest')
+            # The guest gave a core back: watch again once it has both.
+            rewhole_after_guest_shrink(agent, uuid, watched, whole)
         assert utils is not None, 'the guest shrank on every watch'
         assert max(utils) > high, utils
         assert not [d for d in emulator_decisions(agent, watched)
