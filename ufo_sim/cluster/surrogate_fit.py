@@ -58,6 +58,8 @@ LOW_BE_PER_CPU = (0.2, 2.0)
 PARKED_SEED, PARKED_CELLS = 9000, 60
 PARKED_THREADS = (1, 2)
 PARKED_RPS = 50.0
+# The engine seed's offset that measures the held-out cells' noise.
+REPEAT_SEED_OFFSET = 100000
 
 
 def draw_cell(seed):
@@ -558,10 +560,6 @@ def _result(kind, name, figures):
     return 'RESULT %s set=%s %s' % (kind, name, ' '.join(
         '%s=%s' % (k, ('%.3f' % x) if isinstance(x, float) else x)
         for k, x in figures.items()))
-
-
-# The engine seed's offset that measures the held-out cells' noise.
-REPEAT_SEED_OFFSET = 100000
 
 
 # The measured fields of a row, in the order the data file keeps them.
