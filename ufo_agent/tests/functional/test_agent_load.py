@@ -31,7 +31,10 @@ HIGH, LOW = 4000, 60
 STABLE_S = 6.0
 # The flavor names a p99 target; the guest is judged on it only while its
 # workload publishes (the tests before the last do not: black-box rules).
-TARGET_US = 50000
+# At 60 requests/s a second's p99 is its slowest request: on a test
+# machine busy with other work one preempted vCPU put it at 55 ms. On
+# one core at 4000/s the queue grows by seconds a second.
+TARGET_US = 200000
 LATENCY_SPECS = {'ufo:latency_target_us': str(TARGET_US),
                  'ufo:latency_percentile': '99'}
 
@@ -143,6 +146,14 @@ STAND_IN_BAND = {'controller__emulator_util_high': '0.10',
                  'controller__emulator_util_low': '0.06'}
 
 
+def settle_at_low_load(agent, uuid):
+    """Wait for one core and an empty emulator pool at the low load."""
+    agent.wait(stable(
+        lambda s: (vm_status(s, uuid) or {}).get('cores') == 1 and
+        s['pools']['emulator_cores'] == 0), timeout=150,
+        what='one core and an empty emulator pool at low load')
+
+
 def start_at_low_load(guest, tmp_path, **options):
     """The agent with the stand-in band, settled: one core, no pool."""
     uuid = guest.dom.UUIDString()
@@ -150,10 +161,7 @@ def start_at_low_load(guest, tmp_path, **options):
     agent = AgentProcess(tmp_path, **STAND_IN_BAND, **SMALL_HOST,
                          **options).start()
     try:
-        agent.wait(stable(
-            lambda s: (vm_status(s, uuid) or {}).get('cores') == 1 and
-            s['pools']['emulator_cores'] == 0), timeout=150,
-            what='one core and an empty emulator pool at low load')
+        settle_at_low_load(agent, uuid)
     except BaseException:
         if agent.proc.poll() is None:
             agent.proc.kill()
@@ -210,18 +218,37 @@ GUEST_LOAD_RULES = ('pred', 'too-light', 'pcu-low', 'sf-flat', 'sf-to-one',
                     'sf-unknown', 'steal-low', 'idle')
 
 
-def rewhole_after_guest_shrink(agent, uuid, since, whole):
+def band_holds_a_core(agent, status, since):
+    """True if the pool holds a core the band grew it by since ``since``."""
+    return status['pools']['emulator_cores'] > 0 and any(
+        d[:3] == ('emulator-grow', 0, 1) and d[3] == 'band'
+        for d in ruled_decisions(agent, 'emulator', since))
+
+
+def rewhole_after_guest_shrink(agent, guest, uuid, since, whole):
     """Wait for the guest whole again after a shrink since ``since``.
 
     Allowed only if the guest's own load rule gave the core back (a busy
     test machine ran its vCPUs short of the high load), not the pool.
+    The core it gave back is idle, and the band may grow the pool into
+    it: the threads run above the stand-in high mark at the high load.
+    Under the full-host mark the pool then gives it back only to a guest
+    at the mark of its one CPU, which a busy machine may never let the
+    guest reach. Then the load starts over from the low one.
     """
     shrinks = [d for d in ruled_decisions(agent, uuid, since)
                if d[2] < d[1]]
     assert shrinks and all(d[3] in GUEST_LOAD_RULES
                            for d in shrinks), agent.log
-    agent.wait(stable(whole), timeout=150,
-               what='both cores back to the guest')
+    status = agent.wait(
+        stable(lambda s: whole(s) or band_holds_a_core(agent, s, since)),
+        timeout=150, what='both cores back to the guest')
+    if not whole(status):
+        set_load(guest, LOW)
+        settle_at_low_load(agent, uuid)
+        set_load(guest, HIGH)
+        agent.wait(stable(whole), timeout=150,
+                   what='both cores to the guest after a new start')
 
 
 def watch_whole(agent, whole, high):
@@ -272,12 +299,22 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
             if len(online) == 2:
                 break
             # Shrunk between the status and the pins.
-            rewhole_after_guest_shrink(agent, uuid, mark, whole)
+            rewhole_after_guest_shrink(agent, guest, uuid, mark, whole)
         assert len(cpus_of(vm['cpus'])) == len(online) == 2
-        grows = emulator_decisions(agent, mark)
-        if ('emulator-grow', 0, 1) in grows:
-            # Taken while the guest had committed one core, then given
-            # back once it ran one core short at the mark.
+        pool = ruled_decisions(agent, 'emulator', mark)
+        for i, grow in enumerate(pool):
+            if grow[:3] != ('emulator-grow', 0, 1):
+                continue
+            # Taken while the guest had committed one core (the serial
+            # console's command alone can lift the threads over the
+            # stand-in mark for a second), then given back: by the band
+            # once the threads' load fell, or yielded once the guest ran
+            # one core short at the mark.
+            back = [d for d in pool[i + 1:]
+                    if d[:3] == ('emulator-shrink', 1, 0)]
+            assert back and back[0][3] in ('band', 'yield-to-short'), \
+                agent.log
+        if any(d[3] == 'yield-to-short' for d in pool):
             assert 'yields a core: %s runs one core short' % uuid in \
                 agent.log_text()[mark:], agent.log
         # The band keeps asking (the threads run above its high mark
@@ -291,7 +328,7 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
             if utils is not None:
                 break
             # The guest gave a core back: watch again once it has both.
-            rewhole_after_guest_shrink(agent, uuid, watched, whole)
+            rewhole_after_guest_shrink(agent, guest, uuid, watched, whole)
         assert utils is not None, 'the guest shrank on every watch'
         assert max(utils) > high, utils
         assert not [d for d in emulator_decisions(agent, watched)
@@ -307,7 +344,7 @@ def test_a_latency_target_grows_on_violation_and_shrinks_with_slack(
         guest, tmp_path):
     # 4000 requests/s of 500 us need both vCPUs: on one core the queue,
     # and the p99 the workload publishes, grows past the target within
-    # seconds. At 60/s the p99 is a few ms, far under the target's slack.
+    # seconds. At 60/s the p99 is a few ms, under the target's slack.
     uuid = guest.dom.UUIDString()
     set_load(guest, HIGH, publish=99)
     agent = AgentProcess(tmp_path, **SMALL_HOST).start()
