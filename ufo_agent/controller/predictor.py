@@ -227,8 +227,9 @@ class Predictor:
             # A handoff's SF drop set Pred(target - 1), not a queue's: it
             # neither grows the VM nor holds it there. Walk.
             return None
-        if target < cores:
-            # Leave c cores only when u is clearly below what c - 1 sustain.
+        if target < cores and not self.too_light(util, target):
+            # Leave c cores only when u is clearly below what c - 1 sustain
+            # (no band where nothing would queue on c - 1).
             if util > model.pred_of(target) - self.config.util_resolution:
                 return Prediction(cores, Action.STAY, reason.of(
                     PRED_HYSTERESIS, util=util, cores=target))

@@ -123,6 +123,24 @@ def test_sf_under_pcu_low_on_the_smaller_count_decides_nothing():
     assert (out.cores, out.action) == (1, 'shrink'), out.reason
 
 
+def test_the_hysteresis_does_not_hold_a_guest_too_light_for_fewer():
+    # Pred(1) = 8 %, set by a handoff's SF drop at the guest's own light
+    # load. A burst grew it to two cores; back at 4 % (2 % PCU on one
+    # core) the hysteresis band under Pred(1) does not hold it there.
+    model, pred = _setup(max_cores=2)
+    model.update(1, 4.0, 600.0, now=0)
+    model.update(2, 4.0, 1000.0, now=0)
+    model.pred[1] = (8.0, True)
+    out = pred.predict(model, 2, 4.0, now=0)
+    assert (out.cores, out.action) == (1, 'shrink'), out.reason
+    assert predictor.PRED_HYSTERESIS not in out.reason.rules()
+    # A guest that would queue on one core is still held in the band.
+    model.pred[1] = (150.0, True)
+    out = pred.predict(model, 2, 148.0, now=0)
+    assert (out.cores, out.action) == (2, 'stay')
+    assert out.reason.rule == predictor.PRED_HYSTERESIS
+
+
 def test_a_shrink_probe_discounts_the_busier_cores():
     # 300 % on 3 cores; on 2 the same work shows 340 % (busier cores, 13 %
     # more, within sf_match_tolerance). PCU on 2 cores is 75 % of the
