@@ -86,6 +86,12 @@ def ruled_decisions(agent, uuid, since=0):
                 r'rule=([\w-]+)' % re.escape(uuid), text)]
 
 
+def decision_log(agent):
+    """The agent's decisions, for a failed assertion's message."""
+    return ''.join(line for line in agent.log_text().splitlines(True)
+                   if 'ufo_agent.decisions' in line)
+
+
 def log_mark(agent):
     return len(agent.log_text())
 
@@ -117,10 +123,10 @@ def test_cores_and_online_vcpus_follow_the_load(guest, tmp_path):
                 # The load, not the cold start, moved it: a change up
                 # after the load went up.
                 assert any(new > old for _, old, new in
-                           decisions(agent, uuid, mark)), agent.log
+                           decisions(agent, uuid, mark)), decision_log(agent)
             elif mark:
                 assert any(new < old for _, old, new in
-                           decisions(agent, uuid, mark)), agent.log
+                           decisions(agent, uuid, mark)), decision_log(agent)
         assert agent.signal(signal.SIGTERM) == 0
     finally:
         if agent.proc.poll() is None:
@@ -239,7 +245,7 @@ def rewhole_after_guest_shrink(agent, guest, uuid, since, whole):
     shrinks = [d for d in ruled_decisions(agent, uuid, since)
                if d[2] < d[1]]
     assert shrinks and all(d[3] in GUEST_LOAD_RULES
-                           for d in shrinks), agent.log
+                           for d in shrinks), decision_log(agent)
     status = agent.wait(
         stable(lambda s: whole(s) or band_holds_a_core(agent, s, since)),
         timeout=150, what='both cores back to the guest')
@@ -313,10 +319,10 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
             back = [d for d in pool[i + 1:]
                     if d[:3] == ('emulator-shrink', 1, 0)]
             assert back and back[0][3] in ('band', 'yield-to-short'), \
-                agent.log
+                decision_log(agent)
         if any(d[3] == 'yield-to-short' for d in pool):
             assert 'yields a core: %s runs one core short' % uuid in \
-                agent.log_text()[mark:], agent.log
+                agent.log_text()[mark:], decision_log(agent)
         # The band keeps asking (the threads run above its high mark
         # without a core of their own), and the pool stays empty. The
         # threads' load hovers near the stand-in mark, so the watch goes on
@@ -332,7 +338,7 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
         assert utils is not None, 'the guest shrank on every watch'
         assert max(utils) > high, utils
         assert not [d for d in emulator_decisions(agent, watched)
-                    if d[0] == 'emulator-grow'], agent.log
+                    if d[0] == 'emulator-grow'], decision_log(agent)
         assert agent.signal(signal.SIGTERM) == 0
     finally:
         if agent.proc.poll() is None:
@@ -367,7 +373,8 @@ def test_a_latency_target_grows_on_violation_and_shrinks_with_slack(
         shrinks = [d for d in ruled_decisions(agent, uuid, mark)
                    if d[2] < d[1]]
         assert shrinks and all(rule == 'latency-slack-trial'
-                               for _, _, _, rule in shrinks), agent.log
+                               for _, _, _, rule in shrinks), \
+            decision_log(agent)
         vm = vm_status(agent.status(), uuid)
         assert vm['latency_us'] < TARGET_US, vm
         mark = log_mark(agent)
@@ -376,7 +383,8 @@ def test_a_latency_target_grows_on_violation_and_shrinks_with_slack(
                    what='two cores again after the violation')
         grows = [d for d in ruled_decisions(agent, uuid, mark)
                  if d[2] > d[1]]
-        assert grows and grows[0][3] == 'latency-violation', agent.log
+        assert grows and grows[0][3] == 'latency-violation', \
+            decision_log(agent)
         assert agent.signal(signal.SIGTERM) == 0
     finally:
         if agent.proc.poll() is None:
