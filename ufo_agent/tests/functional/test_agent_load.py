@@ -311,11 +311,11 @@ def test_a_full_host_leaves_the_guest_its_cores_under_the_mark(guest,
         for i, grow in enumerate(pool):
             if grow[:3] != ('emulator-grow', 0, 1):
                 continue
-            # Taken while the guest had committed one core (the serial
-            # console's command alone can lift the threads over the
-            # stand-in mark for a second), then given back: by the band
-            # once the threads' load fell, or yielded once the guest ran
-            # one core short at the mark.
+            # Taken while the guest had committed one core (one second
+            # over the stand-in mark, most likely the serial console's
+            # command, is enough), then given back: by the band once the
+            # threads' load fell, or yielded once the guest ran one core
+            # short at the mark.
             back = [d for d in pool[i + 1:]
                     if d[:3] == ('emulator-shrink', 1, 0)]
             assert back and back[0][3] in ('band', 'yield-to-short'), \
