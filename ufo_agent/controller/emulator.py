@@ -70,10 +70,17 @@ the threads wake less and spend less per unit of work, so the linear
 projection reads high, and the mark judges the smaller pool once it
 runs there (a grow back at the mark is remembered,
 :meth:`EmulatorPool.grew_back`, and that size is not tried again under
-the same load). While no core is idle, the pool then does not grow back
-under the mark, whatever the saturation and while the emulator load
-stays as it was: taking the core back and yielding it again, every
-other tick, costs the guest its QoS for nothing. With a core idle,
+the same load). The guest given the core may run more I/O on it at
+once, which the projection does not count: a grow back remembers by
+how much the threads' busy time rose at the smaller size, and under
+the same load the pool projects that size with the rise, for a yield
+and for the band's shrink while a guest is short of cores (else the
+pool goes round every third tick: a grow at the mark, the core given
+back, a grow again). After a yield, while no core is idle, the pool
+does not grow back under the mark, whatever the saturation and while
+the emulator load stays as it was: taking the core back and yielding
+it again, every other tick, costs the guest its QoS for nothing. With
+a core idle,
 another guest's saturation still does not take it back, while that of
 a guest that was short of cores at the yield does: its own I/O queues
 (:meth:`EmulatorPool.holds_yield`, both cases). The
@@ -328,6 +335,14 @@ class _Yield:
 
 
 @dataclasses.dataclass(frozen=True)
+class _Shrunk:
+    """A size the band shrank the pool to while a guest was short."""
+
+    time: float
+    busy_pct: float     # the emulator threads' busy time then
+
+
+@dataclasses.dataclass(frozen=True)
 class _Ceded:
     """A size at which a grow for saturation gave way to guests' vCPUs."""
 
@@ -346,10 +361,12 @@ class _Measured:
 
 @dataclasses.dataclass(frozen=True)
 class _FailedYield:
-    """A size a yield went to and grew back from at the mark."""
+    """A size a yield or shrink went to and grew back from at the mark."""
 
     time: float
     busy_pct: float     # the emulator threads' busy time at the yield
+    # Their busy time at the smaller size over busy_pct (1.0 or more).
+    rise: float = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -392,7 +409,10 @@ class EmulatorPool:
         self._measured = {}
         # Size it yielded a core to a guest at -> _Yield.
         self._yielded = {}
-        # Size a yield went to and grew back from at the mark -> _FailedYield.
+        # Size the band shrank to on a full host -> _Shrunk.
+        self._shrunk = {}
+        # Size a yield or such a shrink went to and grew back from at the
+        # mark -> _FailedYield.
         self._failed_yields = {}
         # Size a grow for saturation gave way to guests' vCPUs at -> _Ceded.
         self._ceded = {}
@@ -487,7 +507,8 @@ class EmulatorPool:
         bound = _TRIAL_BOUND if trial and \
             self.may_try(now, size, busy_pct) else mark
         return self.projected(now, size, busy_pct, pcpus_per_core,
-                              guest_pct) < bound
+                              guest_pct) * self._rise(now, size,
+                                                      busy_pct) < bound
 
     def may_try(self, now, size, busy_pct):
         """True if a yield may try ``size`` on its linear projection.
@@ -506,6 +527,19 @@ class EmulatorPool:
         return failed is None or \
             not self._same_load(now, failed.time, failed.busy_pct, busy_pct)
 
+    def _rise(self, now, size, busy_pct):
+        """How much the threads' busy time rose when the pool went to ``size``.
+
+        Measured by the last grow back at the mark from ``size``
+        (:meth:`grew_back`); 1.0 once that is not this load.
+        """
+        failed = self._failed_yields.get(size)
+        if failed is None or \
+                not self._same_load(now, failed.time, failed.busy_pct,
+                                    busy_pct):
+            return 1.0
+        return failed.rise
+
     def _same_load(self, now, then, busy_then, busy_pct):
         """True if a memory from ``then`` still holds at ``busy_pct``.
 
@@ -516,11 +550,24 @@ class EmulatorPool:
             abs(busy_pct - busy_then) <= \
             self.config.sf_match_tolerance * busy_then
 
-    def grew_back(self, now, size):
-        """The pool grew at the mark from ``size``: a yield there failed."""
-        k = self._yielded.get(size)
-        if k is not None:
-            self._failed_yields[size] = _FailedYield(now, k.busy_pct)
+    def grew_back(self, now, size, busy_pct):
+        """The pool grew at the mark from ``size``: a yield there failed.
+
+        So did the band's shrink to ``size`` on a full host. ``busy_pct``
+        is the threads' busy time at ``size``: within ``settle_time`` of
+        the move, its rise over the busy time before is the move's (the
+        guest given the core), later it may be the guests' load.
+        """
+        went = [k for k in (self._yielded.get(size), self._shrunk.get(size))
+                if k is not None]
+        if went:
+            last = max(went, key=lambda k: k.time)
+            rise = 1.0
+            if last.busy_pct > 0 and \
+                    now - last.time <= self.config.settle_time + 1e-6:
+                rise = max(1.0, busy_pct / last.busy_pct)
+            self._failed_yields[size] = _FailedYield(now, last.busy_pct,
+                                                     rise)
 
     def yielded(self, now, size, busy_pct, short):
         """The pool gave a core to the guests ``short`` of cores.
@@ -773,7 +820,9 @@ class EmulatorPool:
         as a trial of a size it has not measured (:meth:`may_try`),
         which the mark judges; after that, saturation under the mark
         does not take it back while the load stays (:meth:`holds_yield`,
-        with any saturation while no core is idle).
+        with any saturation while no core is idle). A yield, or the
+        band's shrink while a guest is short, projects a size it grew
+        back from with the rise it measured there (:meth:`grew_back`).
         """
         mark = self.config.emulator_util_overload
         now, cores, busy = view.now, view.cores, view.busy_pct
@@ -787,8 +836,18 @@ class EmulatorPool:
                     now, cores, busy, view.saturated)):
                 return cores, FULL_HOST_HOLD, (), None
             if util >= mark:
-                self.grew_back(now, cores)
+                self.grew_back(now, cores, busy)
             return cores + 1, FULL_HOST_GROW, (), None
+        if want < cores and view.short:
+            # The band's shrink gives a core to a guest short of cores.
+            for size in range(want, cores):
+                rise = self._rise(now, size, busy)
+                if rise > 1.0 and rise * self.projected(
+                        now, size, busy, view.pcpus_per_core,
+                        view.guest_pct) >= mark:
+                    return cores, FULL_HOST_HOLD, (), None
+            self._shrunk[want] = _Shrunk(now, busy)
+            return want, None, (), None
         if want < cores or view.saturated or not view.short:
             return want, None, (), None
         eligible = [g for g in view.short

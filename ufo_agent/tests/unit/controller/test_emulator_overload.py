@@ -142,19 +142,92 @@ def test_a_trial_needs_a_size_neither_measured_nor_failed_at_this_load():
     # time within sf_match_tolerance of the yield's), nor for
     # sample_max_age.
     pool.yielded(10.0, 2, 390.0, ['a'])
-    pool.grew_back(12.0, 2)
+    pool.grew_back(12.0, 2, 390.0)
     assert not pool.may_yield(13.0, 3, 390.0, 2, 600.0, trial=True)
     assert pool.may_yield(13.0, 3, 370.0, 2, 600.0)  # 92.5 %: the mark's
     assert pool.may_yield(12.0 + 601.0, 3, 390.0, 2, 600.0, trial=True)
     # A grow back from a size nobody yielded to says nothing.
     other = _pool(**ON)
-    other.grew_back(12.0, 2)
+    other.grew_back(12.0, 2, 390.0)
     assert other.may_yield(13.0, 3, 390.0, 2, 600.0, trial=True)
+
+
+def test_a_yield_projects_the_rise_its_grow_back_measured():
+    # Yielded at 350 % (87.5 % projected on two cores), the threads ran
+    # 385 % there (96 %): the guest given the core ran more I/O on it.
+    pool = _pool(**ON)
+    assert pool.may_yield(0.0, 3, 350.0, 2, 600.0)
+    pool.yielded(1.0, 2, 350.0, ['a'])
+    pool.grew_back(2.0, 2, 385.0)
+    assert not pool.may_yield(3.0, 3, 350.0, 2, 600.0)  # 96.25 %
+    assert not pool.may_yield(3.0, 3, 360.0, 2, 600.0)  # 99 %
+    assert pool.may_yield(3.0, 3, 330.0, 2, 600.0)      # 90.75 %
+    # Under another load, or after sample_max_age, the projection alone.
+    assert pool.may_yield(3.0, 3, 290.0, 2, 600.0)
+    assert pool.may_yield(2.0 + 601.0, 3, 350.0, 2, 600.0)
+    # A grow back past settle_time after the yield: the guests' load
+    # moved, the yield did not raise it.
+    later = _pool(**ON)
+    later.yielded(1.0, 2, 350.0, ['a'])
+    later.grew_back(60.0, 2, 385.0)
+    assert later.may_yield(61.0, 3, 350.0, 2, 600.0)
 
 
 def test_no_yield_while_a_guests_threads_are_saturated():
     on, _ = _full_host(ON, _three_then(350.0), saturated_from=5)
     assert all(h[0] >= 3 for h in on[10:])
+
+
+def _io_follows_cores(cores, io_per_core, ticks, io_until=None,
+                      io_after=None):
+    """Two saturated 8-vCPU guests whose I/O follows the cores they hold.
+
+    Each runs every CPU it holds and offloads ``io_per_core`` % of a
+    CPU of I/O per core (``io_after`` from tick ``io_until`` on): a
+    core given to one raises the pool's load at once. Returns (pool
+    size, a's cores, b's cores) per tick.
+    """
+    controller = Controller(HostTopology.uniform(cores, 2),
+                            ControllerConfig())
+    for uuid in 'ab':
+        controller.add_vm(VmSpec(uuid, 8, 'lc'))
+    held, history = {'a': 1, 'b': 1}, []
+    for t in range(ticks):
+        io = io_per_core if io_until is None or t < io_until else io_after
+        samples = {u: VmSample(200.0 * n, 20000.0, emulator=io * n)
+                   for u, n in held.items()}
+        plan = controller.tick(float(t), samples,
+                               sum(s.emulator for s in samples.values()))
+        held = {u: max(1, len(plan.vms[u].cores)) for u in held}
+        history.append((len(plan.emulator_cores),
+                        len(plan.vms['a'].cores), len(plan.vms['b'].cores)))
+    return history
+
+
+def _changes(history):
+    return sum(1 for x, y in zip(history, history[1:]) if x != y)
+
+
+@pytest.mark.parametrize('cores,io_per_core', [
+    (7, 80.0),      # a yield to the short guest fills the smaller pool
+    (6, 100.0),     # so does the band's shrink below its low mark
+    (10, 150.0),
+])
+def test_a_move_the_pool_grew_back_from_is_not_repeated(
+        cores, io_per_core):
+    # Given back, the core raises the guest's I/O, and the smaller pool
+    # runs at the mark: the pool grows back, and on the next tick the
+    # same load would give the core back again (every third tick).
+    history = _io_follows_cores(cores, io_per_core, 120)
+    assert _changes(history[30:]) == 0, history[24:36]
+    assert len(set(history[:30])) > 2     # it went there once
+
+
+def test_a_move_that_grew_back_is_tried_again_under_another_load():
+    # The guests' I/O halves: the pool's smaller size is new evidence.
+    history = _io_follows_cores(7, 80.0, 90, io_until=60, io_after=40.0)
+    assert history[59] == (3, 2, 2)
+    assert history[-1][0] == 2 and sum(history[-1][1:]) == 5
 
 
 def _content_on_three(held):
