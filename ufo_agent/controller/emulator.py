@@ -523,9 +523,7 @@ class EmulatorPool:
         measured = self._measured.get(size)
         if measured is not None and now - measured.time <= age:
             return False
-        failed = self._failed_yields.get(size)
-        return failed is None or \
-            not self._same_load(now, failed.time, failed.busy_pct, busy_pct)
+        return self._failed_at(now, size, busy_pct) is None
 
     def _rise(self, now, size, busy_pct):
         """How much the threads' busy time rose when the pool went to ``size``.
@@ -533,12 +531,16 @@ class EmulatorPool:
         Measured by the last grow back at the mark from ``size``
         (:meth:`grew_back`); 1.0 once that is not this load.
         """
+        failed = self._failed_at(now, size, busy_pct)
+        return 1.0 if failed is None else failed.rise
+
+    def _failed_at(self, now, size, busy_pct):
+        """The :class:`_FailedYield` of ``size`` if it holds at this load."""
         failed = self._failed_yields.get(size)
-        if failed is None or \
-                not self._same_load(now, failed.time, failed.busy_pct,
-                                    busy_pct):
-            return 1.0
-        return failed.rise
+        if failed is not None and \
+                self._same_load(now, failed.time, failed.busy_pct, busy_pct):
+            return failed
+        return None
 
     def _same_load(self, now, then, busy_then, busy_pct):
         """True if a memory from ``then`` still holds at ``busy_pct``.

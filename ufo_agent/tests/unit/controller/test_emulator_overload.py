@@ -211,7 +211,7 @@ def _changes(history):
 @pytest.mark.parametrize('cores,io_per_core', [
     (7, 80.0),      # a yield to the short guest fills the smaller pool
     (6, 100.0),     # so does the band's shrink below its low mark
-    (10, 150.0),
+    (10, 150.0),    # the yield's round on a larger host
 ])
 def test_a_move_the_pool_grew_back_from_is_not_repeated(
         cores, io_per_core):
