@@ -9,6 +9,10 @@ that host again from its boots on each ``--fidelities`` host model with
 the same policy, so that the surrogate's verdicts on a real cloud host
 can be read against the engine's, VM by VM.
 
+``--agent-modes`` replays a UFO host with its agent in each mode named
+(``black-box``, ``qos-target``) on the very VMs and loads, where two
+clouds run in different modes place different VMs on a host.
+
 The VMs the cloud boots or deletes on the host within the window are
 left out: the replayed host keeps the set it had at ``--at``. Its
 agent starts afresh, as on a host that just booted them; ``--settle``
@@ -18,8 +22,9 @@ host's.
 
 ``--windows N`` takes N windows instead, each a host and a time drawn
 at random (``--window-seed``) after the warm-up, all from one run of
-the cloud, and ends with a ``RESULT replay_total`` line per model: the
-surrogate's error against the engine over hosts nobody chose.
+the cloud, and ends with a ``RESULT replay_total`` line per model (and
+agent mode): the surrogate's error against the engine over hosts nobody
+chose.
 """
 
 import argparse
@@ -145,18 +150,30 @@ def pick_windows(config, count, seconds, seed):
             for _ in range(count)]
 
 
-def replay(window, config, policy, fidelity, settle_s=0.0):
+# The agent's modes --agent-modes names: is it in QoS-target mode?
+AGENT_MODES = {'black-box': False, 'qos-target': True}
+
+
+def agent_mode(qos_target):
+    """The name of a UFO agent's mode (see :data:`AGENT_MODES`)."""
+    return 'qos-target' if qos_target else 'black-box'
+
+
+def replay(window, config, policy, fidelity, settle_s=0.0, qos_target=None):
     """Run ``window`` again on ``fidelity``: (steps, CPU s, host).
 
     ``settle_s``: seconds of the window's first loads run first and
-    left out of the steps.
+    left out of the steps. ``qos_target``: a UFO agent's mode, True or
+    False; None runs it in the cloud's.
     """
     spec = window.spec
+    if qos_target is None:
+        qos_target = config.qos_target
     host = host_mod.ClusterHost(
         spec.name, spec.cores, spec.smt, policy.host_policy,
         cloud.host_seed(config.seed, spec.name), fidelity=fidelity,
         config=cloud.controller_config(config.ufo_config),
-        qos_target=config.qos_target)
+        qos_target=qos_target)
     for request in window.requests:
         host.boot(request)
     cpu = time.process_time()
@@ -189,6 +206,11 @@ def main(argv=None):
                              '0: the fresh agent\'s start is counted)')
     parser.add_argument('--fidelities', default='surrogate,engine',
                         help='host models to replay on, in turn')
+    parser.add_argument('--agent-modes',
+                        help='replay a UFO host with its agent in each of '
+                             'these modes, comma-separated: %s (default: '
+                             'the cloud\'s mode only)'
+                             % ', '.join(AGENT_MODES))
     parser.add_argument('--top', type=int, default=5,
                         help='VMs named on each model\'s line (default 5)')
     parser.add_argument('cluster', nargs=argparse.REMAINDER,
@@ -214,6 +236,19 @@ def main(argv=None):
                      'ratio (--policies and --ratios), not %d'
                      % len(chosen))
     policy = chosen[0]
+    modes = [config.qos_target]
+    if args.agent_modes is not None:
+        names = args.agent_modes.split(',')
+        for name in names:
+            if name not in AGENT_MODES:
+                parser.error('--agent-modes: %r is not one of %s' % (
+                    name, ', '.join(AGENT_MODES)))
+        if len(set(names)) != len(names):
+            parser.error('--agent-modes: a mode is named twice')
+        if policy.host_policy != 'ufo':
+            parser.error('--agent-modes: %s runs no UFO agent'
+                         % policy.name)
+        modes = [AGENT_MODES[name] for name in names]
     picks = [(args.host, args.at)] if args.windows is None else \
         pick_windows(config, args.windows, args.seconds, args.window_seed)
     try:
@@ -222,40 +257,48 @@ def main(argv=None):
     except ValueError as exc:
         parser.error(str(exc))
     cloud_model = 'cloud:%s' % config.fidelity
-    totals = collections.OrderedDict(
-        (model, [0, 0]) for model in [cloud_model] + fidelities)
+    # A model's line for each agent mode it runs.
+    runs_of = [(cloud_model, config.qos_target)] + [
+        (fidelity, mode) for fidelity in fidelities for mode in modes]
+    totals = collections.OrderedDict((run, [0, 0]) for run in runs_of)
     for window in windows:
         print('replay: %s under %s from %.0f s, %d VMs, %d steps of %.0f s'
               % (window.host, policy.name, window.start_s,
                  len(window.requests), len(window.loads), config.step_s),
               flush=True)
         ids = window.vm_ids()
-        runs = [(cloud_model, window.ran, None)] + [
-            (fidelity,) + replay(window, config, policy, fidelity,
-                                 args.settle)[:2]
-            for fidelity in fidelities]
-        for model, steps, spent in runs:
+        for model, mode in runs_of:
+            if model == cloud_model:
+                steps, spent = window.ran, None
+            else:
+                steps, spent, _ = replay(window, config, policy, model,
+                                         args.settle, qos_target=mode)
             lc, bad = lc_seconds(steps, ids), violations(steps, ids)
-            totals[model][0] += lc
-            totals[model][1] += sum(bad.values())
-            print(_line(window.host, policy, model, len(ids), lc, bad,
-                        spent, args.top), flush=True)
+            totals[model, mode][0] += lc
+            totals[model, mode][1] += sum(bad.values())
+            print(_line(window.host, policy, model, _agent(policy, mode),
+                        len(ids), lc, bad, spent, args.top), flush=True)
     if args.windows is not None:
-        for model, (lc, bad) in totals.items():
-            print('RESULT replay_total policy=%s fidelity=%s windows=%d '
-                  'seed=%d settle_s=%.0f lc_s=%d violation_s=%d '
-                  'violation_pct=%.3f'
-                  % (policy.name, model, len(windows), args.window_seed,
-                     args.settle, lc, bad, 100.0 * bad / max(1, lc)),
-                  flush=True)
+        for (model, mode), (lc, bad) in totals.items():
+            print('RESULT replay_total policy=%s fidelity=%s agent=%s '
+                  'windows=%d seed=%d settle_s=%.0f lc_s=%d '
+                  'violation_s=%d violation_pct=%.3f'
+                  % (policy.name, model, _agent(policy, mode),
+                     len(windows), args.window_seed, args.settle, lc, bad,
+                     100.0 * bad / max(1, lc)), flush=True)
     return 0
 
 
-def _line(host, policy, fidelity, vms, lc, bad, spent, top):
+def _agent(policy, qos_target):
+    """The agent field of a line: a UFO agent's mode, or none."""
+    return agent_mode(qos_target) if policy.host_policy == 'ufo' else 'none'
+
+
+def _line(host, policy, fidelity, agent, vms, lc, bad, spent, top):
     total = sum(bad.values())
-    return ('RESULT replay host=%s policy=%s fidelity=%s vms=%d lc_s=%d '
-            'violation_s=%d violation_pct=%.3f cpu_s=%s top=%s'
-            % (host, policy.name, fidelity, vms, lc, total,
+    return ('RESULT replay host=%s policy=%s fidelity=%s agent=%s vms=%d '
+            'lc_s=%d violation_s=%d violation_pct=%.3f cpu_s=%s top=%s'
+            % (host, policy.name, fidelity, agent, vms, lc, total,
                100.0 * total / max(1, lc),
                'na' if spent is None else '%.1f' % spent,
                ','.join('%s:%d' % (v, s) for v, s in bad.most_common(top))

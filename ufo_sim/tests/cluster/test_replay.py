@@ -83,6 +83,31 @@ def test_the_engine_runs_the_same_window():
     assert set(replay.violations(engine, ids)) <= ids
 
 
+def _lc_targets(host):
+    return [g.latency_target_us for g in host.driver.guests()
+            if g.vm_class == 'lc']
+
+
+@pytest.mark.parametrize('cloud_mode', [False, True])
+def test_a_window_is_replayed_with_the_agent_in_either_mode(cloud_mode):
+    # The VMs and loads the cloud gave the host, whatever the mode its
+    # own agents ran in; None keeps the cloud's.
+    config = _config(qos_target=cloud_mode)
+    policy = cloud.Policy('ufo-sched', 2.0)
+    window = replay.capture(config, policy, REQUESTS, 'host000', 120, 60)
+    ids = window.vm_ids()
+    for mode, want in [(None, cloud_mode), (False, False), (True, True)]:
+        steps, _, host = replay.replay(window, config, policy, 'surrogate',
+                                       qos_target=mode)
+        assert host.qos_target is want
+        targets = _lc_targets(host)
+        assert targets and all(
+            (t is not None and t > 0) if want else t is None
+            for t in targets)
+        assert replay.lc_seconds(steps, ids) == 60 * sum(
+            r.lc for r in window.requests) > 0
+
+
 def test_settling_runs_the_first_loads_first_and_counts_the_window():
     config = _config(ufo_config=(('be_policy', 'soak'),))
     policy = cloud.Policy('ufo-sched', 2.0)
@@ -134,6 +159,42 @@ def test_the_command_prints_the_cloud_and_each_model(capsys):
         assert fields['host'] == 'host000'
         assert int(fields['lc_s']) >= 0
         assert 0.0 <= float(fields['violation_pct']) <= 100.0
+
+
+def test_the_command_replays_each_agent_mode_it_is_given(capsys):
+    assert replay.main(['--windows', '2', '--agent-modes',
+                        'black-box,qos-target'] + SMALL_CLOUD) == 0
+    out = capsys.readouterr().out.splitlines()
+    lines = [dict(f.split('=', 1) for f in x.split()[2:]) for x in out
+             if x.startswith('RESULT replay ')]
+    totals = [dict(f.split('=', 1) for f in x.split()[2:]) for x in out
+              if x.startswith('RESULT replay_total')]
+    assert [(x['fidelity'], x['agent']) for x in lines] == [
+        ('cloud:surrogate', 'black-box'), ('surrogate', 'black-box'),
+        ('surrogate', 'qos-target')] * 2
+    assert [(t['fidelity'], t['agent']) for t in totals] == [
+        ('cloud:surrogate', 'black-box'), ('surrogate', 'black-box'),
+        ('surrogate', 'qos-target')]
+    for total in totals:
+        mine = [x for x in lines if (x['fidelity'], x['agent']) ==
+                (total['fidelity'], total['agent'])]
+        assert int(total['lc_s']) == sum(int(x['lc_s']) for x in mine) > 0
+        assert int(total['violation_s']) == sum(
+            int(x['violation_s']) for x in mine)
+
+
+@pytest.mark.parametrize('policy,modes,error', [
+    ('ufo-sched', 'black-box,exact', "'exact' is not one of black-box, "
+                                     "qos-target"),
+    ('ufo-sched', 'qos-target,qos-target', 'a mode is named twice'),
+    ('default', 'qos-target', 'default@2 runs no UFO agent')])
+def test_an_agent_mode_the_host_cannot_run_is_refused(policy, modes, error,
+                                                      capsys):
+    with pytest.raises(SystemExit) as exc:
+        replay.main(['--host', 'host000', '--at', '0', '--agent-modes',
+                     modes, '--', '--policies', policy, '--ratios', '2'])
+    assert exc.value.code == 2
+    assert error in capsys.readouterr().err
 
 
 def test_unknown_fidelity_is_refused(capsys):
