@@ -80,10 +80,9 @@ back, a grow again). After a yield, while no core is idle, the pool
 does not grow back under the mark, whatever the saturation and while
 the emulator load stays as it was: taking the core back and yielding
 it again, every other tick, costs the guest its QoS for nothing. With
-a core idle,
-another guest's saturation still does not take it back, while that of
-a guest that was short of cores at the yield does: its own I/O queues
-(:meth:`EmulatorPool.holds_yield`, both cases). The
+a core idle, another guest's saturation still does not take it back,
+while that of a guest that was short of cores at the yield does: its
+own I/O queues (:meth:`EmulatorPool.holds_yield`, both cases). The
 pool also yields a core to a guest's denied probe (the controller picks
 the guest, and takes the core back if the probe's trial does not keep
 it), and holds that size the same way.
@@ -360,8 +359,12 @@ class _Measured:
 
 
 @dataclasses.dataclass(frozen=True)
-class _FailedYield:
-    """A size a yield or shrink went to and grew back from at the mark."""
+class _FailedMove:
+    """A size a move went to and left again at the mark.
+
+    A yield or the band's shrink the pool grew back from, or a latency
+    trial it went back from.
+    """
 
     time: float
     busy_pct: float     # the emulator threads' busy time at the yield
@@ -412,8 +415,8 @@ class EmulatorPool:
         # Size the band shrank to on a full host -> _Shrunk.
         self._shrunk = {}
         # Size a yield or such a shrink went to and grew back from at the
-        # mark -> _FailedYield.
-        self._failed_yields = {}
+        # mark -> _FailedMove.
+        self._failed_moves = {}
         # Size a grow for saturation gave way to guests' vCPUs at -> _Ceded.
         self._ceded = {}
         # One bool per recent tick: was some guest saturated? Counted on
@@ -430,7 +433,7 @@ class EmulatorPool:
         self._squeeze_asks = 0
         # QoS-target mode: the size on trial or held by the guests'
         # latency (_LatencyTrial), and the sizes such a trial went back
-        # from (size -> _FailedYield).
+        # from (size -> _FailedMove).
         self._latency_trial = None
         self._failed_latency = {}
 
@@ -535,8 +538,8 @@ class EmulatorPool:
         return 1.0 if failed is None else failed.rise
 
     def _failed_at(self, now, size, busy_pct):
-        """The :class:`_FailedYield` of ``size`` if it holds at this load."""
-        failed = self._failed_yields.get(size)
+        """The :class:`_FailedMove` of ``size`` if it holds at this load."""
+        failed = self._failed_moves.get(size)
         if failed is not None and \
                 self._same_load(now, failed.time, failed.busy_pct, busy_pct):
             return failed
@@ -568,8 +571,7 @@ class EmulatorPool:
             if last.busy_pct > 0 and \
                     now - last.time <= self.config.settle_time + 1e-6:
                 rise = max(1.0, busy_pct / last.busy_pct)
-            self._failed_yields[size] = _FailedYield(now, last.busy_pct,
-                                                     rise)
+            self._failed_moves[size] = _FailedMove(now, last.busy_pct, rise)
 
     def yielded(self, now, size, busy_pct, short):
         """The pool gave a core to the guests ``short`` of cores.
@@ -782,7 +784,7 @@ class EmulatorPool:
             if missed and (settled or
                            trial.violating >= cfg.confirm_samples):
                 self._latency_trial = None
-                self._failed_latency[trial.size] = _FailedYield(
+                self._failed_latency[trial.size] = _FailedMove(
                     now, trial.busy_pct)
                 return trial.origin, LATENCY_POOL_REVERT
             trial.accepted = trial.accepted or settled
