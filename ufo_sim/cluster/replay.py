@@ -154,11 +154,6 @@ def pick_windows(config, count, seconds, seed):
 AGENT_MODES = {'black-box': False, 'qos-target': True}
 
 
-def agent_mode(qos_target):
-    """The name of a UFO agent's mode (see :data:`AGENT_MODES`)."""
-    return 'qos-target' if qos_target else 'black-box'
-
-
 def replay(window, config, policy, fidelity, settle_s=0.0, qos_target=None):
     """Run ``window`` again on ``fidelity``: (steps, CPU s, host).
 
@@ -291,7 +286,9 @@ def main(argv=None):
 
 def _agent(policy, qos_target):
     """The agent field of a line: a UFO agent's mode, or none."""
-    return agent_mode(qos_target) if policy.host_policy == 'ufo' else 'none'
+    if policy.host_policy != 'ufo':
+        return 'none'
+    return 'qos-target' if qos_target else 'black-box'
 
 
 def _line(host, policy, fidelity, agent, vms, lc, bad, spent, top):
