@@ -134,6 +134,21 @@ OPTS = [
              'own (parked, best-effort, or squeezed out under overload). 0 '
              'is for small hosts: such VMs then share every managed CPU '
              'when no core is free, so that one busy VM can hold them all.'),
+    cfg.FloatOpt(
+        'idle_pool_steal_max', default=_DEFAULTS.idle_pool_steal_max,
+        min=0.0, max=0.999, mutable=True,
+        help='The largest share of the parked VMs\' runnable time that '
+             'their vCPU threads may spend waiting for a CPU of the idle '
+             'pool (steal, measured by the host). Above it on '
+             'confirm_samples ticks in a row the idle pool takes one more '
+             'core, as committed demand: served after the active VMs\' '
+             'committed cores, and counted as a shortfall when the host '
+             'has none; under half of it for idle_after seconds (longer '
+             'after a core given back was asked for again) it gives one '
+             'back, never going below idle_pool_min_cores. For hosts '
+             'whose idle_util parks VMs that still do work (0.05 is the '
+             'value evaluated on the simulator); 0, the default, keeps '
+             'the idle pool at idle_pool_min_cores while VMs share it.'),
     cfg.IntOpt(
         'samples_per_model', default=_DEFAULTS.samples_per_model,
         min=3, max=64,

@@ -15,11 +15,12 @@ Two steps, both deterministic:
    ``incumbent`` more (max-min on core counts when no utilization is
    known), except that a core the emulator pool yielded for some VMs
    on this tick (``yielded_to``) is set aside and goes, after the rest
-   is split, to the one of them with the largest deficit; the rest of
-   the emulator pool's growth (I/O beyond some guest's fair share);
+   is split, to the one of them with the largest deficit; the idle
+   pool's committed cores above its floor (:mod:`.idle_pool`); the rest
+   of the emulator pool's growth (I/O beyond some guest's fair share);
    then speculative demand (probes, new VMs' flavor-size starts) from
    what is left, max-min. Whatever committed demand was not met, a
-   guest's charged I/O included, is the shortfall.
+   guest's charged I/O and the idle pool's included, is the shortfall.
 2. :func:`assign_cores` picks the core ids: owners keep the cores they
    have, shrink from their smallest NUMA share and highest ids, and grow
    from the NUMA node where they already have most cores.
@@ -65,7 +66,7 @@ class Counts:
 
 def allocate_counts(total, emulator_min, emulator_want, requests,
                     shared_vms, idle_floor=1, emulator_fair=None,
-                    incumbent=0.0, yielded_to=None):
+                    incumbent=0.0, yielded_to=None, idle_extra=0):
     """Apply the overload rule; see the module docstring.
 
     ``emulator_fair`` (default: all of ``emulator_want``) is how large
@@ -76,6 +77,8 @@ def allocate_counts(total, emulator_min, emulator_want, requests,
     core to on this tick: the split of committed demand cannot hand that
     core to another VM (why: doc/source/research/
     2026-11-30-yield-to-named-guest.rst).
+    ``idle_extra`` is the idle pool's committed demand above its floor
+    (:mod:`.idle_pool`), served while some VM shares the pool.
     """
     if emulator_fair is None:
         emulator_fair = emulator_want
@@ -85,7 +88,8 @@ def allocate_counts(total, emulator_min, emulator_want, requests,
     keep_floor = shared_vms or sum(not r.quiet for r in requests) > left
     counts = _fill(total, emulator_min, emulator_want, emulator_fair,
                    requests, min(idle_floor, left) if keep_floor else 0,
-                   incumbent, yielded_to)
+                   incumbent, yielded_to,
+                   idle_extra if shared_vms else 0)
     if counts.starved and not keep_floor and idle_floor:
         # Quiet VMs were left without a core: they share the idle pool.
         counts = _fill(total, emulator_min, emulator_want, emulator_fair,
@@ -143,7 +147,7 @@ def charge_excess(excess, offloaded, entitled):
 
 
 def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
-          floor, incumbent, yielded_to=None):
+          floor, incumbent, yielded_to=None, idle_extra=0):
     left = total
     emulator = min(emulator_min, left)
     left -= emulator + floor
@@ -202,6 +206,8 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
     if set_aside and named:
         given[min(named)[4].key] += 1
         left -= 1
+    idle = min(idle_extra, max(0, left))
+    left -= idle
     first_cores(quiet)
     committed_cores(quiet)
     grow_emulator(emulator_want)
@@ -217,7 +223,7 @@ def _fill(total, emulator_min, emulator_want, emulator_fair, requests,
         left -= 1
         if given[key] < want[key]:
             heapq.heappush(heap, (given[key], key))
-    shortfall = max(0, emulator_want - emulator)
+    shortfall = max(0, emulator_want - emulator) + idle_extra - idle
     shortfall += sum(max(0, req.committed + req.charge - given[req.key])
                      for req in requests)
     starved = frozenset(key for key, cores in given.items() if not cores)

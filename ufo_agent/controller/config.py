@@ -34,6 +34,7 @@ class ControllerConfig:
     emulator_charge_excess: bool = True
     emulator_min_cores: int = 1
     idle_pool_min_cores: int = 1
+    idle_pool_steal_max: float = 0.0
     samples_per_model: int = 8
     min_samples_to_fit: int = 3
     refit_error: float = 0.05
@@ -74,6 +75,9 @@ class ControllerConfig:
         if self.min_samples_to_fit < 3:
             errors.append('min_samples_to_fit must be at least 3 '
                           '(a quadratic has three coefficients)')
+        if not 0.0 <= self.idle_pool_steal_max < 1.0:
+            errors.append('idle_pool_steal_max must be at least 0 and '
+                          'below 1')
         if not 0.0 < self.host_only_steal_max < 1.0:
             errors.append('host_only_steal_max must be between 0 and 1')
         if self.idle_after_max < 0.0:

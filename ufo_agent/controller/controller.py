@@ -25,6 +25,7 @@ from ufo_agent.controller import config as controller_config
 from ufo_agent.controller import confirm
 from ufo_agent.controller import emulator as emulator_pool
 from ufo_agent.controller import hostonly
+from ufo_agent.controller import idle_pool
 from ufo_agent.controller import latency
 from ufo_agent.controller import memory
 from ufo_agent.controller import plan as plans
@@ -224,6 +225,7 @@ class Controller:
         self.idle_cores = topology.core_ids - self.emulator_cores
         self.emulator_util = 0.0
         self.emulator_pool = emulator_pool.EmulatorPool(self.config)
+        self.idle_pool = idle_pool.IdlePool(self.config, self.ppc)
         self.last_plan = None
         self._pending = []        # decisions made between two ticks
         # uuid -> emulator cores charged to it (emulator_charge_excess),
@@ -284,6 +286,7 @@ class Controller:
                                   % ', '.join(fixed))
         old, self.config = self.config, config
         self.emulator_pool.config = config
+        self.idle_pool.config = config
         rethreshold = any(getattr(old, name) != getattr(config, name)
                           for name in ('sf_threshold', 'flat_sf_threshold',
                                        'detect_flat_sf'))
@@ -382,6 +385,7 @@ class Controller:
             else:
                 decisions += own
 
+        self._size_idle_pool(now, samples, decisions)
         offloaded = {u: s.emulator for u, s in samples.items()
                      if u in self.vms}
         entitled = {u: self.vms[u].spec.vcpus for u in offloaded}
@@ -940,13 +944,36 @@ class Controller:
             return False
         return True
 
+    def _size_idle_pool(self, now, samples, decisions):
+        """The idle pool's cores above its floor, by the parked VMs' steal."""
+        busy = wait = 0.0
+        parked = 0
+        for uuid, state in self.vms.items():
+            if state.mode != VmMode.IDLE:
+                continue
+            parked += 1
+            sample = samples.get(uuid)
+            if sample is not None:
+                busy += sample.util
+                wait += sample.vcpu_wait
+        floor = self.config.idle_pool_min_cores
+        change = self.idle_pool.decide(
+            now, idle_pool.ParkedLoad(busy, wait, parked), floor,
+            len(self.idle_cores))
+        if change is not None:
+            old, why = change
+            new = self.idle_pool.extra
+            decisions.append(Decision(
+                now, 'idle', Action.IDLE_GROW if new > old
+                else Action.IDLE_SHRINK, floor + old, floor + new, why))
+
     def _idle_room(self):
         """Idle cores a guest could grow into, beyond the idle floor.
 
         A core the idle pool keeps for guests that share it does not
         count; negative when the floor itself is short of cores.
         """
-        floor = self.config.idle_pool_min_cores \
+        floor = self.config.idle_pool_min_cores + self.idle_pool.extra \
             if self._some_vm_shares() else 0
         return len(self.idle_cores) - floor
 
@@ -1074,7 +1101,7 @@ class Controller:
             len(self.topology), self.config.emulator_min_cores, emu_want,
             requests, self._some_vm_shares(),
             idle_floor=self.config.idle_pool_min_cores,
-            emulator_fair=emu_fair,
+            idle_extra=self.idle_pool.extra, emulator_fair=emu_fair,
             incumbent=self.config.sf_match_tolerance, yielded_to=yielded_to)
 
     def _committed(self, state):
@@ -1236,8 +1263,8 @@ class Controller:
 
 
 _SAMPLE_NUMBERS = ('util', 'sf', 'steal', 'emulator', 'emulator_wait',
-                   'emulator_threads', 'packets_in', 'packets_out',
-                   'bytes_in', 'bytes_out')
+                   'vcpu_wait', 'emulator_threads', 'packets_in',
+                   'packets_out', 'bytes_in', 'bytes_out')
 _sample_numbers = operator.attrgetter(*_SAMPLE_NUMBERS)
 
 

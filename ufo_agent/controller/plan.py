@@ -30,8 +30,9 @@ class Action(enum.StrEnum):
     trial at a count it had left and ``accept`` where the VM already is.
     The others come from the lifecycle (``start``, ``park``, ``wake``,
     class changes), the allocator (``squeeze``, ``restore``,
-    ``probe-denied``), the end of a grow's drain cores (``drained``) and
-    the emulator pool; ``reset`` starts a VM whose update failed afresh.
+    ``probe-denied``), the end of a grow's drain cores (``drained``), the
+    emulator pool and the idle pool; ``reset`` starts a VM whose update
+    failed afresh.
     """
 
     STAY = 'stay'
@@ -51,6 +52,8 @@ class Action(enum.StrEnum):
     DRAINED = 'drained'
     EMULATOR_GROW = 'emulator-grow'
     EMULATOR_SHRINK = 'emulator-shrink'
+    IDLE_GROW = 'idle-grow'
+    IDLE_SHRINK = 'idle-shrink'
     RESET = 'reset'
 
 
@@ -104,6 +107,8 @@ class VmSample:
     steal: float = None
     emulator: float = 0.0
     emulator_wait: float = 0.0      # their run delay, % of one CPU
+    # Its vCPU threads' run delay, % of one CPU, in either mode: the host's.
+    vcpu_wait: float = 0.0
     emulator_threads: int = 0       # how many threads they are (0: unknown)
     # Its NICs' traffic per second, seen from the guest (None: unknown).
     packets_in: float = None

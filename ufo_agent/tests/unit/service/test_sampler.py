@@ -254,12 +254,17 @@ def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
     assert rates.sample.emulator == pytest.approx(50.0)
     assert rates.sample.emulator_wait == pytest.approx(10.0)
     assert rates.sample.emulator_threads == 3
+    # The vCPU threads' run delay as well, for the idle pool's steal.
+    assert rates.sample.vcpu_wait == pytest.approx(50.0)
 
 
 def test_a_guest_mode_sample_has_no_steal():
     _, out = run(Guest(steady(0.6)), 5)
     assert all(not r.sample.host_only for r in out[1:])
     assert all(r.sample.emulator == r.emulator_pct for r in out)
+    # But the host's run delay of its vCPU threads, % of one CPU.
+    assert all(r.sample.vcpu_wait == pytest.approx(r.run_delay_ms / 10)
+               for r in out[1:])
 
 
 def test_traffic_rates_cover_the_nics_seen_in_both_observations():
