@@ -75,7 +75,7 @@ class IdlePool:
         self._under_since = None        # under half the limit since
         self._changed_at = -math.inf
         self._shrunk_at = None
-        self._shrink_wait = config.idle_after
+        self._doublings = 0             # of the wait before a shrink
 
     def decide(self, now, load, floor, cores):
         """Update :attr:`extra` from one tick's ``load``.
@@ -101,7 +101,9 @@ class IdlePool:
         if self._shrunk_at is not None and \
                 now - self._shrunk_at >= cfg.idle_after_max:
             self._shrunk_at = None
-            self._shrink_wait = cfg.idle_after
+            self._doublings = 0
+        wait = min(cfg.idle_after * 2 ** self._doublings,
+                   max(cfg.idle_after, cfg.idle_after_max))
         why = None
         if steal > limit:
             self._under_since = None
@@ -112,9 +114,9 @@ class IdlePool:
             if self._over >= cfg.confirm_samples and settled and \
                     cores >= floor + self.extra and cores - floor < cap:
                 if self._shrunk_at is not None and \
-                        now - self._shrunk_at < self._shrink_wait:
-                    self._shrink_wait = min(2 * self._shrink_wait,
-                                            cfg.idle_after_max)
+                        now - self._shrunk_at < wait and \
+                        wait < cfg.idle_after_max:
+                    self._doublings += 1
                 self.extra = cores - floor + 1
                 self._over = 0
                 why = reason.of(STEAL_HIGH, steal=100 * steal,
@@ -126,7 +128,7 @@ class IdlePool:
             elif self._under_since is None:
                 self._under_since = now
             elif self.extra and settled and \
-                    now - self._under_since >= self._shrink_wait:
+                    now - self._under_since >= wait:
                 self.extra -= 1
                 self._shrunk_at = now
                 why = reason.of(STEAL_LOW, steal=100 * steal,

@@ -110,6 +110,16 @@ def test_a_core_given_back_and_asked_for_again_doubles_the_wait():
     assert waits == [10.0, 20.0, 40.0]
 
 
+def test_the_wait_follows_a_new_idle_after():
+    pool = idle_pool.IdlePool(CONFIG, 2)
+    _run(pool, [CROWDED] * 3)
+    # As Controller.reconfigure does.
+    pool.config = ControllerConfig(idle_util=10.0, idle_after=5.0,
+                                   idle_pool_steal_max=0.05)
+    seen = _run(pool, [ROOMY] * 10, start=3.0)
+    assert seen.index(0) == 5
+
+
 def test_the_option_at_zero_keeps_the_floor():
     config = ControllerConfig(idle_util=10.0, idle_pool_steal_max=0.0)
     pool = idle_pool.IdlePool(config, 2)
