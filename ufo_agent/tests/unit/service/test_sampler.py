@@ -35,6 +35,8 @@ class Guest:
         # time t; None: never published.
         self.latency = None
         self.busy_reads = 0
+        # Host run delay of its vCPU threads per CPU second they ran.
+        self.wait_per_cpu = 0.0
         self._cum = [0.0]
 
     def cpu_s(self, t):
@@ -80,8 +82,9 @@ class Guest:
         else:
             guest = report.GuestReport(report.STATUS_OK, '', self.sample(t))
         slices = int(t * (self.wakeups + self.own))
-        return base.Observation(t, int(self.cpu_s(t) * 1e9), 0, slices, 0,
-                                guest)
+        cpu_ns = int(self.cpu_s(t) * 1e9)
+        return base.Observation(t, cpu_ns, int(cpu_ns * self.wait_per_cpu),
+                                slices, 0, guest)
 
 
 def run(guest, ticks, sampler=None, start=100.0, tick=1.0):
@@ -259,10 +262,15 @@ def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
 
 
 def test_a_guest_mode_sample_has_no_steal():
-    _, out = run(Guest(steady(0.6)), 5)
+    guest = Guest(steady(0.6))
+    guest.wait_per_cpu = 0.25
+    _, out = run(guest, 5)
     assert all(not r.sample.host_only for r in out[1:])
     assert all(r.sample.emulator == r.emulator_pct for r in out)
-    # But the host's run delay of its vCPU threads, % of one CPU.
+    # But the host's run delay of its vCPU threads, % of one CPU: 0.6
+    # of a CPU ran, and waited a quarter of that.
+    assert all(r.mode == sampler_mod.MODE_GUEST for r in out[2:])
+    assert all(r.sample.vcpu_wait == pytest.approx(15.0) for r in out[1:])
     assert all(r.sample.vcpu_wait == pytest.approx(r.run_delay_ms / 10)
                for r in out[1:])
 
