@@ -6,6 +6,7 @@ frequency per unit of utilization orders of magnitude below LC ones;
 Appendix A.3 shows MySQL-like VMs, whose SF does not fall at high load.
 """
 
+from ufo_agent.controller import backoff
 from ufo_agent.controller.plan import VmClass
 
 
@@ -29,19 +30,13 @@ class IdleDetector:
         self.idle_since = None
         self.busy_streak = 0
         self._quiet = False
-        self.backoff = 0            # doublings of idle_after
+        self._wait = backoff.DoublingWait()
         self._parked_at = None
         self._parked_for = None     # the wait its last park came after
 
     def wait(self):
         """Seconds below the idle mark before this VM is parked."""
-        return min(self._doubled(), self._longest())
-
-    def _doubled(self):
-        return self.config.idle_after * 2 ** self.backoff
-
-    def _longest(self):
-        return max(self.config.idle_after, self.config.idle_after_max)
+        return self._wait.seconds(self.config)
 
     def update(self, util, now):
         """Feed one sample; return True while the VM counts as idle."""
@@ -72,10 +67,9 @@ class IdleDetector:
         if self._parked_at is None:
             return
         if now - self._parked_at < self._parked_for:
-            if self._doubled() < self._longest():
-                self.backoff += 1
+            self._wait.double(self.config)
         else:
-            self.backoff = 0
+            self._wait.reset()
         self._parked_at = None
 
     def woke(self):

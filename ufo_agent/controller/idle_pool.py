@@ -27,6 +27,7 @@ full. Pure: the controller gives it one :class:`ParkedLoad` a tick.
 
 import math
 
+from ufo_agent.controller import backoff
 from ufo_agent.controller import reason
 from ufo_agent import frozen
 
@@ -75,7 +76,7 @@ class IdlePool:
         self._under_since = None        # under half the limit since
         self._changed_at = -math.inf
         self._shrunk_at = None
-        self._doublings = 0             # of the wait before a shrink
+        self._wait = backoff.DoublingWait()   # before a shrink
 
     def decide(self, now, load, floor, cores):
         """Update :attr:`extra` from one tick's ``load``.
@@ -101,9 +102,8 @@ class IdlePool:
         if self._shrunk_at is not None and \
                 now - self._shrunk_at >= cfg.idle_after_max:
             self._shrunk_at = None
-            self._doublings = 0
-        wait = min(cfg.idle_after * 2 ** self._doublings,
-                   max(cfg.idle_after, cfg.idle_after_max))
+            self._wait.reset()
+        wait = self._wait.seconds(cfg)
         why = None
         if steal > limit:
             self._under_since = None
@@ -114,9 +114,8 @@ class IdlePool:
             if self._over >= cfg.confirm_samples and settled and \
                     cores >= floor + self.extra and cores - floor < cap:
                 if self._shrunk_at is not None and \
-                        now - self._shrunk_at < wait and \
-                        wait < cfg.idle_after_max:
-                    self._doublings += 1
+                        now - self._shrunk_at < wait:
+                    self._wait.double(cfg)
                 self.extra = cores - floor + 1
                 self._over = 0
                 why = reason.of(STEAL_HIGH, steal=100 * steal,
