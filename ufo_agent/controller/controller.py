@@ -945,7 +945,12 @@ class Controller:
         return True
 
     def _size_idle_pool(self, now, samples, decisions):
-        """The idle pool's cores above its floor, by the parked VMs' steal."""
+        """The idle pool's cores above its floor, by the parked VMs' steal.
+
+        Both sides of the steal are the host's measures of the vCPU
+        threads, never the guest's utilization: a guest that reports
+        less than it runs cannot grow the pool.
+        """
         busy = wait = 0.0
         parked = 0
         for uuid, state in self.vms.items():
@@ -953,8 +958,8 @@ class Controller:
                 continue
             parked += 1
             sample = samples.get(uuid)
-            if sample is not None:
-                busy += sample.util
+            if sample is not None and sample.vcpu_run is not None:
+                busy += sample.vcpu_run
                 wait += sample.vcpu_wait
         floor = self.config.idle_pool_min_cores
         change = self.idle_pool.decide(
@@ -1263,7 +1268,7 @@ class Controller:
 
 
 _SAMPLE_NUMBERS = ('util', 'sf', 'steal', 'emulator', 'emulator_wait',
-                   'vcpu_wait', 'emulator_threads', 'packets_in',
+                   'vcpu_run', 'vcpu_wait', 'emulator_threads', 'packets_in',
                    'packets_out', 'bytes_in', 'bytes_out')
 _sample_numbers = operator.attrgetter(*_SAMPLE_NUMBERS)
 

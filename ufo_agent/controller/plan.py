@@ -107,7 +107,9 @@ class VmSample:
     steal: float = None
     emulator: float = 0.0
     emulator_wait: float = 0.0      # their run delay, % of one CPU
-    # Its vCPU threads' run delay, % of one CPU, in either mode: the host's.
+    # Its vCPU threads' CPU and run delay, % of one CPU, in either mode:
+    # the host's (None: not measured).
+    vcpu_run: float = None
     vcpu_wait: float = 0.0
     emulator_threads: int = 0       # how many threads they are (0: unknown)
     # Its NICs' traffic per second, seen from the guest (None: unknown).

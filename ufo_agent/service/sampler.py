@@ -166,6 +166,7 @@ class Sampler:
         emu['emulator_wait'] = max(0, obs.emulator_wait_ns -
                                    last.emulator_wait_ns) / span / 1e7
         delay_ms = max(0, obs.vcpu_wait_ns - last.vcpu_wait_ns) / span / 1e6
+        emu['vcpu_run'] = vcpu_pct
         emu['vcpu_wait'] = delay_ms / 10.0
         slices = max(0, obs.vcpu_slices - last.vcpu_slices) / span
         reason, sample, fault = self._guest_sample(hist, obs, report, span)

@@ -165,13 +165,14 @@ def _host(config=CONFIG, parked=12, cores=8):
     return controller
 
 
-def _tick(controller, t, wait, busy_util=350.0):
+def _tick(controller, t, wait, busy_util=350.0, util=6.0, run=6.0):
     samples = {'busy': VmSample(busy_util, 20000.0)}
     if 'new' in controller.vms:
         samples['new'] = VmSample(300.0, 20000.0)
     for uuid in controller.vms:
         if uuid not in samples:
-            samples[uuid] = VmSample(6.0, 300.0, vcpu_wait=wait)
+            samples[uuid] = VmSample(util, 300.0, vcpu_run=run,
+                                     vcpu_wait=wait)
     plan = controller.tick(float(t), samples, 20.0)
     invariants.check_plan(plan, controller.topology,
                           {u: s.spec for u, s in controller.vms.items()},
@@ -237,3 +238,19 @@ def test_with_the_option_at_zero_the_idle_pool_keeps_its_floor():
         plan = _tick(controller, t, 20.0)
         assert not [d for d in plan.decisions if d.vm == 'idle']
     assert len(plan.idle_cores) == floor
+
+
+def test_the_steal_is_the_hosts_not_what_guests_report():
+    # Each parked guest reports 1 % busy while the host sees its vCPU
+    # threads run 8 %: 0.2 % waited is 2.4 % of their runnable time,
+    # not the 17 % the reports would make of it.
+    controller = _host()
+    _park(controller)
+    for t in range(12, 40):
+        plan = _tick(controller, t, 0.2, util=1.0, run=8.0)
+        assert not [d for d in plan.decisions if d.vm == 'idle']
+    assert controller.idle_pool.extra == 0
+    # And without the host's measure there is no steal to act on.
+    for t in range(40, 70):
+        plan = _tick(controller, t, 20.0, run=None)
+    assert controller.idle_pool.extra == 0

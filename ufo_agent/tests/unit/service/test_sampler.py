@@ -257,7 +257,9 @@ def test_a_host_only_sample_carries_the_steal_of_its_vcpu_threads():
     assert rates.sample.emulator == pytest.approx(50.0)
     assert rates.sample.emulator_wait == pytest.approx(10.0)
     assert rates.sample.emulator_threads == 3
-    # The vCPU threads' run delay as well, for the idle pool's steal.
+    # The vCPU threads' CPU and run delay as well, for the idle pool's
+    # steal.
+    assert rates.sample.vcpu_run == pytest.approx(150.0)
     assert rates.sample.vcpu_wait == pytest.approx(50.0)
 
 
@@ -273,6 +275,11 @@ def test_a_guest_mode_sample_has_no_steal():
     assert all(r.sample.vcpu_wait == pytest.approx(15.0) for r in out[1:])
     assert all(r.sample.vcpu_wait == pytest.approx(r.run_delay_ms / 10)
                for r in out[1:])
+    # And the CPU they ran, whatever the guest says it was busy.
+    assert all(r.sample.vcpu_run == pytest.approx(r.vcpu_pct)
+               for r in out[1:])
+    assert all(r.sample.vcpu_run == pytest.approx(60.0, rel=0.05)
+               for r in out[2:])
 
 
 def test_traffic_rates_cover_the_nics_seen_in_both_observations():
