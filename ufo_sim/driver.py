@@ -21,12 +21,13 @@ their real-world meaning.
 
 The simulated guest takes its vCPUs on- or offline one at a time, each
 costing the host model's hotplug time (``HostSpec.hotplug_cost``, the
-paper's 20-30 ms), but acknowledges a target as soon as it is sent: the
-enforcer never waits, which matters because the agent's clock is the
-simulated one and stands still while the agent runs. The pins of a
-shrinking VM may so narrow while its last vCPUs are still going offline,
-where the real agent narrows them after the answer: the model is harsher
-there for the hotplug time.
+paper's 20-30 ms), and acknowledges a target once it has carried it
+out, as the guest module does. The agent's clock is the simulated one
+and stands still while the agent runs, so the agent sleeps through
+:meth:`SimDriver.sleep`, which runs the host on: the enforcer's wait for
+a shrinking guest's answer lets the guest take its vCPUs offline before
+the pins narrow, in the real agent's order. A harness that ticks the
+agent advances the host to the end of each interval, not by a whole one.
 """
 
 import dataclasses
@@ -53,6 +54,8 @@ class _SimGuest:
     vcpu_pins: frozenset
     emulator_pins: frozenset
     seq: int = 0
+    target: int = None      # vCPUs online the last target asks for
+    done_seq: int = 0       # the last target carried out
     sample_count: int = 0
     last_time: float = None
     last_busy_ns: int = 0
@@ -196,7 +199,8 @@ class SimDriver(base.HypervisorDriver):
             flags |= layout.GUEST_FLAG_LATENCY
         sample = channel_report.GuestSample(
             flags=flags,
-            ack_target_seq=g.seq, applied_target=online if g.seq else 0,
+            ack_target_seq=self._carried_out(g, c.online_vcpus),
+            applied_target=online if g.done_seq else 0,
             online_vcpus=online, present_vcpus=g.guest.vcpus,
             online_cpus=tuple(range(online)),
             sample_count=g.sample_count, timestamp_ns=int(now * 1e9),
@@ -240,12 +244,29 @@ class SimDriver(base.HypervisorDriver):
                                    % (vcpus, g.guest.vcpus))
         self.host.set_online(uuid, vcpus, hotplug=True)
         g.seq += 1
+        g.target = vcpus
         return g.seq
 
     def acknowledged(self, uuid, seq):
         g = self._get(uuid)
-        return seq is not None and seq <= g.seq and \
-            self.host.online(uuid) >= 1
+        return seq is not None and \
+            seq <= self._carried_out(g, self.host.online(uuid))
+
+    @staticmethod
+    def _carried_out(g, online):
+        """The last target sequence the guest has carried out.
+
+        The engine counts a vCPU online until its teardown is done, and
+        one coming online once its bring-up is done: the count is the
+        target's once the guest is done with it.
+        """
+        if g.seq and online == g.target:
+            g.done_seq = g.seq
+        return g.done_seq
+
+    def sleep(self, seconds):
+        """The agent's wait of ``seconds`` (real): the host runs on."""
+        self.host.advance(seconds * self.time_scale)
 
     def heartbeat(self):
         """Nothing to refresh: a simulated guest's watchdog never fires."""

@@ -98,7 +98,8 @@ def _cpu_list(cpus):
 class Agent:
     def __init__(self, driver, managed_cpus, controller_config,
                  settings=None, store=None, clock=time.monotonic,
-                 signal_tracker=None, publishers=None, wallclock=time.time):
+                 signal_tracker=None, publishers=None, wallclock=time.time,
+                 sleep=time.sleep):
         self.driver = guard.GuardedDriver(driver, self._guest_error)
         self.settings = settings or settings_mod.AgentSettings()
         self.store = store
@@ -119,7 +120,7 @@ class Agent:
             self.settings.guest_util_tolerance,
             latency_stale_after=self.settings.latency_stale_after)
         self.enforcer = enforcer_mod.Enforcer(
-            self.driver, self.settings.ack_timeout, clock=clock,
+            self.driver, self.settings.ack_timeout, clock=clock, sleep=sleep,
             ack_wait=self.settings.ack_wait,
             max_vcpu_step=self.settings.max_vcpu_step,
             managed_cpus=self.topology.cpus_of(self.topology.core_ids),

@@ -447,21 +447,23 @@ def _guest_cpus(host, vm, seconds):
 def _hotplug_step(host, vm, cpus, target):
     """Real ms per vCPU, and seconds until the utilization settles.
 
-    As the agent does it: a shrinking VM's pins narrow as its target is
-    sent, a growing VM's widen before. Guest utilization is read per real
-    second from the change on; the last two are its settled value, and
-    the seconds before the first within HOTPLUG_SETTLED of it are the
-    disturbance.
+    As the agent does it: a shrinking VM's pins narrow once the guest
+    has taken its vCPUs offline, a growing VM's widen before. Guest
+    utilization is read per real second from the change on; the last
+    two are its settled value, and the seconds before the first within
+    HOTPLUG_SETTLED of it are the disturbance.
     """
     tick = spec.TIME_SCALE          # one real second
-    host.pin_vcpus(vm, range(cpus))
     start, was = host.now, host.online(vm)
+    if target > was:
+        host.pin_vcpus(vm, range(cpus))
     busy = host.counters(vm).guest_busy_ns
     host.set_online(vm, target, hotplug=True)
     step = host.spec.hotplug_cost / 100 or tick / 1000
     while host.online(vm) != target and host.now - start < tick:
         host.advance(step)
     took = (host.now - start) / spec.TIME_SCALE * 1e3 / abs(was - target)
+    host.pin_vcpus(vm, range(cpus))
     host.advance(start + tick - host.now)
     utils = [(host.counters(vm).guest_busy_ns - busy) / tick / 1e9]
     utils += [_guest_cpus(host, vm, tick)

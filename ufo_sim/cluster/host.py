@@ -218,7 +218,7 @@ class ClusterHost:
                 settings_mod.AgentSettings(), clock=self.driver.now,
                 signal_tracker=signal_tracker.HostSignalTracker(
                     signal_tracker.Windows()),
-                wallclock=self.driver.now)
+                wallclock=self.driver.now, sleep=self.driver.sleep)
             self.agent.start()
         elif policy == 'dyniso':
             self.parties = parties.PartiesLoop(len(self.cores), {})
@@ -305,7 +305,10 @@ class ClusterHost:
             if self.quasi_static and self._stable >= STABLE_TICKS and \
                     self._since_change >= MIN_TICKS:
                 span = self._quiet_span(seconds - done)
-            self.host.advance(self.tick * span)
+            # To the span's end: the agent's waits for its guests'
+            # answers ran the host on within the last tick.
+            self.host.advance(max(0.0, self.tick * (self.now + span) -
+                                  self.host.now))
             self.now += span
             done += span
             p99s, misses = {}, {}

@@ -178,6 +178,7 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
         trace['emulator_cpus'] = []
         trace['decisions'] = []
         app_of = {vm: PATTERNS[i][0] for i, vm in enumerate(scene.vms)}
+    start = host.now
     for second in range(seconds):
         for i, (app, pattern) in enumerate(PATTERNS):
             rps = load_at(pattern, second, scale, load_scale) * \
@@ -208,7 +209,8 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
                 ['%s %s %d->%d: %s' % (app_of.get(d.vm, d.vm), d.action,
                                        d.old, d.new, d.reason)
                  for d in plan.decisions] if plan else [])
-        host.advance(settings.tick)
+        host.advance(max(0.0, start + (second + 1) * settings.tick -
+                         host.now))
         lat = [host.take_latencies(vm) for vm in scene.vms]
         window = scenario.judge(scene, lat, settings.tick)
         for i in range(n):

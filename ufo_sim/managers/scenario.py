@@ -291,8 +291,10 @@ def run_feedback(scene, settings, held_cpus, control):
     Returns (:class:`Window`, CPUs held per judged interval).
     """
     judged, held, ticks = [[] for _ in scene.vms], [], []
+    start = scene.host.now
     for interval in range(settings.converge + settings.judge):
-        scene.host.advance(settings.tick)
+        scene.host.advance(max(0.0, start + (interval + 1) * settings.tick
+                               - scene.host.now))
         lat = [scene.host.take_latencies(vm) for vm in scene.vms]
         if interval >= settings.converge:
             for parts, values in zip(judged, lat):

@@ -50,7 +50,8 @@ class UfoAgent:
         self.agent = loop.Agent(
             self.driver, managed,
             config or controller_config.ControllerConfig(),
-            settings_mod.AgentSettings(), clock=self.driver.now)
+            settings_mod.AgentSettings(), clock=self.driver.now,
+            sleep=self.driver.sleep)
         self.agent.start()
 
     def held_cpus(self):

@@ -14,6 +14,15 @@ def _scene(loads, cores=8):
     return scenario.build(cell, cell_mod.Settings(cores=cores), seed=7)
 
 
+def _to_second(scene, second):
+    """Run the host to the end of real second ``second``.
+
+    Less what the agent's waits for its guests ran of it already.
+    """
+    scene.host.advance(max(0.0, second * engine.TIME_SCALE -
+                           scene.host.now))
+
+
 def test_agent_plans_keep_the_invariants_and_reach_the_host():
     scene = _scene((0.2, 0.2))
     u = ufo.UfoAgent(scene)
@@ -21,8 +30,10 @@ def test_agent_plans_keep_the_invariants_and_reach_the_host():
     specs = {vm: plan_mod.VmSpec(vm, 8, 'lc') for vm in scene.vms}
     held = []
     plan = None
-    for _ in range(15):
-        scene.host.advance(engine.TIME_SCALE)
+    for second in range(1, 16):
+        _to_second(scene, second)
+        # The clock is the host's in real seconds.
+        assert agent.clock() == second
         if plan is not None:
             # The guest took the last targets' vCPUs on- or offline
             # within the second, each in its hotplug time.
@@ -36,8 +47,6 @@ def test_agent_plans_keep_the_invariants_and_reach_the_host():
             assert vcpus == {plan.vms[vm].cpus}
             assert emulator == plan.emulator_cpus
         held.append(u.held_cpus())
-    # The clock is the host's in real seconds: 15 ticks, 15 seconds.
-    assert agent.clock() == 15.0
     assert agent.ticks == 15
     # Both guests report through the channel, and at 20 % load UFO hands
     # back cores it started with.
@@ -95,7 +104,7 @@ def test_qos_target_mode_runs_the_agents_own_latency_path():
         assert controller.vms[vm].spec.latency_percentile == 99.0
     seen = []
     for second in range(12):
-        scene.host.advance(engine.TIME_SCALE)
+        _to_second(scene, second + 1)
         lat = [scene.host.take_latencies(vm) for vm in scene.vms]
         plan = u.tick(lat)
         for i, vm in enumerate(scene.vms):
@@ -111,7 +120,7 @@ def test_qos_target_mode_runs_the_agents_own_latency_path():
     # Seconds without latencies publish none: the last p99 stands for
     # three seconds, then the black-box rules.
     for second in range(4):
-        scene.host.advance(engine.TIME_SCALE)
+        _to_second(scene, second + 13)
         plan = u.tick([[] for _ in scene.vms])
         for vm in scene.vms:
             assert u.agent.status[vm].latency_fresh == (second < 3)
@@ -123,8 +132,8 @@ def test_without_qos_target_no_guest_has_a_target():
     scene = _scene((0.2, 0.2))
     u = ufo.UfoAgent(scene)
     rules = []
-    for _ in range(8):
-        scene.host.advance(engine.TIME_SCALE)
+    for second in range(1, 9):
+        _to_second(scene, second)
         lat = [scene.host.take_latencies(vm) for vm in scene.vms]
         plan = u.tick(lat)
         rules += [r for vm in scene.vms for r in plan.vms[vm].note.rules()]
@@ -132,3 +141,58 @@ def test_without_qos_target_no_guest_has_a_target():
     assert all(s.spec.latency_target_us is None
                for s in u.agent.controller.vms.values())
     assert not [r for r in rules if r.startswith('latency-')]
+
+
+def test_a_shrinking_guest_is_offline_before_its_pins_narrow():
+    # The real agent's order (paper section 4.6): a guest that loses
+    # vCPUs is told first, and its pins narrow once it has answered. The
+    # simulated guest answers once its vCPUs are offline, each after its
+    # hotplug time, and the agent's wait runs the host on meanwhile.
+    scene = _scene((0.2, 0.2))
+    u = ufo.UfoAgent(scene)
+    host, pin = scene.host, u.driver.pin_vcpus
+    pins = {vm: len(host.cpus) for vm in scene.vms}
+    narrows = []
+
+    def pin_vcpus(uuid, cpus):
+        if len(cpus) < pins[uuid]:
+            # The engine counts a vCPU online until its teardown is done.
+            narrows.append((len(cpus), host.online(uuid)))
+        pins[uuid] = len(cpus)
+        return pin(uuid, cpus)
+
+    u.driver.pin_vcpus = pin_vcpus
+    clocks, waited = [], []
+
+    def control(interval, _lat):
+        clocks.append(u.agent.clock())
+        plan = u.tick()
+        waited.append(u.agent.clock() - clocks[-1])
+        return plan
+
+    settings = cell_mod.Settings(cores=8, converge=12, judge=3)
+    scenario.run_feedback(scene, settings, u.held_cpus, control)
+    assert len(narrows) >= 2
+    assert all(online <= cpus for cpus, online in narrows), narrows
+    # The waits took part of some seconds (each shrink's vCPUs their
+    # hotplug time): the agent still ticked at the start of each.
+    assert 0 < max(waited) < 1
+    assert clocks == [float(s) for s in range(1, 16)]
+
+
+def test_a_light_guests_shrinks_cost_it_no_second_over_its_target():
+    # Its vCPUs go offline on the CPUs they ran on, then the pins narrow:
+    # no request waits behind a vCPU's hotplug work on a CPU it shares.
+    for qos_target in (False, True):
+        scene = _scene((0.2, 0.2))
+        u = ufo.UfoAgent(scene, qos_target=qos_target)
+        target = scene.profiles[0].qos_p99_us
+        worst, shrinks = 0.0, 0
+        for second in range(1, 21):
+            _to_second(scene, second)
+            lat = [scene.host.take_latencies(vm) for vm in scene.vms]
+            worst = max([worst] + [scenario.p99(x) / target for x in lat])
+            plan = u.tick(lat)
+            shrinks += sum(1 for d in plan.decisions if d.new < d.old)
+        assert shrinks >= 2
+        assert worst < 1.0, (qos_target, worst)

@@ -53,14 +53,19 @@ def test_pins_and_targets_round_trip_to_the_host():
     d.pin_emulator(vm, {0, 1})
     assert d.read_pins(vm) == ({frozenset({2, 3})}, frozenset({0, 1}))
     seq = d.set_vcpu_target(vm, 2)
-    assert d.acknowledged(vm, seq)
-    assert not d.acknowledged(vm, seq + 1)
     # The guest takes one vCPU offline after the other, each for the
-    # hotplug cost.
+    # hotplug cost, and answers once it is done, on its page too.
     cost = host.spec.hotplug_cost
     assert host.online(vm) == 4
-    host.advance(2.5 * cost)
+    assert not d.acknowledged(vm, seq)
+    assert d.observe(vm).guest.sample.ack_target_seq == 0
+    host.advance(1.5 * cost)
+    assert not d.acknowledged(vm, seq)
+    host.advance(cost)
     assert host.online(vm) == 2
+    assert d.acknowledged(vm, seq)
+    assert not d.acknowledged(vm, seq + 1)
+    assert d.observe(vm).guest.sample.ack_target_seq == seq
     # The vCPU threads ran only on their pins: CPUs 4-7 stayed idle.
     idle = [c['idle_ns'] for c in host.cpu_time()]
     assert all(idle[c] == round(host.now * 1e9) for c in (4, 5, 6, 7))
@@ -69,6 +74,16 @@ def test_pins_and_targets_round_trip_to_the_host():
     host.advance(2.5 * cost)
     assert host.online(vm) == 4
     assert d.read_pins(vm) == ({frozenset(range(8))}, frozenset(range(8)))
+
+
+def test_the_agents_sleep_runs_the_host_on():
+    host, vm = _host()
+    d = sim_driver.SimDriver(host)
+    d.add(vm, 4)
+    d.sleep(0.005)
+    # Real seconds: the engine's are TIME_SCALE times longer.
+    assert host.now == pytest.approx(0.005 * engine.TIME_SCALE)
+    assert d.now() == pytest.approx(0.005)
 
 
 def test_rejects_what_a_real_host_would():
