@@ -464,7 +464,7 @@ def _hotplug_step(host, vm, cpus, target):
         host.advance(step)
     took = (host.now - start) / spec.TIME_SCALE * 1e3 / abs(was - target)
     host.pin_vcpus(vm, range(cpus))
-    host.advance(start + tick - host.now)
+    host.advance_to(start + tick)
     utils = [(host.counters(vm).guest_busy_ns - busy) / tick / 1e9]
     utils += [_guest_cpus(host, vm, tick)
               for _ in range(HOTPLUG_WINDOWS - 1)]

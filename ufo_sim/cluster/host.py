@@ -305,10 +305,7 @@ class ClusterHost:
             if self.quasi_static and self._stable >= STABLE_TICKS and \
                     self._since_change >= MIN_TICKS:
                 span = self._quiet_span(seconds - done)
-            # To the span's end: the agent's waits for its guests'
-            # answers ran the host on within the last tick.
-            self.host.advance(max(0.0, self.tick * (self.now + span) -
-                                  self.host.now))
+            self.host.advance_to(self.tick * (self.now + span))
             self.now += span
             done += span
             p99s, misses = {}, {}

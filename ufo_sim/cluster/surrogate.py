@@ -441,6 +441,11 @@ class SurrogateHost:
                 c['requests_done'] += int(work)
         self._now += dt
 
+    def advance_to(self, when):
+        """As :meth:`ufo_sim.engine.SimHost.advance_to`."""
+        if when > self._now:
+            self.advance(when - self._now)
+
 
 _DEFAULT = None
 

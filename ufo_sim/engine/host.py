@@ -166,6 +166,16 @@ class SimHost:
         """
         self._core.advance(int(round(seconds * 1e9)))
 
+    def advance_to(self, when):
+        """Run simulated time forward to ``when`` (s), if not there yet.
+
+        A loop that ticks an agent runs the host to each interval's end:
+        the agent's waits for its guests (``SimDriver.sleep``) may have
+        run part of the interval already.
+        """
+        if when > self.now:
+            self.advance(when - self.now)
+
     def counters(self, vm):
         """Cumulative :class:`VmCounters` of ``vm``."""
         return VmCounters(*self._core.counters(self._vm(vm)))

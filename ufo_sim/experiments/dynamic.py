@@ -209,8 +209,7 @@ def _simulate(manager, settings, scale, load_scale=1.0, replay=None):
                 ['%s %s %d->%d: %s' % (app_of.get(d.vm, d.vm), d.action,
                                        d.old, d.new, d.reason)
                  for d in plan.decisions] if plan else [])
-        host.advance(max(0.0, start + (second + 1) * settings.tick -
-                         host.now))
+        host.advance_to(start + (second + 1) * settings.tick)
         lat = [host.take_latencies(vm) for vm in scene.vms]
         window = scenario.judge(scene, lat, settings.tick)
         for i in range(n):

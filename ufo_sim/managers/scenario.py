@@ -283,8 +283,10 @@ def ticking_agent(agent, settings, host, vm, start):
 def run_feedback(scene, settings, held_cpus, control):
     """Run a feedback manager, then judge it as it keeps running.
 
-    Each control interval the host runs ``settings.tick`` simulated
-    seconds, then ``control(interval number, latencies per VM)`` acts.
+    Each control interval the host runs to the interval's end
+    (``settings.tick`` simulated seconds, less what the manager's last
+    action ran of it), then ``control(interval number, latencies per
+    VM)`` acts.
     After ``converge`` intervals, ``judge`` more are judged together,
     and each on its own (``Window.ticks``). ``held_cpus()`` is read
     before the manager acts on an interval (what it held during it).
@@ -293,8 +295,7 @@ def run_feedback(scene, settings, held_cpus, control):
     judged, held, ticks = [[] for _ in scene.vms], [], []
     start = scene.host.now
     for interval in range(settings.converge + settings.judge):
-        scene.host.advance(max(0.0, start + (interval + 1) * settings.tick
-                               - scene.host.now))
+        scene.host.advance_to(start + (interval + 1) * settings.tick)
         lat = [scene.host.take_latencies(vm) for vm in scene.vms]
         if interval >= settings.converge:
             for parts, values in zip(judged, lat):

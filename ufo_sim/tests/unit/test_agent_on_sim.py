@@ -15,12 +15,8 @@ def _scene(loads, cores=8):
 
 
 def _to_second(scene, second):
-    """Run the host to the end of real second ``second``.
-
-    Less what the agent's waits for its guests ran of it already.
-    """
-    scene.host.advance(max(0.0, second * engine.TIME_SCALE -
-                           scene.host.now))
+    """Run the host to the end of real second ``second``."""
+    scene.host.advance_to(second * engine.TIME_SCALE)
 
 
 def test_agent_plans_keep_the_invariants_and_reach_the_host():

@@ -84,6 +84,11 @@ def test_the_agents_sleep_runs_the_host_on():
     # Real seconds: the engine's are TIME_SCALE times longer.
     assert host.now == pytest.approx(0.005 * engine.TIME_SCALE)
     assert d.now() == pytest.approx(0.005)
+    # A harness then runs the host to the interval's end, not past it.
+    host.advance_to(engine.TIME_SCALE)
+    assert host.now == engine.TIME_SCALE
+    host.advance_to(0.5 * engine.TIME_SCALE)
+    assert host.now == engine.TIME_SCALE
 
 
 def test_rejects_what_a_real_host_would():

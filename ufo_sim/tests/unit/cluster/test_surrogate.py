@@ -75,6 +75,11 @@ def test_counters_grow_with_load_and_an_overload_is_a_violation():
     light.advance(50.0)
     assert light.counters('a').requests_done > a.requests_done
     assert light.now == 100.0
+    # To a time, as the engine's host: not past it, never back.
+    light.advance_to(150.0)
+    assert light.now == 150.0
+    light.advance_to(120.0)
+    assert light.now == 150.0
 
 
 def test_a_stopped_vm_uses_nothing():
