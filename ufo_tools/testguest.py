@@ -302,6 +302,10 @@ def serial_console(dom, log_path=None):
     return Console(m.group(1), log_path)
 
 
+#: Lines of libvirt's QEMU log of a domain kept in :func:`diagnose`.
+QEMU_LOG_LINES = 5
+
+
 def diagnose(dom):
     """What QEMU and the host say about a domain that went silent."""
     import libvirt
@@ -333,6 +337,13 @@ def diagnose(dom):
             lines.append('host loadavg %s' % f.read().strip())
     except OSError:
         pass
+    # Why QEMU exited, if it did: libvirt's log of the domain says.
+    try:
+        with open('/var/log/libvirt/qemu/%s.log' % dom.name()) as f:
+            tail = f.readlines()[-QEMU_LOG_LINES:]
+        lines.append('QEMU log tail:\n' + ''.join(tail).rstrip())
+    except (OSError, libvirt.libvirtError) as exc:
+        lines.append('QEMU log: %s' % exc)
     return '\n'.join(lines)
 
 
@@ -395,6 +406,8 @@ BOOT_TAIL_LINES = 30
 
 READY = 'ready'
 STALLED = 'stalled'
+#: Why a boot ended whose console no longer takes input.
+CONSOLE_GONE = 'console closed, QEMU gone'
 BOOTING = 'booting'
 
 
@@ -431,9 +444,11 @@ class GuestBoot(object):
     boot deadline, ``timeout / (retries + 1)`` s, is stopped and started
     again, at most ``retries`` times (default
     ``$UFO_GUEST_BOOT_RETRIES``, else 1); all within ``timeout``. TCG on
-    a busy host sometimes starves a boot for good. The stalled boot's
-    console tail and ``diagnose()`` go to the log; a guest still not up
-    at ``timeout`` fails with every boot's.
+    a busy host sometimes starves a boot for good. A boot whose console
+    stops taking input (its QEMU is gone) is started again at any time,
+    within the same ``retries``. The stalled boot's console tail and
+    ``diagnose()`` go to the log; a guest still not up at ``timeout``, or
+    gone once too often, fails with every boot's.
     """
 
     def __init__(self, name, start, stop, timeout, retries=None,
@@ -477,6 +492,11 @@ class GuestBoot(object):
             if why is None:
                 break
             reports.append(self._report(why))
+            gone = why.startswith(CONSOLE_GONE)
+            if gone and len(reports) > self.retries:
+                raise TimeoutError(
+                    'test guest %s did not boot: %s (boots: %d)\n%s' % (
+                        self.name, why, self.boots, '\n'.join(reports)))
             if time.monotonic() >= end:
                 raise TimeoutError(
                     'test guest %s did not boot in %.0f s (boots: %d)\n%s' % (
@@ -509,7 +529,11 @@ class GuestBoot(object):
                 return why or 'no UFO-INIT ready'
             # The console may have been opened after the first lines.
             if now - poked >= self.poke_every:
-                self.console.write('echo UFO-ALIVE\n')
+                try:
+                    self.console.write('echo UFO-ALIVE\n')
+                except OSError as exc:
+                    # EIO: QEMU closed its end of the pty, it is gone.
+                    return '%s (%s)' % (CONSOLE_GONE, exc.strerror)
                 poked = now
             try:
                 self.console.wait_for('', min(1.0, end - now),

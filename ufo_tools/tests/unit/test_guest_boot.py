@@ -4,7 +4,9 @@
 that print scripted lines at set times after their boot starts.
 """
 
+import errno
 import logging
+import os
 import re
 import time
 
@@ -56,9 +58,11 @@ def test_a_ready_line_wins_over_an_earlier_stall():
 class ScriptedConsole:
     """A guest console printing (seconds after start, line) pairs."""
 
-    def __init__(self, script):
+    def __init__(self, script, gone_at=None):
         self.began = time.monotonic()
         self.script = script
+        # From then on writes fail as on a pty whose QEMU exited.
+        self.gone_at = gone_at
         self.closed = False
         self.written = []
 
@@ -86,6 +90,9 @@ class ScriptedConsole:
             time.sleep(0.01)
 
     def write(self, text):
+        if self.gone_at is not None and \
+                time.monotonic() >= self.began + self.gone_at:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
         self.written.append(text)
 
     def run(self, command, timeout=60.0):
@@ -106,7 +113,11 @@ class Domain:
         self.stops = 0
 
     def start(self):
-        self.consoles.append(ScriptedConsole(self.scripts.pop(0)))
+        script = self.scripts.pop(0)
+        gone_at = None
+        if isinstance(script, tuple):
+            script, gone_at = script
+        self.consoles.append(ScriptedConsole(script, gone_at))
         return self.consoles[-1]
 
     def stop(self):
@@ -163,6 +174,31 @@ def test_a_guest_that_stalls_twice_fails_naming_both_boots():
     assert 'boot 1 of guest-a after 0 s: kernel stall: ' + RCU_STALL in text
     assert 'boot 2 of guest-a after 2 s: kernel stall: ' + HUNG_TASK in text
     assert text.count('domain state (1, 1)') == 2
+
+
+GONE = '%s (%s)' % (testguest.CONSOLE_GONE, os.strerror(errno.EIO))
+
+
+def test_a_boot_whose_qemu_exits_boots_again(caplog):
+    # A CI run lost a module's guests to "OSError: [Errno 5]" from the
+    # poke of a console whose QEMU had exited.
+    domain = Domain(([(0.05, 'Linux version 6.1')], 0.1), BOOTS)
+    with caplog.at_level(logging.WARNING, logger='ufo_tools.testguest'):
+        # A 2 s boot deadline: the poke finds the console gone first.
+        console = boot(domain, timeout=4.0).begin().wait()
+    assert console is domain.consoles[1] and domain.stops == 1
+    [record] = caplog.records
+    assert record.getMessage().splitlines()[0].endswith(
+        GONE + '; console tail:')
+
+
+def test_a_guest_whose_qemu_exits_twice_fails_naming_it():
+    domain = Domain(([], 0.1), ([], 0.1))
+    with pytest.raises(TimeoutError) as caught:
+        boot(domain, timeout=4.0).begin().wait()
+    assert len(domain.consoles) == 2
+    first = str(caught.value).splitlines()[0]
+    assert first == 'test guest guest-a did not boot: %s (boots: 2)' % GONE
 
 
 def test_a_slow_boot_still_printing_is_not_booted_again():
