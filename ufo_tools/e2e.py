@@ -237,13 +237,19 @@ def brief(status):
 
     CI summaries keep only a failure's first line; the configuration,
     which comes first in a full status, says nothing about what went wrong.
+    A guest reads: mode, cores held/wanted, vCPUs online/target,
+    utilization, signal/acknowledgement state and the controller's note.
     """
     if not status:
         return 'status: none (no tick yet)'
     pools = status.get('pools') or {}
-    guests = ['%s %s cores=%s util=%s' % (
+    guests = ['%s %s cores=%s/%s vcpus=%s/%s util=%.1f %s/%s%s' % (
         vm.get('name') or vm.get('uuid'), vm.get('mode'), vm.get('cores'),
-        vm.get('util')) for vm in status.get('vms') or ()]
+        vm.get('wanted_cores'), vm.get('online_vcpus'),
+        vm.get('target_vcpus'), vm.get('util') or 0.0, vm.get('signal'),
+        vm.get('channel') or '-',
+        ' "%s"' % vm['note'] if vm.get('note') else '')
+        for vm in status.get('vms') or ()]
     counts = {key: value for key, value in sorted(pools.items())
               if not key.endswith('_cpus')}
     return 'pools %s; vms [%s]' % (counts, ', '.join(guests))

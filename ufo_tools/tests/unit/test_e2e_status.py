@@ -18,7 +18,8 @@ STATUS = {
               'shortfall_cores': 0},
     'vms': [{'uuid': 'u-1', 'name': 'web', 'mode': 'active',
              'signal': 'guest', 'cores': 1, 'wanted_cores': 1,
-             'online_vcpus': 1, 'vcpus': 2, 'util': 40.0, 'sf': 120.0,
+             'online_vcpus': 1, 'target_vcpus': 2, 'channel': 'proven',
+             'vcpus': 2, 'util': 40.0, 'sf': 120.0,
              'r2': None, 'reason': '', 'note': ''}],
 }
 
@@ -104,7 +105,8 @@ def test_a_timeout_names_pools_and_guests_on_its_first_line(agent):
     assert first.startswith(
         'timeout waiting for the pool to shrink; last pools')
     assert "'emulator_util': 0.1" in first
-    assert 'web active cores=1 util=40.0' in first
+    # Cores held/wanted, vCPUs online/target, signal/acknowledgements.
+    assert 'web active cores=1/1 vcpus=1/2 util=40.0 guest/proven' in first
     assert 'config' not in first
 
 
