@@ -180,8 +180,7 @@ GONE = '%s (%s)' % (testguest.CONSOLE_GONE, os.strerror(errno.EIO))
 
 
 def test_a_boot_whose_qemu_exits_boots_again(caplog):
-    # A CI run lost a module's guests to "OSError: [Errno 5]" from the
-    # poke of a console whose QEMU had exited.
+    # The poke's write to the pty of a QEMU that exited fails with EIO.
     domain = Domain(([(0.05, 'Linux version 6.1')], 0.1), BOOTS)
     with caplog.at_level(logging.WARNING, logger='ufo_tools.testguest'):
         # A 2 s boot deadline: the poke finds the console gone first.
