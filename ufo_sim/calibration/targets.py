@@ -455,7 +455,8 @@ def _hotplug_step(host, vm, cpus, target):
     """
     tick = spec.TIME_SCALE          # one real second
     start, was = host.now, host.online(vm)
-    if target > was:
+    growing = target > was
+    if growing:
         host.pin_vcpus(vm, range(cpus))
     busy = host.counters(vm).guest_busy_ns
     host.set_online(vm, target, hotplug=True)
@@ -463,7 +464,8 @@ def _hotplug_step(host, vm, cpus, target):
     while host.online(vm) != target and host.now - start < tick:
         host.advance(step)
     took = (host.now - start) / spec.TIME_SCALE * 1e3 / abs(was - target)
-    host.pin_vcpus(vm, range(cpus))
+    if not growing:
+        host.pin_vcpus(vm, range(cpus))
     host.advance_to(start + tick)
     utils = [(host.counters(vm).guest_busy_ns - busy) / tick / 1e9]
     utils += [_guest_cpus(host, vm, tick)
