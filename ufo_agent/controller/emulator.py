@@ -820,7 +820,8 @@ class EmulatorPool:
         guest's QoS: the pool takes them only from the mark up or for
         saturated threads, one at a time. Below the mark it gives one
         back to a guest one core short that runs at the mark of every
-        CPU it has, unless some guest's threads are saturated, possibly
+        CPU it has (or, with none, to the hottest one over
+        ``pcu_high``), unless some guest's threads are saturated, possibly
         as a trial of a size it has not measured (:meth:`may_try`),
         which the mark judges; after that, saturation under the mark
         does not take it back while the load stays (:meth:`holds_yield`,
@@ -854,9 +855,13 @@ class EmulatorPool:
             return want, None, (), None
         if want < cores or view.saturated or not view.short:
             return want, None, (), None
-        eligible = [g for g in view.short
-                    if g.committed - g.cores == 1 and
-                    (g.pcu >= mark or g.violating)]
+        one_short = [g for g in view.short if g.committed - g.cores == 1]
+        eligible = [g for g in one_short if g.pcu >= mark or g.violating]
+        if not eligible:
+            # A guest over the PCU band queues before it reads the mark:
+            # the hottest one.
+            over = [g for g in one_short if g.pcu >= self.config.pcu_high]
+            eligible = [max(over, key=lambda g: g.pcu)] if over else []
         if not eligible or not self.may_yield(now, cores, busy,
                                               view.pcpus_per_core,
                                               view.guest_pct, trial=True):

@@ -72,6 +72,16 @@ def test_a_pool_under_the_mark_yields_a_core_to_a_guest_one_short():
     assert controller.last_plan.decisions == ()
 
 
+def test_a_guest_over_the_pcu_band_one_short_is_yielded_a_core():
+    # The full Memcached grid's 40 % + 90 % cell: the short guest reads
+    # 92 % of every CPU it holds, under the 95 % mark, and queues.
+    def at_92(held):
+        return min(780.0, 184.0 * held)
+    on, _ = _full_host(ON, _three_then(350.0), util=at_92)
+    assert on[9] == (3, 3, 2)
+    assert on[10] in ((2, 4, 2), (2, 3, 3)) and on[10:] == [on[10]] * 20
+
+
 def test_a_yielded_core_goes_to_the_guest_it_was_yielded_for():
     # The quick grid's Nginx 80 % + MySQL 50 % (traced): both one core
     # short beside a pool of three, Nginx at 98 % of its CPUs on the last
