@@ -63,6 +63,22 @@ import glob
 import sys
 import xml.etree.ElementTree as ET
 
+
+def summary(bad):
+    # stestr's reports carry no message attribute: take the exception
+    # from the traceback, with what follows it on one line.
+    message = (bad.get('message') or '').strip()
+    if message:
+        return message.splitlines()[0][:300]
+    lines = (bad.text or '').splitlines()
+    frames = [i for i, line in enumerate(lines) if line.startswith('  File ')]
+    rest = lines[frames[-1] + 1:] if frames else lines
+    rest = [line.strip() for line in rest
+            if line.strip() and not line.startswith(' ')] or [
+        line.strip() for line in rest if line.strip()]
+    return ' | '.join(rest)[:300]
+
+
 tests = failed = skipped = 0
 failures = []
 for path in sorted(p for top in sys.argv[1:]
@@ -75,10 +91,8 @@ for path in sorted(p for top in sys.argv[1:]
     # Name each failure here too: CI logs are often read from the tail.
     for case in root.iter('testcase'):
         for bad in list(case.findall('failure')) + list(case.findall('error')):
-            message = (bad.get('message') or '').strip().splitlines()
             failures.append('FAILED %s::%s: %s' % (
-                case.get('classname'), case.get('name'),
-                message[0][:300] if message else ''))
+                case.get('classname'), case.get('name'), summary(bad)))
 for line in failures:
     print(line)
 print('%d passed, %d failed, %d skipped'
