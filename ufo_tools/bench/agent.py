@@ -334,12 +334,14 @@ class _Ticker:
                                  lv.daemon_seconds, lv.daemon_calls)
         if timed and self.profile is not None:
             self.profile.enable()
-        queued = self.queued()
+        # The wall encloses the run-delay reads: a wait for a CPU just
+        # before a read is then inside the wall it is part of.
         cpu0, start = time.process_time(), time.monotonic()
+        queued = self.queued()
         self.agent.tick()
+        queued = self.queued() - queued
         wall = time.monotonic() - start
         cpu = time.process_time() - cpu0
-        queued = self.queued() - queued
         if timed and self.profile is not None:
             self.profile.disable()
         daemon = lv.daemon_seconds - daemon
@@ -421,12 +423,14 @@ class _StepClock:
             if not self.on:
                 return func(*args, **kwargs)
             fakes, cpu = self._fakes(), time.process_time()
-            queued, wall = self.queued(), time.monotonic()
+            # The wall encloses the run-delay reads (see _Ticker.tick).
+            wall = time.monotonic()
+            queued = self.queued()
             try:
                 return func(*args, **kwargs)
             finally:
-                self.walls[name] += time.monotonic() - wall
                 self.waits[name] += self.queued() - queued
+                self.walls[name] += time.monotonic() - wall
                 if name in self.seconds:
                     self.seconds[name] += (time.process_time() - cpu) - (
                         self._fakes() - fakes)

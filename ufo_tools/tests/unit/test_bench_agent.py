@@ -3,6 +3,7 @@
 import argparse
 import os
 import re
+import types
 
 import pytest
 
@@ -99,6 +100,56 @@ def test_steps_add_up_the_agent_cpu_and_wall_of_each_step():
         result['tick_wall_ms_median'])
     assert 0 < float(result['tick_wall_less_queued_ms_median']) <= float(
         result['tick_wall_ms_median']) + 0.1
+
+
+class _Preempting:
+    """Holds the caller off a CPU for 1 ms before each clock read.
+
+    The worst case for reading a run delay beside the wall clock.
+    """
+
+    def __init__(self):
+        self.now = self.delay = 0.0
+
+    def _preempt(self):
+        self.now += 0.001
+        self.delay += 0.001
+
+    def monotonic(self):
+        self._preempt()
+        return self.now
+
+    def queued(self):
+        self._preempt()
+        return self.delay
+
+
+def test_a_wait_for_a_cpu_beside_a_read_is_inside_the_wall(monkeypatch):
+    machine = _Preempting()
+    monkeypatch.setattr(bench_agent.time, 'monotonic', machine.monotonic)
+    monkeypatch.setattr(bench_agent._QueuedClock, '__call__',
+                        lambda self: machine.queued())
+    host = types.SimpleNamespace(
+        guest_seconds=0.0, clock=lambda: 0.0, advance=lambda now: None,
+        libvirt=types.SimpleNamespace(daemon_seconds=0.0, daemon_calls=0))
+
+    def idle(*args):
+        return None
+
+    agent = types.SimpleNamespace(
+        _sync_guests=idle, _observe=idle, _check_drift=idle,
+        _update_status=idle, tick=idle,
+        controller=types.SimpleNamespace(tick=idle),
+        enforcer=types.SimpleNamespace(apply=idle, _wait=idle))
+    steps = bench_agent._StepClock(agent, host)
+    steps.on = True
+    agent._observe()
+    assert 0 < steps.waits['observe'] <= steps.walls['observe']
+
+    ticker = bench_agent._Ticker(agent, host, interval=0.0)
+    monkeypatch.setattr(bench_agent.time, 'sleep', lambda s: None)
+    _, wall, _, _, _, queued = ticker.tick()
+    assert 0 < queued <= wall
 
 
 def test_guests_takes_a_count_or_a_list_of_counts():
