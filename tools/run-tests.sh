@@ -65,7 +65,7 @@ import xml.etree.ElementTree as ET
 
 
 def summary(bad):
-    # stestr's reports carry no message attribute: take the exception
+    # The reports of stestr runs carry no message: take the exception
     # from the traceback, with what follows it on one line.
     message = (bad.get('message') or '').strip()
     if message:
