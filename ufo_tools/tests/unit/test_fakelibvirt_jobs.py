@@ -114,7 +114,8 @@ def test_jobs_of_different_domains_do_not_wait_for_each_other():
         _wait_until(lambda: hv.blocked)
         start = time.monotonic()
         other.pinVcpuFlags(0, _bits(4), 1)
-        assert time.monotonic() - start < 0.5
+        # Waiting for the other domain's job would take JOB_WAIT, 30 s.
+        assert time.monotonic() - start < 4.0
         assert other.vcpu_pins[0] == _bits(4)
     finally:
         gate.set()

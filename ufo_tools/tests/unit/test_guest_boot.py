@@ -225,7 +225,8 @@ def test_without_retries_a_stall_fails_at_the_timeout_as_before():
     started = time.monotonic()
     with pytest.raises(TimeoutError):
         guest.begin().wait()
-    assert 1.0 <= time.monotonic() - started < 1.5
+    # At the timeout, not another boot deadline (1 s) later.
+    assert 1.0 <= time.monotonic() - started < 1.9
     assert len(domain.consoles) == 1
 
 
