@@ -73,10 +73,9 @@ def summary(bad):
     lines = (bad.text or '').splitlines()
     frames = [i for i, line in enumerate(lines) if line.startswith('  File ')]
     rest = lines[frames[-1] + 1:] if frames else lines
-    rest = [line.strip() for line in rest
-            if line.strip() and not line.startswith(' ')] or [
-        line.strip() for line in rest if line.strip()]
-    return ' | '.join(rest)[:300]
+    # The exception's lines, not the frame's indented source lines.
+    return ' | '.join(line for line in rest
+                      if line and not line.startswith(' '))[:300]
 
 
 tests = failed = skipped = 0
